@@ -1,0 +1,64 @@
+/**
+ * DynamoDB clients, built once per process. One kept-alive connection pool: a fenced unit is
+ * one round trip, so a TLS/TCP handshake per request would be most of its latency.
+ */
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+
+export interface DynamoOptions {
+  /** e.g. http://127.0.0.1:8000 for DynamoDB Local; absent for AWS. */
+  endpoint?: string;
+  region?: string;
+  /** Per-request timeout; a timed-out write is *ambiguous*: it may have been applied. */
+  requestTimeoutMs?: number;
+  maxAttempts?: number;
+  maxSockets?: number;
+}
+
+export interface Dynamo {
+  client: DynamoDBClient;
+  doc: DynamoDBDocumentClient;
+}
+
+export function createDynamo(opts: DynamoOptions = {}): Dynamo {
+  const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64 };
+  const config: DynamoDBClientConfig = {
+    region: opts.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? (opts.endpoint ? 'us-east-1' : undefined),
+    maxAttempts: opts.maxAttempts ?? 3,
+    requestHandler: new NodeHttpHandler({
+      httpAgent: new HttpAgent(agentOpts),
+      httpsAgent: new HttpsAgent(agentOpts),
+      connectionTimeout: 2_000,
+      requestTimeout: opts.requestTimeoutMs ?? 5_000,
+    }),
+  };
+  if (opts.endpoint !== undefined) {
+    config.endpoint = opts.endpoint;
+    // DynamoDB Local accepts any signature; use real credentials when the environment has them.
+    if (process.env.AWS_ACCESS_KEY_ID === undefined) {
+      config.credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+    }
+  }
+  const client = new DynamoDBClient(config);
+  const doc = DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true },
+  });
+  return { client, doc };
+}
+
+/** The error name the SDK gives a failed condition on a single-item write. */
+export const isConditionalCheckFailed = (e: unknown): e is Error & { Item?: Record<string, AttributeValue> } =>
+  e instanceof Error && e.name === 'ConditionalCheckFailedException';
+
+/**
+ * The item returned by `ReturnValuesOnConditionCheckFailure: ALL_OLD`. The document client does
+ * not unmarshall errors, so this does.
+ */
+export function conditionFailureItem(e: { Item?: Record<string, AttributeValue> }): Record<string, unknown> | undefined {
+  return e.Item === undefined ? undefined : unmarshall(e.Item);
+}

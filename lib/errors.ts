@@ -1,0 +1,160 @@
+/**
+ * Every failure this library reports is one of these classes: callers branch on the class
+ * (or on `code`), never on a message. Each carries what a caller needs to act on it.
+ */
+import type { Generation } from './generation.js';
+
+export abstract class FencedError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input: nothing was sent, nothing was written. */
+export class InvalidInputError extends FencedError {
+  readonly code = 'INVALID_INPUT';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+/** A configuration value (environment variable, flag) is missing or malformed. */
+export class ConfigError extends FencedError {
+  readonly code = 'CONFIG';
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+/** Renew or protected work found that the lease belongs to someone else (or to a newer generation). */
+export class LeaseLostError extends FencedError {
+  readonly code = 'LEASE_LOST';
+  constructor(
+    readonly key: string,
+    readonly generation: Generation,
+    readonly holder: { owner?: string; generation?: number; expiresAt?: number } | undefined,
+  ) {
+    super(`lease ${key} at generation ${generation} is no longer held by us`);
+  }
+}
+
+/** Renewal could not be confirmed before the local deadline: stop issuing protected work. */
+export class LeaseExpiredError extends FencedError {
+  readonly code = 'LEASE_EXPIRED';
+  constructor(
+    readonly key: string,
+    readonly generation: Generation,
+    options?: { cause?: unknown },
+  ) {
+    super(`lease ${key} at generation ${generation} passed its local deadline without a confirmed renewal`, options);
+  }
+}
+
+/** acquire() gave up: its deadline passed or its AbortSignal fired. */
+export class AcquireTimeoutError extends FencedError {
+  readonly code = 'ACQUIRE_TIMEOUT';
+  constructor(
+    readonly key: string,
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`could not acquire lease ${key} after ${attempts} attempt(s)`, options);
+  }
+}
+
+/** The issuer cannot hand out another token in this epoch: raise the epoch (never wrap). */
+export class SequenceExhaustedError extends FencedError {
+  readonly code = 'SEQUENCE_EXHAUSTED';
+  constructor(
+    readonly key: string,
+    readonly epoch: number,
+  ) {
+    super(`lease ${key}: sequence exhausted in epoch ${epoch} (2^32 - 1 tokens issued); raise the epoch`);
+  }
+}
+
+/** The store has tokens from a newer epoch than this process is configured with. */
+export class EpochBehindError extends FencedError {
+  readonly code = 'EPOCH_BEHIND';
+  constructor(
+    readonly key: string,
+    readonly configuredEpoch: number,
+    readonly storedGeneration: number,
+  ) {
+    super(
+      `${key}: stored generation belongs to a newer epoch than the configured epoch ${configuredEpoch}; ` +
+        'this process runs with an outdated epoch configuration',
+    );
+  }
+}
+
+/** The fence has accepted a newer generation: this holder is obsolete. Nothing of its unit was written. */
+export class StaleGenerationError extends FencedError {
+  readonly code = 'STALE_GENERATION';
+  constructor(
+    readonly resource: string,
+    readonly attempted: Generation,
+    readonly current: Generation | undefined,
+  ) {
+    super(
+      `fence ${resource} rejected generation ${attempted}` + (current === undefined ? '' : ` (fence is at ${current})`),
+    );
+  }
+}
+
+/** The checkpoint is not where this holder expected it: someone else progressed. Nothing was written. */
+export class CheckpointMovedError extends FencedError {
+  readonly code = 'CHECKPOINT_MOVED';
+  constructor(
+    readonly key: string,
+    readonly expected: number,
+    readonly actual: number | undefined,
+  ) {
+    super(`checkpoint ${key} expected cursor ${expected}, found ${actual ?? 'none'}`);
+  }
+}
+
+/** A once-only effect's operation key exists already: the effect is a duplicate. Nothing was written. */
+export class EffectAlreadyExistsError extends FencedError {
+  readonly code = 'EFFECT_EXISTS';
+  /** Every once-only effect of the unit that exists already (the first is `table`/`key`). */
+  readonly duplicates: readonly { table: string; key: string }[];
+  constructor(
+    readonly table: string,
+    readonly key: string,
+    duplicates?: readonly { table: string; key: string }[],
+  ) {
+    super(`once-only effect ${key} in ${table} exists already`);
+    this.duplicates = duplicates ?? [{ table, key }];
+  }
+}
+
+/** The transaction kept conflicting with concurrent transactions after all retries. Nothing was written. */
+export class TransactionConflictError extends FencedError {
+  readonly code = 'TRANSACTION_CONFLICT';
+  constructor(
+    readonly attempts: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`transaction conflicted ${attempts} time(s)`, options);
+  }
+}
+
+/** A transaction was cancelled for a reason this library does not decode (validation, throughput...). */
+export class TransactionFailedError extends FencedError {
+  readonly code = 'TRANSACTION_FAILED';
+  constructor(
+    readonly reasons: readonly { Code?: string; Message?: string }[],
+    options?: { cause?: unknown },
+  ) {
+    super(`transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`, options);
+  }
+}

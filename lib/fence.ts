@@ -1,0 +1,292 @@
+/**
+ * The fence: the resource remembers the greatest generation it accepted and never accepts a
+ * lower one, in the SAME transaction as the effect. This, not the lease, stops an obsolete
+ * holder: a lease only lets a successor start.
+ *
+ * A fenced unit is ONE TransactWriteItems:
+ *   [0] fence      SET generation = :g          IF generation <= :g   (equal is allowed)
+ *   [1] checkpoint SET cursor = :next, ...      IF cursor = :expected
+ *   [2..] effects  upserts (fence only) and once-only creations (attribute_not_exists(pk))
+ * All or nothing: a stale holder's unit leaves no effect behind.
+ */
+import { createHash } from 'node:crypto';
+import { TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { defaultBackoff, fullJitter, type BackoffPolicy, type Random } from './backoff.js';
+import { systemClock, type Clock } from './clock.js';
+import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
+import {
+  CheckpointMovedError,
+  EffectAlreadyExistsError,
+  InvalidInputError,
+  StaleGenerationError,
+  TransactionConflictError,
+  TransactionFailedError,
+} from './errors.js';
+import { asGeneration, type Generation } from './generation.js';
+import { assertEffectItem, ONCE_CONDITION, type Effect } from './idempotency.js';
+import { FENCE_ATTR, JOB_ATTR } from './schema.js';
+
+export const MAX_TRANSACTION_ACTIONS = 100;
+export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
+export const MAX_ITEM_BYTES = 400 * 1024;
+
+export interface FenceRef {
+  readonly table: string;
+  /** The protected resource's key, e.g. `invoices#<jobId>`. */
+  readonly resource: string;
+}
+
+export interface FenceContext {
+  doc: DynamoDBDocumentClient;
+  clock?: Clock;
+  random?: Random;
+  backoff?: BackoffPolicy;
+  /** Attempts for a transaction cancelled by a conflict with another transaction. */
+  maxConflictAttempts?: number;
+}
+
+/**
+ * Raises the fence to `generation` (or confirms it is there). A successor calls this right
+ * after acquiring, BEFORE reading the state it will modify: from then on no lower generation
+ * can commit through this fence. Returns the generation the fence held before.
+ * Throws StaleGenerationError if the fence is already higher: this holder is obsolete.
+ */
+export async function raiseFence(ctx: FenceContext, fence: FenceRef, generation: Generation): Promise<Generation | undefined> {
+  assertFenceRef(fence);
+  const clock = ctx.clock ?? systemClock;
+  try {
+    const out = await ctx.doc.send(
+      new UpdateCommand({
+        TableName: fence.table,
+        Key: { [FENCE_ATTR.key]: fence.resource },
+        ConditionExpression: 'attribute_not_exists(#g) OR #g <= :g',
+        UpdateExpression: 'SET #g = :g, #u = :now',
+        ExpressionAttributeNames: { '#g': FENCE_ATTR.generation, '#u': FENCE_ATTR.updatedAt },
+        ExpressionAttributeValues: { ':g': generation, ':now': clock.wallNow() },
+        ReturnValues: 'UPDATED_OLD',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    const before = out.Attributes?.[FENCE_ATTR.generation];
+    return before === undefined ? undefined : asGeneration(before);
+  } catch (e) {
+    if (!isConditionalCheckFailed(e)) throw e;
+    const current = conditionFailureItem(e)?.[FENCE_ATTR.generation];
+    throw new StaleGenerationError(fence.resource, generation, typeof current === 'number' ? asGeneration(current) : undefined);
+  }
+}
+
+export interface Checkpoint {
+  readonly table: string;
+  readonly key: string;
+  /** The cursor this unit starts from: the commit fails if anyone moved it. */
+  readonly expected: number;
+  readonly next: number;
+  /** Further attributes to set with the advance (heartbeat, status...). */
+  readonly set?: Readonly<Record<string, unknown>>;
+  /** Attributes to remove with the advance (e.g. the sparse index key when the job is done). */
+  readonly remove?: readonly string[];
+}
+
+export interface FencedUnit {
+  readonly fence: FenceRef;
+  readonly generation: Generation;
+  readonly checkpoint: Checkpoint;
+  readonly effects: readonly Effect[];
+  /** Identifies the unit for the idempotency token: (job, generation, unit[, variant]). */
+  readonly token: { readonly job: string; readonly unit: number; readonly variant?: string };
+}
+
+export type CommitOutcome =
+  /** This call's transaction committed. */
+  | { readonly status: 'committed'; readonly attempts: number }
+  /** The unit had already been committed under this generation (an ambiguous earlier attempt). */
+  | { readonly status: 'already-committed'; readonly attempts: number };
+
+/**
+ * The ClientRequestToken (<= 36 chars) for a unit. Derived, not random: a retry of an
+ * ambiguous commit is then the SAME request, and DynamoDB applies it at most once (10 min).
+ */
+export function unitToken(job: string, generation: Generation, unit: number, variant = ''): string {
+  return createHash('sha256').update(`${job}\u0000${generation}\u0000${unit}\u0000${variant}`).digest('base64url').slice(0, 36);
+}
+
+function assertFenceRef(fence: FenceRef): void {
+  if (typeof fence?.table !== 'string' || fence.table.length < 3) throw new InvalidInputError('fence.table', 'must be a table name');
+  if (typeof fence.resource !== 'string' || fence.resource.length === 0) {
+    throw new InvalidInputError('fence.resource', 'must be a non-empty string');
+  }
+}
+
+type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
+
+/** Builds the transaction, validating everything DynamoDB would reject, before anything is sent. */
+export function buildFencedUnit(unit: FencedUnit, now: number): { items: TransactItem[]; token: string } {
+  assertFenceRef(unit.fence);
+  asGeneration(unit.generation);
+  const cp = unit.checkpoint;
+  if (typeof cp?.table !== 'string' || cp.table.length < 3) throw new InvalidInputError('checkpoint.table', 'must be a table name');
+  if (typeof cp.key !== 'string' || cp.key.length === 0) throw new InvalidInputError('checkpoint.key', 'must be a non-empty string');
+  if (!Number.isSafeInteger(cp.expected) || cp.expected < 0) throw new InvalidInputError('checkpoint.expected', 'must be an integer >= 0');
+  if (!Number.isSafeInteger(cp.next) || cp.next <= cp.expected) throw new InvalidInputError('checkpoint.next', 'must be an integer > expected');
+  if (!Array.isArray(unit.effects)) throw new InvalidInputError('effects', 'must be an array');
+  const total = unit.effects.length + 2;
+  if (total > MAX_TRANSACTION_ACTIONS) {
+    throw new InvalidInputError('effects', `a unit is one transaction of at most ${MAX_TRANSACTION_ACTIONS} actions; got ${total} (fence + checkpoint + ${unit.effects.length} effects)`);
+  }
+
+  const seen = new Set<string>([`${unit.fence.table}\u0000${unit.fence.resource}`]);
+  const claim = (table: string, key: string, field: string) => {
+    const id = `${table}\u0000${key}`;
+    if (seen.has(id)) throw new InvalidInputError(field, `two actions on one item (${table} ${key}) in one transaction`);
+    seen.add(id);
+  };
+  claim(cp.table, cp.key, 'checkpoint');
+
+  const items: TransactItem[] = [
+    {
+      Update: {
+        TableName: unit.fence.table,
+        Key: { [FENCE_ATTR.key]: unit.fence.resource },
+        // Equal generations pass: one holder commits many units. The fence orders holders, it does not dedupe.
+        ConditionExpression: 'attribute_not_exists(#g) OR #g <= :g',
+        UpdateExpression: 'SET #g = :g, #u = :now',
+        ExpressionAttributeNames: { '#g': FENCE_ATTR.generation, '#u': FENCE_ATTR.updatedAt },
+        ExpressionAttributeValues: { ':g': unit.generation, ':now': now },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    checkpointItem(cp, unit.generation),
+  ];
+
+  unit.effects.forEach((effect, i) => {
+    const field = `effects[${i}]`;
+    if (effect?.kind !== 'upsert' && effect?.kind !== 'once') throw new InvalidInputError(`${field}.kind`, 'must be "upsert" or "once"');
+    if (typeof effect.table !== 'string' || effect.table.length < 3) throw new InvalidInputError(`${field}.table`, 'must be a table name');
+    assertEffectItem(effect.item, `${field}.item`);
+    claim(effect.table, effect.item.pk, field);
+    const size = Buffer.byteLength(JSON.stringify(effect.item));
+    if (size > MAX_ITEM_BYTES) throw new InvalidInputError(`${field}.item`, `item of ~${size} bytes exceeds DynamoDB's 400 KB item limit`);
+    items.push({
+      Put:
+        effect.kind === 'once'
+          ? { TableName: effect.table, Item: effect.item, ConditionExpression: ONCE_CONDITION }
+          : { TableName: effect.table, Item: effect.item },
+    });
+  });
+
+  const bytes = Buffer.byteLength(JSON.stringify(items));
+  if (bytes > MAX_TRANSACTION_BYTES) {
+    throw new InvalidInputError('effects', `transaction of ~${bytes} bytes exceeds DynamoDB's 4 MB limit`);
+  }
+  return { items, token: unitToken(unit.token.job, unit.generation, unit.token.unit, unit.token.variant) };
+}
+
+function checkpointItem(cp: Checkpoint, generation: Generation): TransactItem {
+  const names: Record<string, string> = { '#cursor': JOB_ATTR.cursor, '#gen': JOB_ATTR.generation };
+  const values: Record<string, unknown> = { ':expected': cp.expected, ':next': cp.next, ':g': generation };
+  const sets = ['#cursor = :next', '#gen = :g'];
+  Object.entries(cp.set ?? {}).forEach(([attr, value], i) => {
+    if (attr === JOB_ATTR.cursor || attr === JOB_ATTR.generation) throw new InvalidInputError(`checkpoint.set.${attr}`, 'is managed by the fenced unit');
+    names[`#s${i}`] = attr;
+    values[`:s${i}`] = value;
+    sets.push(`#s${i} = :s${i}`);
+  });
+  const removes = (cp.remove ?? []).map((attr, i) => {
+    names[`#r${i}`] = attr;
+    return `#r${i}`;
+  });
+  return {
+    Update: {
+      TableName: cp.table,
+      Key: { pk: cp.key },
+      ConditionExpression: '#cursor = :expected',
+      UpdateExpression: `SET ${sets.join(', ')}` + (removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+interface CancellationReason {
+  Code?: string;
+  Message?: string;
+  Item?: Record<string, AttributeValue>;
+}
+
+const isCancelled = (e: unknown): e is Error & { CancellationReasons?: CancellationReason[] } =>
+  e instanceof Error && e.name === 'TransactionCanceledException';
+
+/** Worth sending the identical request again (same token) after a pause. */
+const isTransient = (e: unknown): boolean =>
+  e instanceof Error &&
+  (e.name === 'TransactionInProgressException' ||
+    e.name === 'ProvisionedThroughputExceededException' ||
+    e.name === 'ThrottlingException' ||
+    e.name === 'RequestLimitExceeded');
+
+/**
+ * Commits one fenced unit: ONE TransactWriteItems. Returns how it went, or throws:
+ * StaleGenerationError (fence moved past us), CheckpointMovedError (someone else progressed),
+ * EffectAlreadyExistsError (a once-only effect is a duplicate), TransactionConflictError.
+ * In every thrown case nothing of the unit was written.
+ */
+export async function commitFencedUnit(ctx: FenceContext, unit: FencedUnit): Promise<CommitOutcome> {
+  const clock = ctx.clock ?? systemClock;
+  const { items, token } = buildFencedUnit(unit, clock.wallNow());
+  const command = new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token });
+  const maxAttempts = ctx.maxConflictAttempts ?? 5;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // The identical command on every attempt: same token, same parameters.
+      await ctx.doc.send(command);
+      return { status: 'committed', attempts: attempt };
+    } catch (e) {
+      if (isCancelled(e)) {
+        const decoded = decodeCancellation(unit, e.CancellationReasons ?? [], e);
+        if (decoded === 'already-committed') return { status: 'already-committed', attempts: attempt };
+        if (decoded !== 'conflict') throw decoded;
+        if (attempt >= maxAttempts) throw new TransactionConflictError(attempt, { cause: e });
+      } else if (!isTransient(e) || attempt >= maxAttempts) {
+        throw e;
+      }
+      await clock.sleep(fullJitter(attempt, ctx.backoff ?? defaultBackoff, ctx.random));
+    }
+  }
+}
+
+/**
+ * CancellationReasons are positional: [0] fence, [1] checkpoint, [2..] effects. The fence
+ * verdict comes first: an obsolete holder is told it is obsolete, whatever else failed.
+ */
+export function decodeCancellation(
+  unit: FencedUnit,
+  reasons: readonly CancellationReason[],
+  cause: unknown,
+): Error | 'conflict' | 'already-committed' {
+  const item = (r: CancellationReason | undefined) => (r?.Item ? unmarshall(r.Item) : undefined);
+  const failed = (r: CancellationReason | undefined) => r?.Code === 'ConditionalCheckFailed';
+
+  const [fence, checkpoint, ...effects] = reasons;
+  if (failed(fence)) {
+    const current = item(fence)?.[FENCE_ATTR.generation];
+    return new StaleGenerationError(unit.fence.resource, unit.generation, typeof current === 'number' ? asGeneration(current) : undefined);
+  }
+  if (failed(checkpoint)) {
+    const old = item(checkpoint);
+    const cursor = old?.[JOB_ATTR.cursor];
+    // Our generation moved the cursor past this unit: an earlier attempt of ours committed it.
+    if (typeof cursor === 'number' && cursor >= unit.checkpoint.next && old?.[JOB_ATTR.generation] === unit.generation) {
+      return 'already-committed';
+    }
+    return new CheckpointMovedError(unit.checkpoint.key, unit.checkpoint.expected, typeof cursor === 'number' ? cursor : undefined);
+  }
+  const duplicates = unit.effects.filter((_, i) => failed(effects[i])).map((e) => ({ table: e.table, key: e.item.pk }));
+  const first = duplicates[0];
+  if (first !== undefined) return new EffectAlreadyExistsError(first.table, first.key, duplicates);
+  if (reasons.some((r) => r.Code === 'TransactionConflict')) return 'conflict';
+  return new TransactionFailedError(reasons, { cause });
+}

@@ -1,0 +1,121 @@
+/**
+ * The tables, as pure data: the single source of truth for the CDK stack (infra/) and the
+ * local runtime and tests (lib/tables.ts). No SDK and no CDK import here.
+ *
+ * Attribute names are a contract: tools outside this code read these tables (DESIGN.md).
+ */
+import { InvalidInputError } from './errors.js';
+
+export type TableRole = 'leases' | 'fences' | 'jobs' | 'invoices';
+export type KeyType = 'S' | 'N';
+
+export interface KeyAttribute {
+  readonly name: string;
+  readonly type: KeyType;
+}
+
+export interface IndexSchema {
+  readonly indexName: string;
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  /** Sparse: only items carrying the partition key attribute are in the index. */
+  readonly projection: 'ALL' | 'KEYS_ONLY';
+}
+
+export interface TableSchema {
+  readonly role: TableRole;
+  readonly partitionKey: KeyAttribute;
+  readonly globalSecondaryIndexes: readonly IndexSchema[];
+  readonly stream?: 'NEW_AND_OLD_IMAGES';
+  /**
+   * Leases and fences hold the issued and accepted generations: deleting one lets a counter
+   * restart below a value a resource has seen. The stack denies delete on these.
+   */
+  readonly permanent: boolean;
+}
+
+export const LEASE_ATTR = {
+  key: 'pk',
+  owner: 'owner',
+  generation: 'generation',
+  expiresAt: 'expiresAt',
+  version: 'version',
+  durationMs: 'durationMs',
+} as const;
+
+export const FENCE_ATTR = { key: 'pk', generation: 'generation', updatedAt: 'updatedAt' } as const;
+
+export const JOB_ATTR = {
+  key: 'pk',
+  status: 'status',
+  cursor: 'cursor',
+  totalUnits: 'totalUnits',
+  generation: 'generation',
+  heartbeatAt: 'heartbeatAt',
+  requeues: 'requeues',
+  input: 'input',
+  createdAt: 'createdAt',
+  failureReason: 'failureReason',
+  /** Present only while the job is unfinished: the partition key of the sparse sweeper index. */
+  unfinished: 'unfinished',
+  /** The sweeper's stored observations for version-watch mode (no clock comparison). */
+  sweepObservation: 'sweepObservation',
+  sweepUnchanged: 'sweepUnchanged',
+} as const;
+
+export const INVOICE_ATTR = {
+  key: 'pk',
+  jobId: 'jobId',
+  customerId: 'customerId',
+  amountCents: 'amountCents',
+  currency: 'currency',
+  generation: 'generation',
+  unit: 'unit',
+  updatedAt: 'updatedAt',
+} as const;
+
+/** The one value of the sparse index's partition key. */
+export const UNFINISHED = 'open';
+export const UNFINISHED_INDEX = 'unfinished-by-heartbeat';
+
+const pk: KeyAttribute = { name: 'pk', type: 'S' };
+
+export const TABLES: Readonly<Record<TableRole, TableSchema>> = {
+  leases: { role: 'leases', partitionKey: pk, globalSecondaryIndexes: [], permanent: true },
+  fences: { role: 'fences', partitionKey: pk, globalSecondaryIndexes: [], permanent: true },
+  jobs: {
+    role: 'jobs',
+    partitionKey: pk,
+    globalSecondaryIndexes: [
+      {
+        indexName: UNFINISHED_INDEX,
+        partitionKey: { name: JOB_ATTR.unfinished, type: 'S' },
+        sortKey: { name: JOB_ATTR.heartbeatAt, type: 'N' },
+        projection: 'ALL',
+      },
+    ],
+    permanent: false,
+  },
+  invoices: {
+    role: 'invoices',
+    partitionKey: pk,
+    globalSecondaryIndexes: [],
+    stream: 'NEW_AND_OLD_IMAGES',
+    permanent: false,
+  },
+};
+
+export const TABLE_ROLES = Object.keys(TABLES) as TableRole[];
+
+export type TableNames = Readonly<Record<TableRole, string>>;
+
+const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+
+/** Physical names for a prefix (stage, test file, run). Every name contains its role. */
+export function tableNames(prefix: string): TableNames {
+  const names = Object.fromEntries(TABLE_ROLES.map((role) => [role, `${prefix}${role}`])) as Record<TableRole, string>;
+  for (const name of Object.values(names)) {
+    if (!TABLE_NAME.test(name)) throw new InvalidInputError('tablePrefix', `table name "${name}" must be 3-255 chars of [a-zA-Z0-9_.-]`);
+  }
+  return names;
+}
