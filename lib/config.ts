@@ -1,0 +1,77 @@
+/**
+ * Configuration from environment variables, validated once at start-up. Every handler, the
+ * CDK stack (which sets these) and the local runtime share these names.
+ */
+import { ConfigError } from './errors.js';
+import { MAX_EPOCH } from './generation.js';
+import type { LeaseMode } from './lease.js';
+import type { TableNames } from './schema.js';
+
+export const ENV = {
+  leasesTable: 'LEASES_TABLE',
+  fencesTable: 'FENCES_TABLE',
+  jobsTable: 'JOBS_TABLE',
+  invoicesTable: 'INVOICES_TABLE',
+  queueUrl: 'QUEUE_URL',
+  epoch: 'FENCE_EPOCH',
+  leaseMode: 'LEASE_MODE',
+  leaseDurationMs: 'LEASE_DURATION_MS',
+  maxClockSkewMs: 'MAX_CLOCK_SKEW_MS',
+  unitSize: 'UNIT_SIZE',
+  staleAfterMs: 'SWEEP_STALE_AFTER_MS',
+  sweepIntervalMs: 'SWEEP_INTERVAL_MS',
+  customers: 'INVOICE_CUSTOMERS',
+  /** Optional: DynamoDB endpoint (DynamoDB Local). Absent in AWS. */
+  dynamoEndpoint: 'DYNAMODB_ENDPOINT',
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function required(env: Env, name: string): string {
+  const v = env[name];
+  if (v === undefined || v.trim() === '') throw new ConfigError(name, `environment variable ${name} is required and missing`);
+  return v;
+}
+
+export function integer(env: Env, name: string, fallback: number | undefined, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') {
+    if (fallback === undefined) throw new ConfigError(name, `environment variable ${name} is required and missing`);
+    return fallback;
+  }
+  const v = Number(raw);
+  if (!Number.isSafeInteger(v) || v < min || v > max) {
+    throw new ConfigError(name, `${name} must be an integer in [${min}, ${max}], got "${raw}"`);
+  }
+  return v;
+}
+
+export function tablesFromEnv(env: Env): TableNames {
+  return {
+    leases: required(env, ENV.leasesTable),
+    fences: required(env, ENV.fencesTable),
+    jobs: required(env, ENV.jobsTable),
+    invoices: required(env, ENV.invoicesTable),
+  };
+}
+
+export interface LeaseSettings {
+  epoch: number;
+  durationMs: number;
+  mode: LeaseMode;
+}
+
+export function leaseSettingsFromEnv(env: Env): LeaseSettings {
+  const epoch = integer(env, ENV.epoch, undefined, 0, MAX_EPOCH);
+  const durationMs = integer(env, ENV.leaseDurationMs, 30_000, 100, 3_600_000);
+  const modeName = env[ENV.leaseMode] ?? 'wall-clock';
+  let mode: LeaseMode;
+  if (modeName === 'wall-clock') {
+    mode = { kind: 'wall-clock', maxClockSkewMs: integer(env, ENV.maxClockSkewMs, 1_000, 0, 600_000) };
+  } else if (modeName === 'version-watch') {
+    mode = { kind: 'version-watch' };
+  } else {
+    throw new ConfigError(ENV.leaseMode, `${ENV.leaseMode} must be "wall-clock" or "version-watch", got "${modeName}"`);
+  }
+  return { epoch, durationMs, mode };
+}
