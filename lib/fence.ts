@@ -220,6 +220,8 @@ interface CancellationReason {
 const isCancelled = (e: unknown): e is Error & { CancellationReasons?: CancellationReason[] } =>
   e instanceof Error && e.name === 'TransactionCanceledException';
 
+const isIdempotentMismatch = (e: unknown): boolean => e instanceof Error && e.name === 'IdempotentParameterMismatchException';
+
 /** Worth sending the identical request again (same token) after a pause. */
 const isTransient = (e: unknown): boolean =>
   e instanceof Error &&
@@ -234,10 +236,12 @@ const isTransient = (e: unknown): boolean =>
  * EffectAlreadyExistsError (a once-only effect is a duplicate), TransactionConflictError.
  * In every thrown case nothing of the unit was written.
  */
-export async function commitFencedUnit(ctx: FenceContext, unit: FencedUnit): Promise<CommitOutcome> {
+export async function commitFencedUnit(ctx: FenceContext, unit: FencedUnit, opts: { now?: number } = {}): Promise<CommitOutcome> {
   const clock = ctx.clock ?? systemClock;
-  const { items, token } = buildFencedUnit(unit, clock.wallNow());
-  const command = new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token });
+  // A caller retrying an ambiguous commit passes the same `now`: identical parameters under
+  // the same token are the same request to DynamoDB (different ones would be refused).
+  const { items, token } = buildFencedUnit(unit, opts.now ?? clock.wallNow());
+  let command = new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token });
   const maxAttempts = ctx.maxConflictAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -250,6 +254,13 @@ export async function commitFencedUnit(ctx: FenceContext, unit: FencedUnit): Pro
         if (decoded === 'already-committed') return { status: 'already-committed', attempts: attempt };
         if (decoded !== 'conflict') throw decoded;
         if (attempt >= maxAttempts) throw new TransactionConflictError(attempt, { cause: e });
+      } else if (isIdempotentMismatch(e) && command.input.ClientRequestToken !== undefined) {
+        // The token was used within DynamoDB's 10-minute window by a request with other
+        // parameters: an earlier call for this same unit (another `now`, another heartbeat),
+        // which may have committed. Resend WITHOUT the token: every condition is evaluated
+        // afresh and the checkpoint tells whether our generation already committed the unit.
+        command = new TransactWriteCommand({ TransactItems: items });
+        continue;
       } else if (!isTransient(e) || attempt >= maxAttempts) {
         throw e;
       }

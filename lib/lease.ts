@@ -77,6 +77,8 @@ export interface Lease {
   /** The holder's wall-clock view of the expiry, as written to the store. */
   readonly expiresAt: number;
   readonly durationMs: number;
+  /** Set when this grant replaced an owner that had not released (its lease had expired): a takeover. */
+  readonly takeoverFrom?: string;
 }
 
 /** What a contender learned about the current holder (from ALL_OLD, no extra read). */
@@ -105,6 +107,12 @@ export interface Contended {
 }
 
 type Item = Record<string, unknown>;
+
+const NO_OWNER = '-';
+function takenFrom(item: Item | undefined): string | undefined {
+  const v = item?.[A.takenFrom];
+  return typeof v === 'string' && v !== NO_OWNER ? v : undefined;
+}
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -182,6 +190,7 @@ export class LeaseManager {
       ':ceiling': ceiling,
       ':v': version,
       ':d': this.rule.durationMs,
+      ':none': NO_OWNER,
     };
     let free: string;
     if (this.mode.kind === 'wall-clock') {
@@ -199,6 +208,7 @@ export class LeaseManager {
       '#expiresAt': A.expiresAt,
       '#version': A.version,
       '#durationMs': A.durationMs,
+      '#takenFrom': A.takenFrom,
     };
 
     const sendTime = this.clock.monotonicNow();
@@ -213,7 +223,7 @@ export class LeaseManager {
           // `seq < 2^32` is part of the condition: an exhausted epoch is refused, never wrapped.
           ConditionExpression: `(${free}) AND (attribute_not_exists(#generation) OR (#generation >= :floor AND #generation < :ceiling))`,
           UpdateExpression:
-            'SET #owner = :me, #generation = if_not_exists(#generation, :floor) + :one, #expiresAt = :exp, #version = :v, #durationMs = :d',
+            'SET #takenFrom = if_not_exists(#owner, :none), #owner = :me, #generation = if_not_exists(#generation, :floor) + :one, #expiresAt = :exp, #version = :v, #durationMs = :d',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           // The new generation comes back with the grant; on failure, the holder comes back.
@@ -223,7 +233,7 @@ export class LeaseManager {
       );
       const granted = holderOf(out.Attributes).generation;
       if (granted === undefined) throw new InvalidInputError('table', `${this.table} returned no generation`);
-      return ok(this.leaseFrom(key, granted, version, sendTime, expiresAt));
+      return ok(this.leaseFrom(key, granted, version, sendTime, expiresAt, takenFrom(out.Attributes)));
     } catch (e) {
       if (!isConditionalCheckFailed(e)) throw e;
       old = conditionFailureItem(e);
@@ -232,7 +242,7 @@ export class LeaseManager {
     const holder = holderOf(old);
     // The SDK retried a request whose first response was lost, and the first one applied.
     if (holder.version === version && holder.owner === this.owner && holder.generation !== undefined) {
-      return ok(this.leaseFrom(key, holder.generation, version, sendTime, expiresAt));
+      return ok(this.leaseFrom(key, holder.generation, version, sendTime, expiresAt, takenFrom(old)));
     }
     const isFree =
       holder.owner === undefined ||
@@ -259,19 +269,20 @@ export class LeaseManager {
     const floor = epochFloor(this.epoch);
     const { ':one': _one, ':ceiling': _ceiling, ...rest } = values;
     try {
-      await this.doc.send(
+      const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { [A.key]: key },
           ConditionExpression: `(${free}) AND #generation < :floor`,
           UpdateExpression:
-            'SET #owner = :me, #generation = :first, #expiresAt = :exp, #version = :v, #durationMs = :d',
+            'SET #takenFrom = if_not_exists(#owner, :none), #owner = :me, #generation = :first, #expiresAt = :exp, #version = :v, #durationMs = :d',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: { ...rest, ':first': floor + 1 },
+          ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return ok(this.leaseFrom(key, floor + 1, values[':v'] as string, sendTime, expiresAt));
+      return ok(this.leaseFrom(key, floor + 1, values[':v'] as string, sendTime, expiresAt, takenFrom(out.Attributes)));
     } catch (e) {
       if (!isConditionalCheckFailed(e)) throw e;
       // Someone else took it in between: report them as the holder.
@@ -285,6 +296,7 @@ export class LeaseManager {
     version: string,
     sendTime: number,
     expiresAt: number,
+    takeoverFrom: string | undefined,
   ): Lease {
     return {
       key,
@@ -294,6 +306,7 @@ export class LeaseManager {
       deadline: leaseDeadline(sendTime, this.rule),
       expiresAt,
       durationMs: this.rule.durationMs,
+      ...(takeoverFrom === undefined ? {} : { takeoverFrom }),
     };
   }
 

@@ -41,6 +41,8 @@ export const LEASE_ATTR = {
   expiresAt: 'expiresAt',
   version: 'version',
   durationMs: 'durationMs',
+  /** Written by acquire: the owner this grant replaced without a release ('-' if none): a takeover. */
+  takenFrom: 'takenFrom',
 } as const;
 
 export const FENCE_ATTR = { key: 'pk', generation: 'generation', updatedAt: 'updatedAt' } as const;
@@ -81,8 +83,10 @@ export const UNFINISHED_INDEX = 'unfinished-by-heartbeat';
 const pk: KeyAttribute = { name: 'pk', type: 'S' };
 
 export const TABLES: Readonly<Record<TableRole, TableSchema>> = {
-  leases: { role: 'leases', partitionKey: pk, globalSecondaryIndexes: [], permanent: true },
-  fences: { role: 'fences', partitionKey: pk, globalSecondaryIndexes: [], permanent: true },
+  // Streams on the two permanent tables are an audit trail of every token issued and accepted:
+  // the invariant checker verifies TOKENS and FENCE from them, independently of the worker.
+  leases: { role: 'leases', partitionKey: pk, globalSecondaryIndexes: [], stream: 'NEW_AND_OLD_IMAGES', permanent: true },
+  fences: { role: 'fences', partitionKey: pk, globalSecondaryIndexes: [], stream: 'NEW_AND_OLD_IMAGES', permanent: true },
   jobs: {
     role: 'jobs',
     partitionKey: pk,

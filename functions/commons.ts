@@ -1,0 +1,69 @@
+/**
+ * What every handler shares, built once per Lambda container at module scope: configuration
+ * from the environment (a missing variable is named in the error), the DynamoDB and SQS
+ * clients, and telemetry (Powertools logger + metrics: JSON logs and CloudWatch EMF metrics,
+ * which also work locally: they print to stdout).
+ */
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { systemClock, type Clock } from '../lib/clock.js';
+import { ENV, integer, leaseSettingsFromEnv, required, tablesFromEnv, type LeaseSettings } from '../lib/config.js';
+import { createDynamo } from '../lib/dynamo.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { MetricName, Telemetry, WorkMessage, WorkQueue } from '../lib/ports.js';
+import type { TableNames } from '../lib/schema.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface Commons {
+  doc: DynamoDBDocumentClient;
+  tables: TableNames;
+  lease: LeaseSettings;
+  queue: WorkQueue;
+  clock: Clock;
+  unitSize: number;
+}
+
+export class SqsWorkQueue implements WorkQueue {
+  constructor(
+    private readonly sqs: SQSClient,
+    private readonly url: string,
+  ) {}
+  async send(message: WorkMessage): Promise<void> {
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: JSON.stringify(message) }));
+  }
+}
+
+export function commonsFromEnv(env: Env): Commons {
+  const tables = tablesFromEnv(env);
+  const lease = leaseSettingsFromEnv(env);
+  const queueUrl = required(env, ENV.queueUrl);
+  const endpoint = env[ENV.dynamoEndpoint];
+  const { doc } = createDynamo(endpoint ? { endpoint } : {});
+  return {
+    doc,
+    tables,
+    lease,
+    queue: new SqsWorkQueue(new SQSClient({}), queueUrl),
+    clock: systemClock,
+    unitSize: integer(env, ENV.unitSize, 12, 1, 49),
+  };
+}
+
+export interface PowertoolsTelemetry extends Telemetry {
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export function powertoolsTelemetry(serviceName: string): PowertoolsTelemetry {
+  const logger = new Logger({ serviceName });
+  const metrics = new Metrics({ serviceName, namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'FencedWorkflow' });
+  return {
+    logger,
+    metrics,
+    count: (metric: MetricName, n = 1) => metrics.addMetric(metric, MetricUnit.Count, n),
+    gauge: (metric: MetricName, value: number) => metrics.addMetric(metric, MetricUnit.Milliseconds, value),
+    event: (name: string, fields: Record<string, unknown>) => logger.info(name, fields),
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The starter Lambda: on schedule (monthly), creates the period's invoice run idempotently
+ * (one job id per period) and enqueues it. A repeated or overlapping invocation finds the job
+ * and at most re-enqueues it, which the worker treats as a duplicate.
+ */
+import { createHash } from 'node:crypto';
+import type { Clock } from '../lib/clock.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createJob } from '../lib/jobs.js';
+import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/invoices.js';
+import type { Telemetry, WorkQueue } from '../lib/ports.js';
+import type { TableNames } from '../lib/schema.js';
+import { parseStartPayload } from './messages.js';
+
+export interface StarterDeps {
+  doc: DynamoDBDocumentClient;
+  tables: TableNames;
+  clock: Clock;
+  queue: WorkQueue;
+  telemetry: Telemetry;
+  unitSize: number;
+  customers: number;
+}
+
+export interface StartResult {
+  jobId: string;
+  created: boolean;
+  enqueued: boolean;
+  status: string;
+}
+
+/** The period a run started at `time` bills: the previous calendar month (UTC). */
+export function previousPeriod(time: Date): string {
+  const y = time.getUTCFullYear();
+  const m = time.getUTCMonth(); // 0-based: the previous month, 1-based
+  return m === 0 ? `${y - 1}-12` : `${y}-${String(m).padStart(2, '0')}`;
+}
+
+const seedOf = (period: string): number => createHash('sha256').update(period).digest().readUInt32BE(0) & 0x7fffffff;
+
+export type StarterHandler = (event?: { time?: string; detail?: unknown } & Record<string, unknown>) => Promise<StartResult>;
+
+export function createStarterHandler(deps: StarterDeps, opts: { onFlush?: () => void } = {}): StarterHandler {
+  return async (event) => {
+    try {
+      // EventBridge Scheduler passes our JSON input as the event; EventBridge rules wrap it in `detail`.
+      const raw = event && typeof event === 'object' && 'detail' in event ? event.detail : (event ?? {});
+      const { time: _time, ...rest } = (raw ?? {}) as Record<string, unknown>;
+      const payload = parseStartPayload(rest);
+      const when = typeof event?.time === 'string' ? new Date(event.time) : new Date(deps.clock.wallNow());
+      const period = payload.period ?? previousPeriod(when);
+      const input: InvoiceRunInput = {
+        period,
+        customers: payload.customers ?? deps.customers,
+        seed: payload.seed ?? seedOf(period),
+        unitSize: deps.unitSize,
+        currency: 'EUR',
+      };
+      const parsed = invoiceProcessor.parseInput(input);
+      const { job, created } = await createJob(
+        deps.doc,
+        deps.tables.jobs,
+        { id: invoiceJobId(period), totalUnits: invoiceProcessor.totalUnits(parsed), input: { ...parsed } },
+        deps.clock,
+      );
+      const unfinished = job.status === 'PENDING' || job.status === 'RUNNING';
+      if (unfinished) await deps.queue.send({ jobId: job.id, reason: 'start' });
+      deps.telemetry.event('job-started', { jobId: job.id, created, status: job.status, enqueued: unfinished });
+      return { jobId: job.id, created, enqueued: unfinished, status: job.status };
+    } finally {
+      opts.onFlush?.();
+    }
+  };
+}

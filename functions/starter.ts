@@ -1,0 +1,12 @@
+/** Lambda entry: the starter (EventBridge Scheduler, monthly cron). */
+import { ENV, integer } from '../lib/config.js';
+import { commonsFromEnv, powertoolsTelemetry } from './commons.js';
+import { createStarterHandler } from './starter-handler.js';
+
+const commons = commonsFromEnv(process.env);
+const telemetry = powertoolsTelemetry('starter');
+
+export const handler = createStarterHandler(
+  { ...commons, telemetry, customers: integer(process.env, ENV.customers, 1_000, 0, 10_000_000) },
+  { onFlush: () => telemetry.metrics.publishStoredMetrics() },
+);

@@ -1,0 +1,192 @@
+/**
+ * The invariant checker (DESIGN.md, "Invariants every run must satisfy"). Independent of the
+ * worker: it reads only the tables and their streams, by the attribute contract, and
+ * recomputes what the input demands from the input alone.
+ *
+ * FENCE    no invoice write replaces a higher generation with a lower one; fences never go
+ *          down; per job, committed units' generations never go down (stream order).
+ * ONCE     exactly one charge per (period, customer), inserted once, never modified or removed;
+ *          invoice and charge counts and amounts match the input.
+ * PROGRESS every job reached DONE with its cursor at totalUnits.
+ * TOKENS   per lease key, every grant to a new owner carries a strictly greater generation;
+ *          no lease or fence item is ever removed; a fence never exceeds its lease counter.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { amountCents, customerId, expectedTotals, parseInvoiceInput } from '../../lib/invoices.js';
+import type { TableNames } from '../../lib/schema.js';
+import { readStream, type StreamChange } from './streams.js';
+
+export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS';
+
+export interface InvariantReport {
+  ok: boolean;
+  invariants: Record<InvariantName, { ok: boolean; violations: string[] }>;
+  stats: {
+    jobs: number;
+    invoices: number;
+    charges: number;
+    totalCents: number;
+    expectedInvoices: number;
+    expectedTotalCents: number;
+    streamRecords: number;
+  };
+}
+
+async function scan(doc: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await doc.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+const MAX_LISTED = 20;
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+
+export async function checkInvariants(
+  clients: { client: DynamoDBClient; doc: DynamoDBDocumentClient; streams: DynamoDBStreamsClient },
+  tables: TableNames,
+  opts: { requireDone?: boolean } = {},
+): Promise<InvariantReport> {
+  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] };
+  const add = (name: InvariantName, msg: string) => {
+    if (v[name].length < MAX_LISTED) v[name].push(msg);
+    else if (v[name].length === MAX_LISTED) v[name].push('…');
+  };
+  const [jobs, invoiceItems, fenceItems, leaseItems, invoiceStream, fenceStream, leaseStream] = await Promise.all([
+    scan(clients.doc, tables.jobs),
+    scan(clients.doc, tables.invoices),
+    scan(clients.doc, tables.fences),
+    scan(clients.doc, tables.leases),
+    readStream(clients.client, clients.streams, tables.invoices),
+    readStream(clients.client, clients.streams, tables.fences),
+    readStream(clients.client, clients.streams, tables.leases),
+  ]);
+
+  // FENCE: per item, never lower over higher.
+  for (const c of invoiceStream) {
+    const o = num(c.oldImage?.generation);
+    const n = num(c.newImage?.generation);
+    if (c.event === 'MODIFY' && o !== undefined && n !== undefined && n < o) {
+      add('FENCE', `${c.key}: generation ${o} overwritten by lower ${n}`);
+    }
+  }
+  for (const c of fenceStream) {
+    const o = num(c.oldImage?.generation);
+    const n = num(c.newImage?.generation);
+    if (c.event === 'REMOVE') add('TOKENS', `fence ${c.key} was removed`);
+    if (o !== undefined && (n === undefined || n < o)) add('FENCE', `fence ${c.key} moved down from ${o} to ${n}`);
+  }
+  // FENCE: per job, in stream order (per shard), committed units' generations never go down.
+  const byJobShard = new Map<string, StreamChange[]>();
+  for (const c of invoiceStream) {
+    const jobId = c.newImage?.jobId;
+    if (typeof jobId !== 'string') continue;
+    const k = `${jobId}\u0000${c.shard}`;
+    const list = byJobShard.get(k) ?? [];
+    list.push(c);
+    byJobShard.set(k, list);
+  }
+  for (const [k, list] of byJobShard) {
+    list.sort((a, b) => (a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : 0));
+    let high = -1;
+    for (const c of list) {
+      const g = num(c.newImage?.generation) ?? -1;
+      if (g < high) {
+        add('FENCE', `job ${k.split('\u0000')[0]}: unit ${String(c.newImage?.unit)} committed at generation ${g} after generation ${high}`);
+      }
+      high = Math.max(high, g);
+    }
+  }
+
+  // ONCE: charges inserted once, never modified or removed.
+  const chargeInserts = new Map<string, number>();
+  for (const c of invoiceStream) {
+    if (!c.key.startsWith('charge#')) continue;
+    if (c.event === 'INSERT') chargeInserts.set(c.key, (chargeInserts.get(c.key) ?? 0) + 1);
+    else add('ONCE', `${c.key}: charge ${c.event === 'MODIFY' ? 'modified' : 'removed'} after creation`);
+  }
+  for (const [key, n] of chargeInserts) if (n > 1) add('ONCE', `${key}: charge inserted ${n} times`);
+
+  const items = new Map(invoiceItems.map((i) => [String(i.pk), i]));
+  let expectedInvoices = 0;
+  let expectedTotalCents = 0;
+  let totalCents = 0;
+  for (const job of jobs) {
+    const id = String(job.pk);
+    let input;
+    try {
+      input = parseInvoiceInput(job.input);
+    } catch {
+      if (job.status !== 'FAILED') add('PROGRESS', `job ${id}: invalid input and not FAILED`);
+      continue;
+    }
+    // PROGRESS
+    if (opts.requireDone !== false && (job.status !== 'DONE' || job.cursor !== job.totalUnits)) {
+      add('PROGRESS', `job ${id}: status ${String(job.status)} at cursor ${String(job.cursor)}/${String(job.totalUnits)}`);
+    }
+    if (job.status !== 'DONE') continue;
+    const expected = expectedTotals(input);
+    expectedInvoices += expected.invoices;
+    expectedTotalCents += expected.totalCents;
+    for (let i = 0; i < input.customers; i++) {
+      const amount = amountCents(input.seed, i);
+      for (const kind of ['invoice', 'charge'] as const) {
+        const key = `${kind}#${input.period}#${customerId(i)}`;
+        const item = items.get(key);
+        if (item === undefined) add('ONCE', `${key}: missing`);
+        else if (item.amountCents !== amount) add('ONCE', `${key}: amount ${String(item.amountCents)}, expected ${amount}`);
+        else if (kind === 'charge') totalCents += amount;
+      }
+    }
+  }
+  const charges = invoiceItems.filter((i) => String(i.pk).startsWith('charge#')).length;
+  const invoices = invoiceItems.filter((i) => String(i.pk).startsWith('invoice#')).length;
+  if (charges !== expectedInvoices) add('ONCE', `${charges} charges, expected ${expectedInvoices}`);
+  if (invoices !== expectedInvoices) add('ONCE', `${invoices} invoices, expected ${expectedInvoices}`);
+
+  // TOKENS: every grant to a new owner strictly raises the generation; nothing is ever removed.
+  for (const c of leaseStream) {
+    if (c.event === 'REMOVE') {
+      add('TOKENS', `lease ${c.key} was deleted (its counter with it)`);
+      continue;
+    }
+    const o = num(c.oldImage?.generation);
+    const n = num(c.newImage?.generation);
+    if (o !== undefined && (n === undefined || n < o)) add('TOKENS', `lease ${c.key}: counter moved from ${o} to ${n}`);
+    const newOwner = c.newImage?.owner;
+    const grant = typeof newOwner === 'string' && c.newImage?.version !== c.oldImage?.version && newOwner !== c.oldImage?.owner;
+    if (grant && o !== undefined && !(n !== undefined && n > o)) {
+      add('TOKENS', `lease ${c.key}: granted to ${newOwner} at generation ${n}, not above ${o}`);
+    }
+  }
+  const leaseGen = new Map(leaseItems.map((l) => [String(l.pk), num(l.generation)]));
+  for (const f of fenceItems) {
+    const jobKey = String(f.pk).replace(/^invoices#/, 'job#');
+    const lg = leaseGen.get(jobKey);
+    const fg = num(f.generation);
+    if (fg !== undefined && (lg === undefined || fg > lg)) add('TOKENS', `fence ${String(f.pk)} at ${fg} exceeds lease counter ${lg}`);
+  }
+
+  const invariants = Object.fromEntries(
+    (Object.keys(v) as InvariantName[]).map((k) => [k, { ok: v[k].length === 0, violations: v[k] }]),
+  ) as InvariantReport['invariants'];
+  return {
+    ok: Object.values(invariants).every((i) => i.ok),
+    invariants,
+    stats: {
+      jobs: jobs.length,
+      invoices,
+      charges,
+      totalCents,
+      expectedInvoices,
+      expectedTotalCents,
+      streamRecords: invoiceStream.length + fenceStream.length + leaseStream.length,
+    },
+  };
+}

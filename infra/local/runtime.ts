@@ -1,0 +1,117 @@
+/**
+ * Drives the SAME handlers Lambda runs, in-process:
+ * - an event source mapping: N concurrent pollers receive batches from the LocalQueue, invoke
+ *   the worker handler with a real SQS event shape and a Lambda-like context (remaining time),
+ *   delete the records that succeeded, and leave failed ones to come back after the
+ *   visibility timeout (to the DLQ after max receives);
+ * - an invocation timeout: a handler that has not returned by then is abandoned like a killed
+ *   Lambda (its messages reappear); a crashed worker (a hook that never resolves) is exactly that;
+ * - a scheduler that runs the sweeper at a fixed rate.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../../lib/clock.js';
+import type { SweeperHandler } from '../../functions/sweeper-handler.js';
+import type { WorkerHandler } from '../../functions/worker-handler.js';
+import { sqsEvent, type LocalQueue } from './queue.js';
+
+export interface LocalRuntimeOptions {
+  clock: Clock;
+  queue: LocalQueue;
+  worker: WorkerHandler;
+  sweeper?: SweeperHandler;
+  concurrency: number;
+  batchSize: number;
+  invocationTimeoutMs: number;
+  sweepIntervalMs: number;
+  pollIdleMs?: number;
+  onInvocation?: (e: { requestId: string; records: number; failed: number; timedOut: boolean; ms: number }) => void;
+  onSweep?: (report: Awaited<ReturnType<SweeperHandler>>) => void;
+  onError?: (e: unknown) => void;
+}
+
+export class LocalRuntime {
+  private running = false;
+  private loops: Promise<void>[] = [];
+  private readonly stopController = new AbortController();
+  invocations = 0;
+  timeouts = 0;
+  sweeps = 0;
+
+  constructor(private readonly opts: LocalRuntimeOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (let i = 0; i < this.opts.concurrency; i++) this.loops.push(this.poll());
+    if (this.opts.sweeper) this.loops.push(this.schedule(this.opts.sweeper));
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopController.abort();
+    await Promise.allSettled(this.loops);
+    this.loops = [];
+  }
+
+  private async pause(ms: number): Promise<boolean> {
+    try {
+      await this.opts.clock.sleep(ms, this.stopController.signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async poll(): Promise<void> {
+    const { clock, queue } = this.opts;
+    while (this.running) {
+      const batch = queue.receive(this.opts.batchSize);
+      if (batch.length === 0) {
+        if (!(await this.pause(Math.min(this.opts.pollIdleMs ?? 20, queue.nextVisibleIn() ?? Infinity)))) return;
+        continue;
+      }
+      this.invocations++;
+      const requestId = randomUUID();
+      const started = clock.monotonicNow();
+      const context = {
+        awsRequestId: requestId,
+        getRemainingTimeInMillis: () => Math.max(0, this.opts.invocationTimeoutMs - (clock.monotonicNow() - started)),
+      };
+      const invocation = this.opts.worker(sqsEvent(batch), context);
+      const timeout = new AbortController();
+      const result = await Promise.race([
+        invocation.catch((e: unknown) => {
+          this.opts.onError?.(e);
+          return { batchItemFailures: batch.map((m) => ({ itemIdentifier: m.messageId })) };
+        }),
+        clock.sleep(this.opts.invocationTimeoutMs, timeout.signal).then(
+          () => 'timeout' as const,
+          () => 'stopped' as const,
+        ),
+      ]);
+      timeout.abort();
+      if (result === 'timeout' || result === 'stopped') {
+        // Like a Lambda killed at its timeout: nothing is deleted; the records come back later.
+        if (result === 'timeout') this.timeouts++;
+        this.opts.onInvocation?.({ requestId, records: batch.length, failed: batch.length, timedOut: true, ms: clock.monotonicNow() - started });
+        continue;
+      }
+      const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
+      for (const m of batch) if (!failed.has(m.messageId) && m.receiptHandle) queue.delete(m.receiptHandle);
+      this.opts.onInvocation?.({ requestId, records: batch.length, failed: failed.size, timedOut: false, ms: clock.monotonicNow() - started });
+    }
+  }
+
+  private async schedule(sweeper: SweeperHandler): Promise<void> {
+    while (this.running) {
+      if (!(await this.pause(this.opts.sweepIntervalMs))) return;
+      try {
+        const report = await sweeper({});
+        this.sweeps++;
+        this.opts.onSweep?.(report);
+      } catch (e) {
+        this.opts.onError?.(e);
+      }
+    }
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The sample workload: a monthly invoice run. Deterministic customers from a seed, K customers
+ * per unit; each customer gets an UPSERTED invoice (`invoice#<period>#<customer>`, guarded by
+ * the fence alone: a correction run replaces it) and a ONCE-ONLY charge
+ * (`charge#<period>#<customer>`, guarded by its operation key as well). Amounts and counts are
+ * reproducible from the seed, so a report can state the expected totals.
+ */
+import { InvalidInputError } from './errors.js';
+import { onceOnly, upsert, type Effect } from './idempotency.js';
+import type { Processor, UnitContext } from './processor.js';
+
+export interface InvoiceRunInput {
+  period: string;
+  customers: number;
+  seed: number;
+  unitSize: number;
+  currency: string;
+}
+
+/** The job id of a period's run: one per period, which makes the starter idempotent. */
+export const invoiceJobId = (period: string): string => `invoice-run#${period}`;
+
+const PERIOD = /^\d{4}-(0[1-9]|1[0-2])$/;
+export const MAX_UNIT_SIZE = 49; // 2 effects per customer + fence + checkpoint <= 100 actions
+
+export function parseInvoiceInput(raw: unknown): InvoiceRunInput {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError('input', 'must be an object');
+  const r = raw as Record<string, unknown>;
+  if (typeof r.period !== 'string' || !PERIOD.test(r.period)) throw new InvalidInputError('input.period', 'must be "YYYY-MM"');
+  const int = (name: string, min: number, max: number): number => {
+    const v = r[name];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) {
+      throw new InvalidInputError(`input.${name}`, `must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  const currency = r.currency ?? 'EUR';
+  if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw new InvalidInputError('input.currency', 'must be an ISO 4217 code');
+  return {
+    period: r.period,
+    customers: int('customers', 0, 10_000_000),
+    seed: int('seed', 0, 2 ** 31 - 1),
+    unitSize: int('unitSize', 1, MAX_UNIT_SIZE),
+    currency,
+  };
+}
+
+/** mulberry32: a tiny, well-known deterministic PRNG; enough to make amounts reproducible. */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const customerId = (i: number): string => `cust-${String(i).padStart(7, '0')}`;
+
+/** The amount for customer i: 5.00 to 504.99, from the seed alone. */
+export function amountCents(seed: number, i: number): number {
+  return 500 + Math.floor(mulberry32((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0)() * 50_000);
+}
+
+export function expectedTotals(input: InvoiceRunInput): { invoices: number; charges: number; totalCents: number } {
+  let totalCents = 0;
+  for (let i = 0; i < input.customers; i++) totalCents += amountCents(input.seed, i);
+  return { invoices: input.customers, charges: input.customers, totalCents };
+}
+
+export const invoiceProcessor: Processor<InvoiceRunInput> = {
+  name: 'invoice-run',
+  parseInput: parseInvoiceInput,
+  // At least one unit: the last unit is what marks the job DONE, even for an empty run.
+  totalUnits: (input) => Math.max(1, Math.ceil(input.customers / input.unitSize)),
+  unitEffects(input, ctx: UnitContext): Effect[] {
+    const first = ctx.unit * input.unitSize;
+    const last = Math.min(input.customers, first + input.unitSize);
+    const effects: Effect[] = [];
+    for (let i = first; i < last; i++) {
+      const id = customerId(i);
+      const common = {
+        jobId: ctx.jobId,
+        customerId: id,
+        amountCents: amountCents(input.seed, i),
+        currency: input.currency,
+        generation: ctx.generation,
+        unit: ctx.unit,
+        updatedAt: ctx.now,
+      };
+      effects.push(upsert(ctx.tables.invoices, { pk: `invoice#${input.period}#${id}`, ...common }));
+      effects.push(onceOnly(ctx.tables.invoices, { pk: `charge#${input.period}#${id}`, ...common }));
+    }
+    return effects;
+  },
+};

@@ -1,0 +1,31 @@
+/**
+ * The one thing a fork replaces: what a job does, unit by unit.
+ *
+ * A processor is pure and deterministic: given the job input and a unit index it returns that
+ * unit's effects. The worker wraps each unit in ONE fenced transaction (fence + checkpoint +
+ * effects), so a processor never talks to DynamoDB and never sees a lease.
+ * Rules for effects (DESIGN.md): upserts are guarded by the fence; anything that must happen
+ * once (a charge, a ledger entry, an outbox message) is `onceOnly` with a stable operation key.
+ * At most 98 effects per unit (100 actions minus fence and checkpoint), 4 MB in all.
+ */
+import type { Generation } from './generation.js';
+import type { Effect } from './idempotency.js';
+import type { TableNames } from './schema.js';
+
+export interface UnitContext {
+  jobId: string;
+  generation: Generation;
+  unit: number;
+  tables: TableNames;
+  /** Wall-clock ms to stamp on items (the writer's view; informational only). */
+  now: number;
+}
+
+export interface Processor<Input> {
+  /** Job type name, e.g. "invoice-run". */
+  readonly name: string;
+  /** Validates raw job input; throws InvalidInputError for input that can never succeed (the job ends FAILED). */
+  parseInput(raw: unknown): Input;
+  totalUnits(input: Input): number;
+  unitEffects(input: Input, ctx: UnitContext): Effect[];
+}
