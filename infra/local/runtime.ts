@@ -35,15 +35,25 @@ export class LocalRuntime {
   private readonly stopController = new AbortController();
   invocations = 0;
   timeouts = 0;
+  crashes = 0;
   sweeps = 0;
+  private readonly crashSignals = new Map<string, () => void>();
 
   constructor(private readonly opts: LocalRuntimeOptions) {}
 
   start(): void {
     if (this.running) return;
     this.running = true;
-    for (let i = 0; i < this.opts.concurrency; i++) this.loops.push(this.poll());
+    for (let i = 0; i < this.opts.concurrency; i++) this.loops.push(this.poll(i + 1));
     if (this.opts.sweeper) this.loops.push(this.schedule(this.opts.sweeper));
+  }
+
+  /**
+   * The process behind this invocation died (fault injection): the invocation ends now, its
+   * records are not deleted and come back after the visibility timeout, the slot is free.
+   */
+  crash(requestId: string): void {
+    this.crashSignals.get(requestId)?.();
   }
 
   async stop(): Promise<void> {
@@ -62,7 +72,8 @@ export class LocalRuntime {
     }
   }
 
-  private async poll(): Promise<void> {
+  private async poll(slot: number): Promise<void> {
+    let n = 0;
     const { clock, queue } = this.opts;
     while (this.running) {
       const batch = queue.receive(this.opts.batchSize);
@@ -71,7 +82,8 @@ export class LocalRuntime {
         continue;
       }
       this.invocations++;
-      const requestId = randomUUID();
+      // The request id names the concurrency slot, so logs and the timeline can group by it.
+      const requestId = `w${slot}-${++n}-${randomUUID().slice(0, 8)}`;
       const started = clock.monotonicNow();
       const context = {
         awsRequestId: requestId,
@@ -79,7 +91,9 @@ export class LocalRuntime {
       };
       const invocation = this.opts.worker(sqsEvent(batch), context);
       const timeout = new AbortController();
+      const crashed = new Promise<'crashed'>((resolve) => this.crashSignals.set(requestId, () => resolve('crashed')));
       const result = await Promise.race([
+        crashed,
         invocation.catch((e: unknown) => {
           this.opts.onError?.(e);
           return { batchItemFailures: batch.map((m) => ({ itemIdentifier: m.messageId })) };
@@ -90,9 +104,11 @@ export class LocalRuntime {
         ),
       ]);
       timeout.abort();
-      if (result === 'timeout' || result === 'stopped') {
-        // Like a Lambda killed at its timeout: nothing is deleted; the records come back later.
+      this.crashSignals.delete(requestId);
+      if (result === 'timeout' || result === 'stopped' || result === 'crashed') {
+        // Like a Lambda killed at its timeout, or whose process died: nothing is deleted; the records come back later.
         if (result === 'timeout') this.timeouts++;
+        if (result === 'crashed') this.crashes++;
         this.opts.onInvocation?.({ requestId, records: batch.length, failed: batch.length, timedOut: true, ms: clock.monotonicNow() - started });
         continue;
       }

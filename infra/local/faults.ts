@@ -1,0 +1,63 @@
+/**
+ * Fault injection for the local runtime: the worker's hooks (lib/worker.ts WorkerHooks) let a
+ * plan pause a worker (a GC pause: resolve later) or crash it (never resolve: nothing after it
+ * runs and nothing is released, exactly like a process that died). Each fault fires once.
+ */
+import type { Clock } from '../../lib/clock.js';
+import type { WorkerHooks, WorkerPoint } from '../../lib/worker.js';
+import { laneOf } from './telemetry.js';
+import type { Timeline } from './timeline.js';
+
+export interface Fault {
+  name: string;
+  point: WorkerPoint;
+  jobId: string;
+  /** Fire at this unit (for unit-level points); any unit when absent. */
+  unit?: number;
+  action: { kind: 'pause'; ms: number } | { kind: 'crash' };
+}
+
+export class FaultPlan implements WorkerHooks {
+  readonly fired: { name: string; owner: string; at: number }[] = [];
+  /** Pauses still sleeping: their workers will wake and try to write. */
+  activePauses = 0;
+  private readonly pending: Fault[];
+
+  constructor(
+    faults: readonly Fault[],
+    private readonly clock: Clock,
+    private readonly timeline?: Timeline,
+    /** Told when a crash fires, with the owner id: the runtime ends that invocation. */
+    private readonly onCrash?: (owner: string) => void,
+  ) {
+    this.pending = [...faults];
+  }
+
+  async at(point: WorkerPoint, info: { jobId: string; owner: string; unit?: number }): Promise<void> {
+    const i = this.pending.findIndex(
+      (f) => f.point === point && f.jobId === info.jobId && (f.unit === undefined || f.unit === info.unit),
+    );
+    if (i < 0) return;
+    const [fault] = this.pending.splice(i, 1);
+    if (fault === undefined) return;
+    this.fired.push({ name: fault.name, owner: info.owner, at: this.clock.monotonicNow() });
+    const lane = laneOf(info.owner);
+    if (fault.action.kind === 'crash') {
+      this.timeline?.add(lane, 'crash', `CRASH ${fault.name}`);
+      this.onCrash?.(info.owner);
+      return new Promise<void>(() => undefined);
+    }
+    this.timeline?.add(lane, 'pause', `PAUSE ${fault.action.ms} ms: ${fault.name}`);
+    this.activePauses++;
+    try {
+      await this.clock.sleep(fault.action.ms);
+    } finally {
+      this.activePauses--;
+    }
+    this.timeline?.add(lane, 'resume', `resumed after ${fault.name}`);
+  }
+
+  get unfired(): readonly Fault[] {
+    return this.pending;
+  }
+}

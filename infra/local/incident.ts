@@ -1,0 +1,177 @@
+/**
+ * The article's incident, replayed on the real engine with the library:
+ *   A takes generation 7, reads the invoice state, pauses past its lease (a GC pause);
+ *   B takes generation 8, raises the fence, finishes the run;
+ *   A wakes and writes.
+ * With the fence, A's write is rejected as stale and nothing of it lands. Then the same
+ * schedule with the fence switched off (the UNSAFE variant, demo code only, its own tables
+ * whose names contain "unsafe"): A overwrites B's invoices. The operation keys still stop A's
+ * duplicate charges: idempotency is not the fence, and the fence is not idempotency.
+ */
+import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Clock } from '../../lib/clock.js';
+import { StaleGenerationError } from '../../lib/errors.js';
+import { commitFencedUnit, raiseFence } from '../../lib/fence.js';
+import { formatGeneration, type Generation } from '../../lib/generation.js';
+import { putOnce, type Effect } from '../../lib/idempotency.js';
+import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../../lib/invoices.js';
+import { createJob, fenceKeyOf, leaseKeyOf, readJob } from '../../lib/jobs.js';
+import { LeaseManager } from '../../lib/lease.js';
+import type { TableNames } from '../../lib/schema.js';
+import { Timeline } from './timeline.js';
+
+export interface IncidentOptions {
+  doc: DynamoDBDocumentClient;
+  tables: TableNames;
+  clock: Clock;
+  fenced: boolean;
+  leaseMs?: number;
+  pauseMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface IncidentResult {
+  fenced: boolean;
+  generations: { A: number; B: number };
+  aRejected: boolean;
+  overwritten: string[];
+  chargesSuppressed: number;
+  timeline: Timeline;
+}
+
+const INPUT: InvoiceRunInput = { period: '2026-10', customers: 6, seed: 7, unitSize: 3, currency: 'EUR' };
+
+export async function replayIncident(opts: IncidentOptions): Promise<IncidentResult> {
+  const { doc, tables, clock } = opts;
+  const leaseMs = opts.leaseMs ?? 1_000;
+  const pauseMs = opts.pauseMs ?? leaseMs * 3;
+  const tl = new Timeline(() => clock.monotonicNow());
+  const say = (actor: string, kind: Parameters<Timeline['add']>[1], text: string, g?: number) => {
+    const e = tl.add(actor, kind, text, g, kind === 'acquire' ? leaseMs : undefined);
+    opts.log?.(`  t=${String(e.t).padStart(5)} ms  ${actor.padEnd(8)} ${text}`);
+  };
+  const jobId = invoiceJobId(INPUT.period);
+  const mk = (owner: string) =>
+    new LeaseManager({ doc, table: tables.leases, owner, epoch: 0, durationMs: leaseMs, mode: { kind: 'wall-clock', maxClockSkewMs: 0 }, clock });
+  const A = mk('worker-A');
+  const B = mk('worker-B');
+
+  // Six earlier runs issued generations 1..6: the counter survives every release.
+  const history = mk('earlier-runs');
+  for (let i = 0; i < 6; i++) await history.release(await history.acquire(leaseKeyOf(jobId)));
+  const totalUnits = invoiceProcessor.totalUnits(INPUT);
+  await createJob(doc, tables.jobs, { id: jobId, totalUnits, input: { ...INPUT } }, clock);
+  const fence = { table: tables.fences, resource: fenceKeyOf(jobId) };
+  const effectsOf = (g: Generation, unit: number, writer: string): Effect[] =>
+    invoiceProcessor
+      .unitEffects(INPUT, { jobId, generation: g, unit, tables, now: clock.wallNow() })
+      .map((e) => ({ ...e, item: { ...e.item, writer } }));
+
+  // A: acquire, (fence), read, then the pause.
+  const a = await A.acquire(leaseKeyOf(jobId));
+  say('worker-A', 'acquire', `acquired lease, generation ${formatGeneration(a.generation)} (${leaseMs} ms)`, a.generation);
+  if (opts.fenced) {
+    await raiseFence({ doc, clock }, fence, a.generation);
+    say('worker-A', 'fence', `raised fence to ${formatGeneration(a.generation)}`, a.generation);
+  }
+  const aJob = await readJob(doc, tables.jobs, jobId);
+  say('worker-A', 'read', `read checkpoint: cursor ${aJob?.cursor}`);
+  const aEffects = effectsOf(a.generation, 0, 'worker-A');
+  say('worker-A', 'pause', `paused ${pauseMs} ms (GC) with unit 0 built; lease expires meanwhile`);
+  const pausedAt = clock.monotonicNow();
+
+  // B: waits for A's lease to expire, takes generation 8, raises the fence, runs the job.
+  const bStarted = B.acquire(leaseKeyOf(jobId));
+  const b = await bStarted;
+  say('worker-B', 'acquire', `acquired expired lease, generation ${formatGeneration(b.generation)}`, b.generation);
+  if (opts.fenced) {
+    await raiseFence({ doc, clock }, fence, b.generation);
+    say('worker-B', 'fence', `raised fence to ${formatGeneration(b.generation)} BEFORE reading`, b.generation);
+  }
+  const bJob = await readJob(doc, tables.jobs, jobId);
+  say('worker-B', 'read', `read checkpoint: cursor ${bJob?.cursor}`);
+  for (let unit = bJob?.cursor ?? 0; unit < totalUnits; unit++) {
+    const effects = effectsOf(b.generation, unit, 'worker-B');
+    const last = unit + 1 === totalUnits;
+    if (opts.fenced) {
+      await commitFencedUnit({ doc, clock }, {
+        fence,
+        generation: b.generation,
+        checkpoint: { table: tables.jobs, key: jobId, expected: unit, next: unit + 1, set: { status: last ? 'DONE' : 'RUNNING', heartbeatAt: clock.wallNow() }, ...(last ? { remove: ['unfinished'] } : {}) },
+        effects,
+        token: { job: jobId, unit },
+      });
+    } else {
+      await unsafeWrite(doc, tables, jobId, unit, effects, last);
+    }
+    say('worker-B', 'commit', `committed unit ${unit} (${effects.length / 2} invoices + charges) at ${formatGeneration(b.generation)}`, b.generation);
+  }
+  say('worker-B', 'done', 'job DONE; released', b.generation);
+  await B.release(b);
+
+  // A wakes up, still believing in its lease, and writes what it built before the pause.
+  await clock.sleep(Math.max(0, pauseMs - (clock.monotonicNow() - pausedAt)));
+  say('worker-A', 'resume', 'woke up; writes unit 0 built from its stale read');
+  let aRejected = false;
+  let overwritten: string[] = [];
+  let chargesSuppressed = 0;
+  if (opts.fenced) {
+    try {
+      await commitFencedUnit({ doc, clock }, {
+        fence,
+        generation: a.generation,
+        checkpoint: { table: tables.jobs, key: jobId, expected: 0, next: 1, set: { heartbeatAt: clock.wallNow() } },
+        effects: aEffects,
+        token: { job: jobId, unit: 0 },
+      });
+    } catch (e) {
+      if (!(e instanceof StaleGenerationError)) throw e;
+      aRejected = true;
+      say('worker-A', 'reject', `REJECTED: stale generation ${formatGeneration(a.generation)}, fence at ${e.current === undefined ? '?' : formatGeneration(e.current)}; nothing written`, a.generation);
+    }
+  } else {
+    const r = await unsafeWrite(doc, tables, jobId, 0, aEffects, false);
+    overwritten = r.overwritten;
+    chargesSuppressed = r.chargesSuppressed;
+    say('worker-A', 'overwrite', `OVERWROTE ${overwritten.length} of B's invoices with generation ${formatGeneration(a.generation)} data`, a.generation);
+    if (chargesSuppressed > 0) say('worker-A', 'note', `${chargesSuppressed} duplicate charges stopped by their operation keys (not by a fence)`);
+  }
+  const late = await A.release(a);
+  say('worker-A', 'release', `late release: ${late.released ? 'released' : 'no effect (owner+generation no longer match)'}`);
+  return { fenced: opts.fenced, generations: { A: a.generation, B: b.generation }, aRejected, overwritten, chargesSuppressed, timeline: tl };
+}
+
+/**
+ * UNSAFE, for the demo only: the lease-only writer. Upserts land unconditionally, the
+ * checkpoint is overwritten, only the charges keep their operation keys.
+ */
+async function unsafeWrite(
+  doc: DynamoDBDocumentClient,
+  tables: TableNames,
+  jobId: string,
+  unit: number,
+  effects: Effect[],
+  last: boolean,
+): Promise<{ overwritten: string[]; chargesSuppressed: number }> {
+  const overwritten: string[] = [];
+  let chargesSuppressed = 0;
+  for (const e of effects) {
+    if (e.kind === 'once') {
+      const r = await putOnce(doc, e.table, e.item);
+      if (!r.ok) chargesSuppressed++;
+    } else {
+      const out = await doc.send(new PutCommand({ TableName: e.table, Item: e.item, ReturnValues: 'ALL_OLD' }));
+      if (out.Attributes !== undefined && out.Attributes.writer !== e.item.writer) overwritten.push(e.item.pk);
+    }
+  }
+  await doc.send(
+    new UpdateCommand({
+      TableName: tables.jobs,
+      Key: { pk: jobId },
+      UpdateExpression: last ? 'SET #c = :n, #s = :done REMOVE #u' : 'SET #c = :n',
+      ExpressionAttributeNames: last ? { '#c': 'cursor', '#s': 'status', '#u': 'unfinished' } : { '#c': 'cursor' },
+      ExpressionAttributeValues: last ? { ':n': unit + 1, ':done': 'DONE' } : { ':n': unit + 1 },
+    }),
+  );
+  return { overwritten, chargesSuppressed };
+}

@@ -1,0 +1,202 @@
+/**
+ * Ops commands: status, requeue, raise-epoch, seal. They work against DynamoDB Local
+ * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
+ * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { systemClock } from '../../lib/clock.js';
+import { createDynamo } from '../../lib/dynamo.js';
+import { raiseEpoch, seal, EPOCH_RECORD_KEY } from '../../lib/epochs.js';
+import { ConfigError, InvalidInputError } from '../../lib/errors.js';
+import { assertEpoch, formatGeneration, type Generation } from '../../lib/generation.js';
+import { assertJobId, claimRequeue, readJob } from '../../lib/jobs.js';
+import { tableNames, TABLE_ROLES, type TableNames, type TableRole } from '../../lib/schema.js';
+
+export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal'] as const;
+export type OpsCommand = (typeof OPS_COMMANDS)[number];
+
+const COMMON = `Where (one of):
+  --endpoint URL --table-prefix P     DynamoDB Local (or any endpoint) with prefixed tables
+  --outputs FILE                      a deployed stack: cdk deploy --outputs-file FILE
+  --leases-table T --fences-table T --jobs-table T --invoices-table T [--queue-url U]
+Also: --region R, --json`;
+
+const USAGE: Record<OpsCommand, string> = {
+  status: `status: leases, fences and jobs at a glance.\n  npm run cli -- status --outputs cdk-outputs.json\n${COMMON}`,
+  requeue: `requeue <jobId>: ask for a job to be picked up again: a conditional update of the job\n(heartbeat, requeues) and, when a queue URL is known, a message to the work queue.\n  npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json\n${COMMON}`,
+  'raise-epoch': `raise-epoch --epoch E: record E as the current epoch (never lower). Then deploy with\n-c fenceEpoch=E and run seal. See docs/runbook-dr.md.\n  npm run cli -- raise-epoch --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
+  seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
+};
+
+export const opsHelp = (): string => OPS_COMMANDS.map((c) => USAGE[c]).join('\n\n') + '\n';
+
+interface Target {
+  doc: DynamoDBDocumentClient;
+  tables: TableNames;
+  queueUrl?: string;
+  region?: string;
+}
+
+/** Finds table names and the queue URL in `cdk deploy --outputs-file` JSON, by output name. */
+export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl?: string } {
+  if (typeof json !== 'object' || json === null) throw new InvalidInputError('--outputs', 'must be a JSON object');
+  const flat: Record<string, string> = {};
+  for (const stack of Object.values(json as Record<string, unknown>)) {
+    if (typeof stack === 'object' && stack !== null) {
+      for (const [k, v] of Object.entries(stack)) if (typeof v === 'string') flat[k] = v;
+    }
+  }
+  const find = (re: RegExp) => Object.entries(flat).find(([k]) => re.test(k))?.[1];
+  const tables = {} as Record<TableRole, string>;
+  for (const role of TABLE_ROLES) {
+    const name = find(new RegExp(`${role}.*table.*name|${role}table`, 'i'));
+    if (name === undefined) throw new InvalidInputError('--outputs', `no output for the ${role} table name`);
+    tables[role] = name;
+  }
+  const queueUrl = find(/queue.*url/i);
+  return queueUrl === undefined ? { tables } : { tables, queueUrl };
+}
+
+function target(values: Record<string, string | boolean | undefined>): Target {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const endpoint = str('endpoint');
+  const region = str('region');
+  let tables: TableNames;
+  let queueUrl = str('queue-url');
+  if (str('outputs') !== undefined) {
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(str('outputs')!, 'utf8'));
+    } catch (e) {
+      throw new InvalidInputError('--outputs', `cannot read ${str('outputs')}: ${(e as Error).message}`);
+    }
+    const found = tablesFromOutputs(json);
+    tables = found.tables;
+    queueUrl ??= found.queueUrl;
+  } else if (str('table-prefix') !== undefined) {
+    tables = tableNames(str('table-prefix')!);
+  } else if (TABLE_ROLES.every((r) => str(`${r}-table`) !== undefined)) {
+    tables = Object.fromEntries(TABLE_ROLES.map((r) => [r, str(`${r}-table`)!])) as unknown as TableNames;
+  } else {
+    throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint), or all four --*-table flags');
+  }
+  const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
+  return { doc, tables, ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+}
+
+async function scanAll(doc: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await doc.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start, ConsistentRead: true }));
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
+
+async function status(t: Target, json: boolean): Promise<number> {
+  const [leases, fences, jobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
+  const now = systemClock.wallNow();
+  if (json) {
+    process.stdout.write(JSON.stringify({ leases, fences, jobs: jobs.map(({ input: _i, ...j }) => j) }) + '\n');
+    return 0;
+  }
+  const w = (s: string) => process.stdout.write(s + '\n');
+  const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
+  w(`Epoch recorded: ${epoch ?? 'none (0)'}`);
+  w(`\nLeases (${leases.length}):`);
+  for (const l of leases.filter((x) => x.pk !== EPOCH_RECORD_KEY)) {
+    const exp = typeof l.expiresAt === 'number' ? `${l.expiresAt > now ? 'expires in' : 'expired'} ${Math.abs(Math.round((l.expiresAt - now) / 1000))} s` : '';
+    w(`  ${String(l.pk).padEnd(40)} gen ${gen(l.generation).padEnd(10)} ${l.owner ? `held by ${String(l.owner)} ${exp}` : 'free'}`);
+  }
+  w(`\nFences (${fences.length}):`);
+  for (const f of fences) w(`  ${String(f.pk).padEnd(40)} accepts >= ${gen(f.generation)}`);
+  w(`\nJobs (${jobs.length}):`);
+  for (const j of jobs) {
+    const age = typeof j.heartbeatAt === 'number' ? `heartbeat ${Math.round((now - j.heartbeatAt) / 1000)} s ago` : '';
+    w(`  ${String(j.pk).padEnd(40)} ${String(j.status).padEnd(8)} ${String(j.cursor)}/${String(j.totalUnits)} units  gen ${gen(j.generation)}  requeues ${String(j.requeues ?? 0)}  ${age}${j.failureReason ? `  reason: ${String(j.failureReason)}` : ''}`);
+  }
+  return 0;
+}
+
+async function requeue(t: Target, jobId: string | undefined, json: boolean): Promise<number> {
+  assertJobId(jobId);
+  const job = await readJob(t.doc, t.tables.jobs, jobId);
+  if (job === undefined) throw new InvalidInputError('jobId', `no job ${jobId}`);
+  if (job.status === 'DONE' || job.status === 'FAILED') throw new InvalidInputError('jobId', `job ${jobId} is ${job.status}; nothing to requeue`);
+  const claimed = await claimRequeue(t.doc, t.tables.jobs, job, systemClock);
+  let sent = false;
+  if (claimed && t.queueUrl !== undefined) {
+    await new SQSClient(t.region ? { region: t.region } : {}).send(
+      new SendMessageCommand({ QueueUrl: t.queueUrl, MessageBody: JSON.stringify({ jobId, reason: 'requeue' }) }),
+    );
+    sent = true;
+  }
+  const result = { jobId, claimed, sent, note: claimed ? (sent ? 'requeued' : 'marked; no queue URL known, no message sent') : 'the job moved meanwhile (live worker); not requeued' };
+  process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
+  return claimed ? 0 : 1;
+}
+
+function epochFlag(raw: string | boolean | undefined): number {
+  if (typeof raw !== 'string') throw new InvalidInputError('--epoch', 'is required');
+  const e = Number(raw);
+  assertEpoch(e, '--epoch');
+  return e;
+}
+
+export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      endpoint: { type: 'string' },
+      'table-prefix': { type: 'string' },
+      outputs: { type: 'string' },
+      region: { type: 'string' },
+      'leases-table': { type: 'string' },
+      'fences-table': { type: 'string' },
+      'jobs-table': { type: 'string' },
+      'invoices-table': { type: 'string' },
+      'queue-url': { type: 'string' },
+      epoch: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+    allowPositionals: command === 'requeue',
+  });
+  if (values.help) {
+    process.stdout.write(USAGE[command] + '\n');
+    return 0;
+  }
+  if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
+  const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
+  const t = target(values);
+  switch (command) {
+    case 'status':
+      return status(t, values.json);
+    case 'requeue':
+      return requeue(t, positionals[0], values.json);
+    case 'raise-epoch': {
+      const r = await raiseEpoch(t.doc, t.tables.leases, epoch!);
+      process.stdout.write(
+        values.json
+          ? JSON.stringify({ epoch, previous: r.previous ?? null }) + '\n'
+          : `epoch ${epoch} recorded (was ${r.previous ?? 'none'}). Next: deploy with -c fenceEpoch=${epoch}, then seal --epoch ${epoch}.\n`,
+      );
+      return 0;
+    }
+    case 'seal': {
+      const reports = await seal(t.doc, [t.tables.fences, t.tables.leases], epoch!, {
+        onProgress: (r) => values.json || process.stderr.write(`  ${r.table}: scanned ${r.scanned}, raised ${r.raised}\n`),
+      });
+      process.stdout.write(values.json ? JSON.stringify({ epoch, tables: reports }) + '\n' : `sealed at ${formatGeneration((epoch! * 2 ** 32) as Generation)}: ${reports.map((r) => `${r.table} raised ${r.raised}/${r.scanned}`).join(', ')}\n`);
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * The faulted invoice run: several billing periods (one job each), several concurrent worker
+ * invocations, the sweeper on a schedule, and injected faults — a worker paused between read
+ * and write, a crash after the fence raise and before the first unit, a crash mid-run, a
+ * duplicate delivery. Then the invariant report, read back from the tables and their streams.
+ *
+ * Times are scaled down (a lease of ~1.5 s instead of 30 s) so the run takes seconds; every
+ * ratio the protocol depends on is kept (stale-after > lease, visibility timeout >= 6 x the
+ * invocation timeout, pause > lease).
+ */
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { systemClock } from '../../lib/clock.js';
+import type { Dynamo } from '../../lib/dynamo.js';
+import { invoiceJobId, invoiceProcessor } from '../../lib/invoices.js';
+import { readJob } from '../../lib/jobs.js';
+import { METRIC } from '../../lib/ports.js';
+import type { TableNames } from '../../lib/schema.js';
+import { createStarterHandler } from '../../functions/starter-handler.js';
+import { createSweeperHandler } from '../../functions/sweeper-handler.js';
+import { createWorkerHandler } from '../../functions/worker-handler.js';
+import { FaultPlan, type Fault } from './faults.js';
+import { checkInvariants, type InvariantReport } from './invariants.js';
+import { LocalQueue } from './queue.js';
+import { LocalRuntime } from './runtime.js';
+import { LocalTelemetry } from './telemetry.js';
+import { Timeline } from './timeline.js';
+
+export interface RunOptions {
+  dynamo: Dynamo;
+  streams: DynamoDBStreamsClient;
+  tables: TableNames;
+  customers: number;
+  workers: number;
+  seed: number;
+  periods?: string[];
+  unitSize?: number;
+  leaseMs?: number;
+  faults?: boolean;
+  timeoutMs?: number;
+  onProgress?: (done: number, total: number) => void;
+  log?: (line: string) => void;
+}
+
+export interface RunResult {
+  jobs: { id: string; status: string; cursor: number; totalUnits: number; requeues: number }[];
+  elapsedMs: number;
+  units: number;
+  invocations: number;
+  timeouts: number;
+  crashes: number;
+  sweeps: number;
+  deadLetters: number;
+  metrics: Record<string, number>;
+  faults: { name: string; lane: string; atMs: number }[];
+  invariants: InvariantReport;
+  timeline: Timeline;
+}
+
+export const DEFAULT_PERIODS = ['2026-09', '2026-10', '2026-11'];
+
+export function defaultFaults(jobIds: readonly string[], leaseMs: number): Fault[] {
+  const [j1, j2 = j1, j3 = j2] = jobIds;
+  if (j1 === undefined) return [];
+  return [
+    // Longer than lease expiry + the sweeper's staleness window: a successor takes over meanwhile.
+    { name: 'paused between read and write', point: 'before-commit', jobId: j1, unit: 2, action: { kind: 'pause', ms: leaseMs * 4 } },
+    { name: 'crash after fence raise, before the first unit', point: 'after-fence-raise', jobId: j2!, action: { kind: 'crash' } },
+    { name: 'crash mid-run, after a commit', point: 'after-commit', jobId: j3!, unit: 4, action: { kind: 'crash' } },
+  ];
+}
+
+export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
+  const clock = systemClock;
+  const leaseMs = opts.leaseMs ?? 1_500;
+  const unitSize = opts.unitSize ?? 10;
+  const invocationTimeoutMs = leaseMs * 8;
+  const sweepIntervalMs = Math.round(leaseMs / 3);
+  const timeline = new Timeline(() => clock.monotonicNow());
+  const telemetry = new LocalTelemetry(timeline, opts.log, leaseMs);
+  const queue = new LocalQueue({ clock, visibilityTimeoutMs: invocationTimeoutMs * 6, maxReceiveCount: 5 });
+  const periods = opts.periods ?? DEFAULT_PERIODS;
+  const jobIds = periods.map(invoiceJobId);
+  let runtime: LocalRuntime | undefined;
+  // A crash ends its invocation at once (the owner id starts with the request id).
+  const plan = new FaultPlan(opts.faults === false ? [] : defaultFaults(jobIds, leaseMs), clock, timeline, (owner) =>
+    runtime?.crash(owner.split('/')[0] ?? owner),
+  );
+  const lease = { epoch: 0, durationMs: leaseMs, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 50 } };
+  const base = { doc: opts.dynamo.doc, tables: opts.tables, clock, queue, telemetry };
+
+  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan }, { safetyMarginMs: Math.round(leaseMs / 2) });
+  const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: leaseMs * 2, sweepIntervalMs });
+  const starter = createStarterHandler({ ...base, unitSize, customers: opts.customers });
+  runtime = new LocalRuntime({
+    clock,
+    queue,
+    worker,
+    sweeper,
+    concurrency: opts.workers,
+    batchSize: 1,
+    invocationTimeoutMs,
+    sweepIntervalMs,
+    onError: (e) => opts.log?.(JSON.stringify({ level: 'ERROR', message: 'invocation-error', error: String(e) })),
+  });
+
+  const started = clock.monotonicNow();
+  // The scheduler's starter, once per period (the local stand-in for the monthly schedule).
+  for (const [i, period] of periods.entries()) {
+    await starter({ period, customers: opts.customers, seed: opts.seed + i });
+  }
+  // A duplicate delivery of the first job's message.
+  if (opts.faults !== false && jobIds[0] !== undefined) {
+    await queue.send({ jobId: jobIds[0], reason: 'start' });
+    timeline.add('queue', 'duplicate', `duplicate delivery of ${jobIds[0]}`);
+  }
+  const totalUnits = invoiceProcessor.totalUnits({ period: '2026-01', customers: opts.customers, seed: 0, unitSize, currency: 'EUR' }) * periods.length;
+
+  runtime.start();
+  const deadline = started + (opts.timeoutMs ?? 90_000);
+  let jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
+  for (;;) {
+    const done = jobs.reduce((n, j) => n + (j?.cursor ?? 0), 0);
+    opts.onProgress?.(done, totalUnits);
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') || clock.monotonicNow() > deadline) break;
+    await clock.sleep(100);
+    jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
+  }
+  // Let paused workers wake up and try their (stale) writes before we read the tables back.
+  while (plan.activePauses > 0 && clock.monotonicNow() < deadline + leaseMs * 3) await clock.sleep(50);
+  await clock.sleep(200);
+  await runtime.stop();
+  const elapsedMs = Math.round(clock.monotonicNow() - started);
+
+  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables);
+  return {
+    jobs: jobs.map((j, i) => ({
+      id: j?.id ?? jobIds[i]!,
+      status: j?.status ?? 'MISSING',
+      cursor: j?.cursor ?? 0,
+      totalUnits: j?.totalUnits ?? 0,
+      requeues: j?.requeues ?? 0,
+    })),
+    elapsedMs,
+    units: telemetry.get(METRIC.unitsCommitted),
+    invocations: runtime.invocations,
+    timeouts: runtime.timeouts,
+    crashes: runtime.crashes,
+    sweeps: runtime.sweeps,
+    deadLetters: queue.deadLetters.length,
+    metrics: Object.fromEntries(telemetry.counts),
+    faults: plan.fired.map((f) => ({ name: f.name, lane: f.owner.split('-')[0] ?? f.owner, atMs: Math.round(f.at - started) })),
+    invariants,
+    timeline,
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Local telemetry: counts metrics like CloudWatch would and turns the handlers' structured
+ * events into timeline entries, with an optional JSON log line per event (what Lambda logs).
+ */
+import { formatGeneration, type Generation } from '../../lib/generation.js';
+import type { MetricName, Telemetry } from '../../lib/ports.js';
+import type { Timeline, TimelineKind } from './timeline.js';
+
+const KIND: Record<string, TimelineKind> = {
+  'lease-acquired': 'acquire',
+  'lease-renewed': 'renew',
+  'lease-busy': 'busy',
+  'fence-raised': 'fence',
+  'unit-committed': 'commit',
+  'commit-rejected': 'reject',
+  'lease-lost': 'lost',
+  'lease-uncertain': 'lost',
+  'commit-uncertain': 'lost',
+  superseded: 'lost',
+  'lease-released': 'release',
+  'handed-off': 'note',
+  'job-requeued': 'requeue',
+  'job-done': 'done',
+  'job-failed': 'reject',
+  'duplicate-suppressed': 'duplicate',
+};
+
+/** `w3-17-ab12cd34/0` → `lambda w3`: one lane per concurrency slot. */
+export const laneOf = (owner: unknown): string => (typeof owner === 'string' ? `lambda ${owner.split('-')[0]}` : 'sweeper');
+
+const g = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '?');
+
+function describe(name: string, f: Record<string, unknown>): string {
+  switch (name) {
+    case 'lease-acquired':
+      return `${String(f.jobId)} gen ${g(f.generation)}${f.takeoverFrom ? ' (takeover)' : ''}`;
+    case 'fence-raised':
+      return `fence ${g(f.generation)}`;
+    case 'unit-committed':
+      return `unit ${String(f.unit)}`;
+    case 'commit-rejected':
+      return `stale ${g(f.generation)} rejected (fence ${g(f.fenceAt)})`;
+    case 'job-requeued':
+      return `requeued ${String(f.jobId)}`;
+    case 'job-done':
+      return `${String(f.jobId)} DONE`;
+    case 'lease-busy':
+      return `duplicate: lease busy (${g(f.holderGeneration)})`;
+    case 'superseded':
+      return `superseded (${String(f.why)})`;
+    default:
+      return name;
+  }
+}
+
+export class LocalTelemetry implements Telemetry {
+  readonly counts = new Map<MetricName, number>();
+  readonly gauges = new Map<MetricName, number>();
+  constructor(
+    private readonly timeline: Timeline | undefined,
+    private readonly log?: (line: string) => void,
+    private readonly leaseMs?: number,
+  ) {}
+  count(metric: MetricName, n = 1): void {
+    this.counts.set(metric, (this.counts.get(metric) ?? 0) + n);
+  }
+  gauge(metric: MetricName, value: number): void {
+    this.gauges.set(metric, value);
+  }
+  event(name: string, fields: Record<string, unknown>): void {
+    this.log?.(JSON.stringify({ level: 'INFO', message: name, ...fields }));
+    const kind = KIND[name];
+    if (kind === undefined || this.timeline === undefined) return;
+    const generation = typeof fields.generation === 'number' ? fields.generation : undefined;
+    const lease = kind === 'acquire' || kind === 'renew' ? this.leaseMs : undefined;
+    this.timeline.add(laneOf(fields.owner), kind, describe(name, fields), generation, lease);
+  }
+  get(metric: MetricName): number {
+    return this.counts.get(metric) ?? 0;
+  }
+}
