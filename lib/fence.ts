@@ -120,6 +120,28 @@ function assertFenceRef(fence: FenceRef): void {
   }
 }
 
+/**
+ * An item's size as DynamoDB counts it (attribute names + values), never below it: sets,
+ * binary and nested values included. JSON.stringify is not that: a Set serialises as `{}`
+ * (a 500 KB string set would pass as 2 bytes) and a Buffer as an array of numbers.
+ */
+export function itemBytes(item: Readonly<Record<string, unknown>>): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(item)) total += Buffer.byteLength(name) + valueBytes(value);
+  return total;
+}
+
+function valueBytes(v: unknown): number {
+  if (typeof v === 'string') return Buffer.byteLength(v);
+  if (typeof v === 'number' || typeof v === 'bigint') return String(v).length + 1;
+  if (v === null || v === undefined || typeof v === 'boolean') return 1;
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return v.byteLength;
+  if (v instanceof Set) return [...v].reduce((n: number, e) => n + valueBytes(e), 0);
+  if (Array.isArray(v)) return v.reduce((n: number, e) => n + 1 + valueBytes(e), 3);
+  if (typeof v === 'object') return 3 + Object.entries(v).reduce((n, [k, e]) => n + Buffer.byteLength(k) + 1 + valueBytes(e), 0);
+  return Buffer.byteLength(String(v));
+}
+
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
 /** Builds the transaction, validating everything DynamoDB would reject, before anything is sent. */
@@ -161,13 +183,15 @@ export function buildFencedUnit(unit: FencedUnit, now: number): { items: Transac
     checkpointItem(cp, unit.generation),
   ];
 
+  let effectBytes = 0;
   unit.effects.forEach((effect, i) => {
     const field = `effects[${i}]`;
     if (effect?.kind !== 'upsert' && effect?.kind !== 'once') throw new InvalidInputError(`${field}.kind`, 'must be "upsert" or "once"');
     if (typeof effect.table !== 'string' || effect.table.length < 3) throw new InvalidInputError(`${field}.table`, 'must be a table name');
     assertEffectItem(effect.item, `${field}.item`);
     claim(effect.table, effect.item.pk, field);
-    const size = Buffer.byteLength(JSON.stringify(effect.item));
+    const size = itemBytes(effect.item);
+    effectBytes += size;
     if (size > MAX_ITEM_BYTES) throw new InvalidInputError(`${field}.item`, `item of ~${size} bytes exceeds DynamoDB's 400 KB item limit`);
     items.push({
       Put:
@@ -177,7 +201,8 @@ export function buildFencedUnit(unit: FencedUnit, now: number): { items: Transac
     });
   });
 
-  const bytes = Buffer.byteLength(JSON.stringify(items));
+  // The effects' items, plus the fence and checkpoint actions as a stand-in for their items.
+  const bytes = effectBytes + Buffer.byteLength(JSON.stringify(items.slice(0, 2)));
   if (bytes > MAX_TRANSACTION_BYTES) {
     throw new InvalidInputError('effects', `transaction of ~${bytes} bytes exceeds DynamoDB's 4 MB limit`);
   }

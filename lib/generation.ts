@@ -50,6 +50,7 @@ export const compareGenerations = (a: Generation, b: Generation): number => (a <
 export const formatGeneration = (g: Generation): string => `${epochOf(g)}:${sequenceOf(g)}`;
 
 export function parseGeneration(text: string): Generation {
+  if (typeof text !== 'string') throw new InvalidInputError('generation', `expected "epoch:sequence", got ${typeof text}`);
   const m = /^(\d+):(\d+)$/.exec(text.trim());
   if (m === null) throw new InvalidInputError('generation', `expected "epoch:sequence", got "${text}"`);
   return makeGeneration(Number(m[1]), Number(m[2]));
