@@ -37,7 +37,12 @@ export const systemClock: Clock = {
 
 /** A clock whose wall time is off by `wallOffsetMs`: how tests model skewed hosts. */
 export function skewedClock(base: Clock, wallOffsetMs: number): Clock {
-  return { monotonicNow: () => base.monotonicNow(), wallNow: () => base.wallNow() + wallOffsetMs, sleep: base.sleep };
+  return {
+    monotonicNow: () => base.monotonicNow(),
+    wallNow: () => base.wallNow() + wallOffsetMs,
+    // bound call: `base.sleep` detached from a ManualClock would lose `this`
+    sleep: (ms, signal) => base.sleep(ms, signal),
+  };
 }
 
 /**
@@ -66,16 +71,21 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(abortReason(signal));
-      const entry = { at: this.mono + Math.max(0, ms), resolve };
-      this.sleepers.push(entry);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.sleepers = this.sleepers.filter((s) => s !== entry);
-          reject(abortReason(signal));
+      const onAbort = () => {
+        this.sleepers = this.sleepers.filter((s) => s !== entry);
+        reject(abortReason(signal!));
+      };
+      // Unsubscribe on wake, as systemClock does: a long-lived signal (a keeper's stop signal)
+      // would otherwise collect one listener per sleep.
+      const entry = {
+        at: this.mono + Math.max(0, ms),
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      this.sleepers.push(entry);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -35,6 +35,8 @@ export function createDynamo(opts: DynamoOptions = {}): Dynamo {
       httpsAgent: new HttpsAgent(agentOpts),
       connectionTimeout: 2_000,
       requestTimeout: opts.requestTimeoutMs ?? 5_000,
+      // Without this, @smithy/node-http-handler 4.x only logs a warning and the request hangs on.
+      throwOnRequestTimeout: true,
     }),
   };
   if (opts.endpoint !== undefined) {

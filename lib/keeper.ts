@@ -96,7 +96,8 @@ export class LeaseKeeper {
         return;
       }
       // Don't let one renewal hang past the deadline: after it, the answer no longer matters.
-      const budget = Math.max(1, this.current.deadline - this.clock.monotonicNow());
+      // (AbortSignal.timeout throws RangeError on a fractional delay: performance.now() is fractional.)
+      const budget = Math.max(1, Math.ceil(this.current.deadline - this.clock.monotonicNow()));
       const attempt = AbortSignal.any([stop, AbortSignal.timeout(budget)]);
       try {
         this.current = await this.manager.renew(this.current, { abortSignal: attempt });
