@@ -38,16 +38,19 @@ export function previousPeriod(time: Date): string {
 
 const seedOf = (period: string): number => createHash('sha256').update(period).digest().readUInt32BE(0) & 0x7fffffff;
 
-export type StarterHandler = (event?: { time?: string; detail?: unknown } & Record<string, unknown>) => Promise<StartResult>;
+/** Accepts EventBridge Scheduler's input (our JSON payload as the event) or an EventBridge ScheduledEvent. */
+export type StarterHandler = (event?: unknown) => Promise<StartResult>;
 
 export function createStarterHandler(deps: StarterDeps, opts: { onFlush?: () => void } = {}): StarterHandler {
   return async (event) => {
     try {
       // EventBridge Scheduler passes our JSON input as the event; EventBridge rules wrap it in `detail`.
-      const raw = event && typeof event === 'object' && 'detail' in event ? event.detail : (event ?? {});
-      const { time: _time, ...rest } = (raw ?? {}) as Record<string, unknown>;
+      const e = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>;
+      const isScheduledEvent = 'detail-type' in e || 'detail' in e;
+      const raw = isScheduledEvent ? (e.detail ?? {}) : e;
+      const { time: _time, ...rest } = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
       const payload = parseStartPayload(rest);
-      const when = typeof event?.time === 'string' ? new Date(event.time) : new Date(deps.clock.wallNow());
+      const when = typeof e.time === 'string' ? new Date(e.time) : new Date(deps.clock.wallNow());
       const period = payload.period ?? previousPeriod(when);
       const input: InvoiceRunInput = {
         period,

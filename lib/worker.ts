@@ -45,6 +45,23 @@ export interface WorkerHooks {
   at(point: WorkerPoint, info: { jobId: string; owner: string; generation?: Generation; unit?: number }): Promise<void>;
 }
 
+/**
+ * The protocol's write operations. The defaults are the library's; the seam exists so the
+ * chaos harness can run deliberately broken variants (negative controls, test code only) and
+ * prove that its independent checker catches them.
+ */
+export interface ProtocolOps {
+  raiseFence: typeof raiseFence;
+  commitUnit: typeof commitFencedUnit;
+  release: (leases: LeaseManager, lease: Lease) => Promise<{ released: boolean }>;
+}
+
+export const fencedProtocol: ProtocolOps = {
+  raiseFence,
+  commitUnit: commitFencedUnit,
+  release: (leases, lease) => leases.release(lease),
+};
+
 export interface WorkerDeps {
   doc: DynamoDBDocumentClient;
   tables: TableNames;
@@ -58,6 +75,7 @@ export interface WorkerDeps {
   hooks?: WorkerHooks;
   /** Attempts to resend an ambiguous commit (response lost, timeout) before giving up. Default 3. */
   commitAttempts?: number;
+  protocol?: ProtocolOps;
 }
 
 export interface WorkRequest {
@@ -95,6 +113,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   const jobId = message.jobId;
   const owner = req.owner ?? `worker-${randomUUID()}`;
   const hooks = deps.hooks ?? noHooks;
+  const ops = deps.protocol ?? fencedProtocol;
   const t = deps.telemetry;
   const leases = new LeaseManager({ doc: deps.doc, table: deps.tables.leases, owner, clock: deps.clock, ...deps.lease });
 
@@ -119,7 +138,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
 
   let units = 0;
   const release = async () => {
-    const r = await leases.release(lease).catch(() => ({ released: false }));
+    const r = await ops.release(leases, lease).catch(() => ({ released: false }));
     t.event('lease-released', { jobId, owner, generation: g, released: r.released });
   };
   const superseded = async (by: number | undefined, why: string): Promise<WorkOutcome> => {
@@ -131,7 +150,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   // 2. Raise the fence BEFORE reading: from here on no lower generation can commit.
   const fence = { table: deps.tables.fences, resource: fenceKeyOf(jobId) };
   try {
-    await raiseFence({ doc: deps.doc, clock: deps.clock }, fence, g);
+    await ops.raiseFence({ doc: deps.doc, clock: deps.clock }, fence, g);
   } catch (e) {
     if (e instanceof StaleGenerationError) {
       t.count(METRIC.staleGenerationRejected);
@@ -229,7 +248,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
         token: { job: jobId, unit: cursor, variant },
       };
       try {
-        const outcome = await commitFencedUnit({ doc: deps.doc, clock: deps.clock }, unit, { now });
+        const outcome = await ops.commitUnit({ doc: deps.doc, clock: deps.clock }, unit, { now });
         committed = true;
         units++;
         t.count(METRIC.unitsCommitted);
@@ -244,7 +263,10 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
         if (e instanceof EffectAlreadyExistsError) {
           // Once-only effects that exist already were done before (a duplicate): drop them, commit the rest.
           const dup = new Set(e.duplicates.map((d) => `${d.table}\u0000${d.key}`));
-          effects = effects.filter((x) => !(x.kind === 'once' && dup.has(`${x.table}\u0000${x.item.pk}`)));
+          const remaining = effects.filter((x) => !(x.kind === 'once' && dup.has(`${x.table}\u0000${x.item.pk}`)));
+          // Only once-only effects can be duplicates; anything else means the store disagrees with us.
+          if (remaining.length === effects.length) throw e;
+          effects = remaining;
           variant = `dedup-${attempt}`;
           t.count(METRIC.duplicatesSuppressed, dup.size);
           t.event('duplicate-suppressed', { jobId, owner, generation: g, unit: cursor, keys: [...dup].map((k) => k.split('\u0000')[1]) });

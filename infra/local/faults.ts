@@ -8,9 +8,12 @@ import type { WorkerHooks, WorkerPoint } from '../../lib/worker.js';
 import { laneOf } from './telemetry.js';
 import type { Timeline } from './timeline.js';
 
+/** A worker point, or a point a test-only protocol variant awaits itself (e.g. between its check and its write). */
+export type FaultPoint = WorkerPoint | 'inside-commit';
+
 export interface Fault {
   name: string;
-  point: WorkerPoint;
+  point: FaultPoint;
   jobId: string;
   /** Fire at this unit (for unit-level points); any unit when absent. */
   unit?: number;
@@ -33,7 +36,7 @@ export class FaultPlan implements WorkerHooks {
     this.pending = [...faults];
   }
 
-  async at(point: WorkerPoint, info: { jobId: string; owner: string; unit?: number }): Promise<void> {
+  async at(point: FaultPoint, info: { jobId: string; owner: string; unit?: number }): Promise<void> {
     const i = this.pending.findIndex(
       (f) => f.point === point && f.jobId === info.jobId && (f.unit === undefined || f.unit === info.unit),
     );

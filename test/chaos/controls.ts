@@ -1,0 +1,123 @@
+/**
+ * NEGATIVE CONTROLS — deliberately broken protocol variants, test code only (never in lib/).
+ * Each one is a mistake the source article warns about. The chaos harness runs them under the
+ * same schedules as the real protocol; its independent checker must catch every one of them,
+ * which is the evidence that a clean run of the real protocol means something.
+ */
+import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { StaleGenerationError } from '../../lib/errors.js';
+import { buildFencedUnit, decodeCancellation, type CommitOutcome, type FenceContext, type FencedUnit } from '../../lib/fence.js';
+import { asGeneration } from '../../lib/generation.js';
+import { fencedProtocol, type ProtocolOps } from '../../lib/worker.js';
+import type { FaultPoint } from '../../infra/local/faults.js';
+
+export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset'] as const;
+export type Variant = 'fenced' | (typeof CONTROLS)[number];
+
+/** Called by a control between its check and its write: where the schedule puts its pause. */
+export type InsideCommit = (point: FaultPoint, info: { jobId: string; owner: string; unit?: number }) => Promise<void>;
+
+type Items = ReturnType<typeof buildFencedUnit>['items'];
+
+/** The unit's effects and checkpoint with every condition removed but the once-only keys. */
+function unconditional(items: Items): Items {
+  const [, checkpoint, ...effects] = items;
+  const cp = checkpoint!.Update!;
+  const { ConditionExpression: _c, ReturnValuesOnConditionCheckFailure: _r, ...rest } = cp;
+  const values = { ...rest.ExpressionAttributeValues };
+  delete values[':expected'];
+  return [{ Update: { ...rest, ExpressionAttributeValues: values } }, ...effects];
+}
+
+/** Sends the items; `withFence` says whether items[0] is the fence (else it is the checkpoint). */
+async function send(ctx: FenceContext, unit: FencedUnit, items: Items, withFence = false): Promise<CommitOutcome> {
+  try {
+    await ctx.doc.send(new TransactWriteCommand({ TransactItems: items }));
+    return { status: 'committed', attempts: 1 };
+  } catch (e) {
+    if (e instanceof Error && e.name === 'TransactionCanceledException') {
+      // Realign the reasons with [fence, checkpoint, ...effects] for the library's decoder.
+      const reasons = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+      const decoded = decodeCancellation(unit, withFence ? reasons : [{ Code: 'None' }, ...reasons], e);
+      if (decoded instanceof Error) throw decoded;
+    }
+    throw e;
+  }
+}
+
+const ownerOf = (unit: FencedUnit) => String(unit.checkpoint.key);
+
+export function controlProtocol(variant: Variant, inside: InsideCommit, env: { doc: FenceContext['doc']; leasesTable: string }): ProtocolOps {
+  // A unit is checked once, before its write; retries of the write (e.g. after the worker drops
+  // a duplicate charge) do not check again: that is what "check, then act" means.
+  const checked = new Set<string>();
+  const once = async (unit: FencedUnit, check: () => Promise<void>) => {
+    const key = `${unit.token.job}|${unit.generation}|${unit.token.unit}`;
+    if (checked.has(key)) return;
+    await check();
+    checked.add(key);
+    await inside('inside-commit', { jobId: ownerOf(unit), owner: '', unit: unit.token.unit });
+  };
+  switch (variant) {
+    case 'fenced':
+      return fencedProtocol;
+    // The lease alone: no fence anywhere; the writes carry no condition.
+    case 'leaseOnly':
+      return {
+        ...fencedProtocol,
+        raiseFence: async () => undefined,
+        commitUnit: async (ctx, unit, opts = {}) => {
+          const { items } = buildFencedUnit(unit, opts.now ?? Date.now());
+          return send(ctx, unit, unconditional(items));
+        },
+      };
+    // Read the fence, compare in code, then write without a condition: check-then-act.
+    case 'checkThenAct':
+      return {
+        ...fencedProtocol,
+        commitUnit: async (ctx, unit, opts = {}) => {
+          await once(unit, async () => {
+            const fence = await ctx.doc.send(new GetCommand({ TableName: unit.fence.table, Key: { pk: unit.fence.resource }, ConsistentRead: true }));
+            const current = fence.Item?.generation;
+            if (typeof current === 'number' && current > unit.generation) {
+              throw new StaleGenerationError(unit.fence.resource, unit.generation, asGeneration(current));
+            }
+          });
+          const { items } = buildFencedUnit(unit, opts.now ?? Date.now());
+          const [fenceItem] = items;
+          const { ConditionExpression: _c, ReturnValuesOnConditionCheckFailure: _r, ...setFence } = fenceItem!.Update!;
+          return send(ctx, unit, [{ Update: setFence }, ...unconditional(items)], true);
+        },
+      };
+    // The fence is checked and raised in its own write; the effects follow in another.
+    case 'separateFenceWrite':
+      return {
+        ...fencedProtocol,
+        commitUnit: async (ctx, unit, opts = {}) => {
+          await once(unit, async () => {
+            await fencedProtocol.raiseFence(ctx, unit.fence, unit.generation);
+          });
+          const { items } = buildFencedUnit(unit, opts.now ?? Date.now());
+          return send(ctx, unit, unconditional(items));
+        },
+      };
+    // Release deletes the lease item: the next acquire restarts the counter.
+    case 'counterReset':
+      return {
+        ...fencedProtocol,
+        release: async (_leases, lease) => {
+          await env.doc.send(
+            new DeleteCommand({
+              TableName: env.leasesTable,
+              Key: { pk: lease.key },
+              ConditionExpression: '#o = :me AND #g = :g',
+              ExpressionAttributeNames: { '#o': 'owner', '#g': 'generation' },
+              ExpressionAttributeValues: { ':me': lease.owner, ':g': lease.generation },
+            }),
+          );
+          return { released: true };
+        },
+      };
+  }
+}
+

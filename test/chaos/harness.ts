@@ -1,0 +1,145 @@
+/**
+ * One chaos run: a schedule (schedule.ts) executed against the real handlers on DynamoDB Local,
+ * the workers' DynamoDB traffic through a fault proxy (lost and delayed responses), the local
+ * runtime's queue and scheduler, then the independent invariant checker on the tables and
+ * streams. The variant is the real protocol or a negative control (controls.ts).
+ */
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { systemClock } from '../../lib/clock.js';
+import { createDynamo, type Dynamo } from '../../lib/dynamo.js';
+import { invoiceJobId, invoiceProcessor } from '../../lib/invoices.js';
+import { readJob } from '../../lib/jobs.js';
+import { tableNames, TABLE_ROLES } from '../../lib/schema.js';
+import { ensureTables } from '../../lib/tables.js';
+import { createStarterHandler } from '../../functions/starter-handler.js';
+import { createSweeperHandler } from '../../functions/sweeper-handler.js';
+import { createWorkerHandler } from '../../functions/worker-handler.js';
+import { FaultPlan } from '../../infra/local/faults.js';
+import { checkInvariants, type InvariantReport } from '../../infra/local/invariants.js';
+import { LocalQueue } from '../../infra/local/queue.js';
+import { LocalRuntime } from '../../infra/local/runtime.js';
+import { LocalTelemetry } from '../../infra/local/telemetry.js';
+import { startFaultProxy } from '../support/proxy.js';
+import { controlProtocol, type Variant } from './controls.js';
+import { forControl, makeSchedule, rng, type Schedule } from './schedule.js';
+
+export interface RunRecord {
+  seed: number;
+  variant: Variant;
+  ok: boolean;
+  elapsedMs: number;
+  report: InvariantReport;
+  schedule: Schedule;
+  faultsFired: string[];
+  metrics: Record<string, number>;
+  history: string[];
+  error?: string;
+}
+
+const isRenewal = (json: unknown) => {
+  const u = (json as { UpdateExpression?: string } | undefined)?.UpdateExpression;
+  return typeof u === 'string' && u.startsWith('SET #expiresAt');
+};
+
+export async function chaosRun(
+  env: { endpoint: string; direct: Dynamo; streams: DynamoDBStreamsClient },
+  seed: number,
+  variant: Variant,
+  opts: { deadlineMs?: number; keepTables?: boolean } = {},
+): Promise<RunRecord> {
+  const base = makeSchedule(seed);
+  const schedule = variant === 'checkThenAct' || variant === 'separateFenceWrite' ? forControl(base) : base;
+  const clock = systemClock;
+  const started = clock.monotonicNow();
+  const tables = tableNames(`chaos-${seed}-${variant}-`);
+  const history: string[] = [];
+  await ensureTables(env.direct.client, tables);
+  const proxy = await startFaultProxy(env.endpoint);
+  const r = rng(seed ^ 0x5bd1e995);
+  if (schedule.dropCommitP > 0) proxy.drop({ target: 'TransactWriteItems', when: () => r() < schedule.dropCommitP, times: Infinity });
+  if (schedule.renewDelayP > 0) proxy.delay({ target: 'UpdateItem', when: (q) => isRenewal(q.json) && r() < schedule.renewDelayP, times: Infinity }, Math.round(schedule.leaseMs * 0.8));
+  if (schedule.delayP > 0) proxy.delay({ when: () => r() < schedule.delayP, times: Infinity }, Math.round(schedule.delayMaxMs * r()));
+  const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
+
+  const telemetry = new LocalTelemetry(undefined, (line) => history.push(`${Math.round(clock.monotonicNow() - started)} ${line}`));
+  const queue = new LocalQueue({ clock, visibilityTimeoutMs: schedule.leaseMs * 48, maxReceiveCount: 10 });
+  let runtime: LocalRuntime | undefined;
+  const plan = new FaultPlan(schedule.faults, clock, undefined, (owner) => {
+    history.push(`${Math.round(clock.monotonicNow() - started)} CRASH ${owner}`);
+    runtime?.crash(owner.split('/')[0] ?? owner);
+  });
+  const lease = { epoch: 0, durationMs: schedule.leaseMs, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 20 } };
+  const deps = { doc: viaProxy.doc, tables, clock, queue, telemetry };
+  const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases });
+  const worker = createWorkerHandler({ ...deps, processor: invoiceProcessor, lease, hooks: plan, protocol }, { safetyMarginMs: schedule.leaseMs });
+  const sweepOnce = createSweeperHandler({ ...deps, lease, staleAfterMs: schedule.leaseMs * 2, sweepIntervalMs: Math.round(schedule.leaseMs / 3) });
+  // Overlapping sweeps: the scheduler fires twice at once (EventBridge is at-least-once).
+  const sweeper = schedule.overlappingSweeps
+    ? async () => (await Promise.all([sweepOnce({}), sweepOnce({})]))[0]!
+    : sweepOnce;
+  const starter = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, customers: 0 });
+  runtime = new LocalRuntime({
+    clock,
+    queue,
+    worker,
+    sweeper,
+    concurrency: schedule.workers,
+    batchSize: 1,
+    invocationTimeoutMs: schedule.leaseMs * 8,
+    sweepIntervalMs: Math.round(schedule.leaseMs / 3),
+    onError: (e) => history.push(`ERROR ${String(e)}`),
+  });
+
+  const jobIds = schedule.jobs.map((j) => invoiceJobId(j.period));
+  let error: string | undefined;
+  let report: InvariantReport;
+  try {
+    for (const j of schedule.jobs) await starter({ period: j.period, customers: j.customers, seed: j.seed });
+    const timers = schedule.duplicates.map((d) =>
+      setTimeout(() => {
+        history.push(`${Math.round(clock.monotonicNow() - started)} DUPLICATE ${jobIds[d.job]}`);
+        void queue.send({ jobId: jobIds[d.job]!, reason: 'start' });
+      }, d.atMs),
+    );
+    runtime.start();
+    const deadline = started + (opts.deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60));
+    for (;;) {
+      const jobs = await Promise.all(jobIds.map((id) => readJob(env.direct.doc, tables.jobs, id)));
+      if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;
+      if (clock.monotonicNow() > deadline) {
+        history.push(`DEADLINE with jobs ${jobs.map((j) => `${j?.id}:${j?.status}:${j?.cursor}/${j?.totalUnits}`).join(' ')}`);
+        break;
+      }
+      await clock.sleep(50);
+    }
+    timers.forEach(clearTimeout);
+    // Paused workers wake up and try their writes: wait for them before reading back.
+    const settle = clock.monotonicNow() + schedule.leaseMs * 8;
+    while (plan.activePauses > 0 && clock.monotonicNow() < settle) await clock.sleep(25);
+    await clock.sleep(schedule.delayMaxMs + 100);
+    await runtime.stop();
+  } catch (e) {
+    error = String(e);
+    await runtime.stop();
+  } finally {
+    await proxy.close();
+    viaProxy.client.destroy();
+  }
+  report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables);
+  if (!opts.keepTables) {
+    await Promise.all(TABLE_ROLES.map((role) => env.direct.client.send(new DeleteTableCommand({ TableName: tables[role] })).catch(() => undefined)));
+  }
+  return {
+    seed,
+    variant,
+    ok: report.ok && error === undefined,
+    elapsedMs: Math.round(clock.monotonicNow() - started),
+    report,
+    schedule,
+    faultsFired: plan.fired.map((f) => f.name),
+    metrics: Object.fromEntries(telemetry.counts),
+    history,
+    ...(error === undefined ? {} : { error }),
+  };
+}

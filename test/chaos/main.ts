@@ -1,0 +1,175 @@
+/**
+ * `npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls]`
+ *
+ * Runs N seeded schedules of the real protocol and, by default, M runs of each negative control,
+ * on one embedded DynamoDB Local. A real-protocol run that violates an invariant, and a control
+ * run that is NOT caught, print their seed and save their history under .chaos/.
+ * `--runs 1 --seed S` replays seed S.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDynamo } from '../../lib/dynamo.js';
+import { InvalidInputError } from '../../lib/errors.js';
+import { startDynamoLocal } from '../../infra/local/dynamodb-local.js';
+import { streamsClient } from '../../infra/local/streams.js';
+import type { InvariantName } from '../../infra/local/invariants.js';
+import { CONTROLS, type Variant } from './controls.js';
+import { chaosRun, type RunRecord } from './harness.js';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+
+export interface ChaosSummary {
+  runs: number;
+  violations: Record<InvariantName, number>;
+  controls: Record<(typeof CONTROLS)[number], { runs: number; caught: number }>;
+  failedSeeds: number[];
+  uncaughtControls: { variant: string; seed: number }[];
+  elapsedMs: number;
+  runsPerMinute: number;
+}
+
+export interface ChaosOptions {
+  runs: number;
+  seed: number;
+  concurrency: number;
+  controlRuns: number;
+  endpoint?: string;
+  historyDir?: string;
+  onRun?: (r: RunRecord, done: number, total: number) => void;
+}
+
+export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
+  const started = Date.now();
+  const local = opts.endpoint === undefined ? await startDynamoLocal() : undefined;
+  const endpoint = opts.endpoint ?? local!.endpoint;
+  const direct = createDynamo({ endpoint });
+  const streams = streamsClient(endpoint);
+  const tasks: { seed: number; variant: Variant }[] = [];
+  for (let i = 0; i < opts.runs; i++) tasks.push({ seed: opts.seed + i, variant: 'fenced' });
+  for (const c of CONTROLS) for (let i = 0; i < opts.controlRuns; i++) tasks.push({ seed: opts.seed + i, variant: c });
+  const summary: ChaosSummary = {
+    runs: opts.runs,
+    violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0 },
+    controls: Object.fromEntries(CONTROLS.map((c) => [c, { runs: 0, caught: 0 }])) as ChaosSummary['controls'],
+    failedSeeds: [],
+    uncaughtControls: [],
+    elapsedMs: 0,
+    runsPerMinute: 0,
+  };
+  const save = (r: RunRecord) => {
+    if (opts.historyDir === undefined) return;
+    mkdirSync(opts.historyDir, { recursive: true });
+    writeFileSync(resolve(opts.historyDir, `${r.variant}-${r.seed}.json`), JSON.stringify(r, null, 1));
+  };
+  let next = 0;
+  let done = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: Math.max(1, opts.concurrency) }, async () => {
+        for (;;) {
+          const task = tasks[next++];
+          if (task === undefined) return;
+          const r = await chaosRun({ endpoint, direct, streams }, task.seed, task.variant);
+          done++;
+          if (task.variant === 'fenced') {
+            for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
+            if (!r.ok) {
+              summary.failedSeeds.push(r.seed);
+              save(r);
+            }
+          } else {
+            const c = summary.controls[task.variant];
+            c.runs++;
+            if (!r.report.ok) c.caught++;
+            else {
+              summary.uncaughtControls.push({ variant: task.variant, seed: task.seed });
+              save(r);
+            }
+          }
+          opts.onRun?.(r, done, tasks.length);
+        }
+      }),
+    );
+  } finally {
+    direct.client.destroy();
+    await local?.stop();
+  }
+  summary.elapsedMs = Date.now() - started;
+  summary.runsPerMinute = Math.round((tasks.length / summary.elapsedMs) * 60_000 * 10) / 10;
+  return summary;
+}
+
+function int(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const v = Number(raw);
+  if (!Number.isSafeInteger(v) || v < min || v > max) throw new InvalidInputError(`--${name}`, `must be an integer in [${min}, ${max}], got "${raw}"`);
+  return v;
+}
+
+async function cli(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      runs: { type: 'string' },
+      seed: { type: 'string' },
+      concurrency: { type: 'string' },
+      'control-runs': { type: 'string' },
+      'no-controls': { type: 'boolean', default: false },
+      endpoint: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(
+      'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--endpoint URL]\n' +
+        '  N runs of the real protocol (seeds S..S+N-1) and M runs of each negative control\n' +
+        '  (default M = clamp(N/10, 10, 100)); failing histories are saved under .chaos/\n',
+    );
+    return 0;
+  }
+  const runs = int('runs', values.runs, 20, 0, 1_000_000);
+  const seed = int('seed', values.seed, 1, 0, 2 ** 31);
+  const controlRuns = values['no-controls'] ? 0 : int('control-runs', values['control-runs'], Math.min(100, Math.max(10, Math.ceil(runs / 10))), 0, 100_000);
+  const json = values.json;
+  const log = (s: string) => process.stderr.write(s + '\n');
+  const summary = await chaos({
+    runs,
+    seed,
+    controlRuns,
+    concurrency: int('concurrency', values.concurrency, 3, 1, 16),
+    ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
+    historyDir: resolve('.chaos'),
+    onRun: (r, done, total) => {
+      const bad = Object.entries(r.report.invariants).filter(([, v]) => !v.ok).map(([k]) => k);
+      const verdict = r.variant === 'fenced' ? (r.ok ? 'ok' : `VIOLATION ${bad.join(',')} ${r.error ?? ''}`) : r.report.ok ? 'NOT CAUGHT' : `caught (${bad.join(',')})`;
+      if (!json || r.variant === 'fenced' ? !r.ok : r.report.ok) log(`[${done}/${total}] seed ${r.seed} ${r.variant}: ${verdict} (${r.elapsedMs} ms)`);
+      else if (done % 10 === 0) log(`[${done}/${total}] …`);
+    },
+  });
+  const { failedSeeds, uncaughtControls, ...core } = summary;
+  if (json) {
+    process.stdout.write(JSON.stringify({ runs: core.runs, violations: core.violations, controls: core.controls, elapsedMs: core.elapsedMs, runsPerMinute: core.runsPerMinute, failedSeeds, uncaughtControls }) + '\n');
+  } else {
+    const w = (s: string) => process.stdout.write(s + '\n');
+    w(`\n${core.runs} runs of the real protocol: violations ${Object.entries(core.violations).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    for (const [c, v] of Object.entries(core.controls)) w(`  control ${c.padEnd(20)} caught ${v.caught}/${v.runs} (${v.runs ? Math.round((v.caught / v.runs) * 100) : 0}%)`);
+    w(`${Math.round(core.elapsedMs / 1000)} s, ${core.runsPerMinute} runs/min`);
+    if (failedSeeds.length) w(`failing seeds (histories in .chaos/): ${failedSeeds.join(' ')}`);
+    if (uncaughtControls.length) w(`uncaught controls: ${uncaughtControls.map((u) => `${u.variant}@${u.seed}`).join(' ')}`);
+  }
+  const controlsOk = Object.values(core.controls).every((c) => c.runs === 0 || c.caught / c.runs >= 0.95);
+  return failedSeeds.length === 0 && controlsOk ? 0 : 1;
+}
+
+if (process.argv[1]?.endsWith('test/chaos/main.ts')) {
+  cli(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`${e instanceof InvalidInputError ? `error: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      process.exit(e instanceof InvalidInputError ? 2 : 1);
+    },
+  );
+}

@@ -1,0 +1,93 @@
+/**
+ * A chaos schedule, derived from a seed alone: how many workers, how long a lease, which
+ * faults where. The same seed gives the same schedule (`--runs 1 --seed S` replays it); the
+ * exact interleaving still depends on real time, so the history of every failing run is saved.
+ */
+import type { Fault, FaultPoint } from '../../infra/local/faults.js';
+import { invoiceJobId } from '../../lib/invoices.js';
+
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Schedule {
+  seed: number;
+  workers: number;
+  leaseMs: number;
+  unitSize: number;
+  jobs: { period: string; customers: number; seed: number }[];
+  faults: Fault[];
+  /** Probability that a TransactWriteItems response is lost after the write applied. */
+  dropCommitP: number;
+  /** Probability that any response is delayed, and by up to how long. */
+  delayP: number;
+  delayMaxMs: number;
+  /** Probability that a renewal's response is delayed by about a lease's worth. */
+  renewDelayP: number;
+  /** Offsets (ms) at which a duplicate of a job's message is delivered. */
+  duplicates: { atMs: number; job: number }[];
+  overlappingSweeps: boolean;
+}
+
+const CRASH_POINTS: FaultPoint[] = ['after-acquire', 'after-fence-raise', 'before-commit', 'after-commit'];
+
+export function makeSchedule(seed: number): Schedule {
+  const r = rng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const leaseMs = int(250, 450);
+  const unitSize = int(3, 6);
+  const jobs = Array.from({ length: int(1, 3) }, (_, i) => ({ period: `2025-${String(i + 1).padStart(2, '0')}`, customers: int(12, 36), seed: int(0, 1_000_000) }));
+  const ids = jobs.map((j) => invoiceJobId(j.period));
+  const unitsOf = (i: number) => Math.ceil(jobs[i]!.customers / unitSize);
+
+  // Always the article's incident: a worker paused inside a unit for longer than lease expiry
+  // plus the sweeper's staleness window, so a successor takes over meanwhile.
+  const victim = int(0, jobs.length - 1);
+  const faults: Fault[] = [
+    {
+      name: 'paused between read and write',
+      point: 'before-commit',
+      jobId: ids[victim]!,
+      unit: int(0, Math.max(0, unitsOf(victim) - 2)),
+      action: { kind: 'pause', ms: Math.round(leaseMs * (4 + r() * 2)) },
+    },
+  ];
+  // Random extras: more pauses (inside units), and crashes at chosen points.
+  for (let i = int(0, 2); i > 0; i--) {
+    const j = int(0, jobs.length - 1);
+    faults.push({ name: 'GC pause', point: pick(['after-commit', 'before-renew', 'after-checkpoint-read'] as const), jobId: ids[j]!, unit: int(0, unitsOf(j) - 1), action: { kind: 'pause', ms: Math.round(leaseMs * r() * 3) } });
+  }
+  for (let i = int(0, 2); i > 0; i--) {
+    const j = int(0, jobs.length - 1);
+    const point = pick(CRASH_POINTS);
+    faults.push({ name: `crash at ${point}`, point, jobId: ids[j]!, ...(point === 'before-commit' || point === 'after-commit' ? { unit: int(0, unitsOf(j) - 1) } : {}), action: { kind: 'crash' } });
+  }
+  return {
+    seed,
+    workers: int(2, 8),
+    leaseMs,
+    unitSize,
+    jobs,
+    faults,
+    dropCommitP: pick([0, 0.05, 0.15]),
+    delayP: pick([0, 0.05, 0.2]),
+    delayMaxMs: Math.round(leaseMs / 2),
+    renewDelayP: pick([0, 0.2, 0.5]),
+    duplicates: Array.from({ length: int(0, 3) }, () => ({ atMs: int(0, leaseMs * 6), job: int(0, jobs.length - 1) })),
+    overlappingSweeps: r() < 0.5,
+  };
+}
+
+/** For the controls: the pause sits inside the broken commit (between its check and its write). */
+export function forControl(s: Schedule): Schedule {
+  const [first, ...rest] = s.faults;
+  return first === undefined ? s : { ...s, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
+}
