@@ -103,7 +103,8 @@ export async function chaosRun(
       }, d.atMs),
     );
     runtime.start();
-    const deadline = started + (opts.deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60));
+    // A broken control may never finish (that is a PROGRESS violation, and it is caught anyway).
+    const deadline = started + (opts.deadlineMs ?? (variant === 'fenced' ? Math.max(15_000, schedule.leaseMs * 60) : 8_000));
     for (;;) {
       const jobs = await Promise.all(jobIds.map((id) => readJob(env.direct.doc, tables.jobs, id)));
       if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;
