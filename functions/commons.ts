@@ -47,7 +47,7 @@ export function commonsFromEnv(env: Env): Commons {
     lease,
     queue: new SqsWorkQueue(new SQSClient({}), queueUrl),
     clock: systemClock,
-    unitSize: integer(env, ENV.unitSize, 12, 1, 49),
+    unitSize: integer(env, ENV.unitSize, 25, 1, 49),
   };
 }
 
@@ -56,7 +56,9 @@ export interface PowertoolsTelemetry extends Telemetry {
   metrics: Metrics;
 }
 
-export function powertoolsTelemetry(serviceName: string): PowertoolsTelemetry {
+/** `fallback` names the service when POWERTOOLS_SERVICE_NAME (set by the stack) is absent. */
+export function powertoolsTelemetry(fallback: string): PowertoolsTelemetry {
+  const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? fallback;
   const logger = new Logger({ serviceName });
   const metrics = new Metrics({ serviceName, namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'FencedWorkflow' });
   return {

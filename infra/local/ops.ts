@@ -56,7 +56,7 @@ export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl
     if (name === undefined) throw new InvalidInputError('--outputs', `no output for the ${role} table name`);
     tables[role] = name;
   }
-  const queueUrl = find(/queue.*url/i);
+  const queueUrl = flat.WorkQueueUrl ?? find(/^work.*queue.*url/i);
   return queueUrl === undefined ? { tables } : { tables, queueUrl };
 }
 

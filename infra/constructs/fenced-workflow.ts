@@ -1,0 +1,372 @@
+/**
+ * The fenced workflow on AWS (DESIGN.md, Architecture): the four tables of lib/schema.ts, the
+ * work queue with its dead-letter queue, the worker, the sweeper and the starter with their
+ * schedules, least-privilege roles, and the alarms and dashboard an on-call engineer needs.
+ *
+ * A fork instantiates it with its own worker entry (its own processor) and keeps everything
+ * else; infra/stack.ts is one use of it.
+ */
+import { Duration, Stack, TimeZone, Validations } from 'aws-cdk-lib';
+import { Table as TableBase, type ITable, type Table } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { EventSourceMapping, RecursiveLoop } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { ENV, integer, leaseSettingsFromEnv } from '../../lib/config.js';
+import { TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/schema.js';
+import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
+import { fencedFunction, type FencedFunction } from './function.js';
+import { denyCounterDestruction, refuseReplication } from './guards.js';
+import { WorkflowMonitoring } from './monitoring.js';
+
+/** The default CloudWatch namespace the handlers' Powertools Metrics publish to. */
+export const METRICS_NAMESPACE = 'FencedWorkflow';
+
+/** Construct ids of the tables, by schema role: tools read the template by these names. */
+export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices' };
+
+/**
+ * A fenced unit is one TransactWriteItems of at most 100 items: the fence, the checkpoint and two
+ * effects per customer (invoice upsert, once-only charge). 2 + 2 * 49 = 100.
+ */
+export const MAX_UNIT_SIZE = 49;
+
+export interface FunctionSettings {
+  /** Handler module (exports `handler`), absolute or relative to the project root. */
+  readonly entry: string;
+  readonly memorySize?: number;
+  readonly timeout?: Duration;
+}
+
+export interface FencedWorkflowProps {
+  /**
+   * The epoch of every generation issued (CDK context `fenceEpoch`). Raise it after any restore or
+   * disaster recovery, then `seal` (docs/runbook-dr.md). Never lower it.
+   */
+  readonly fenceEpoch: number;
+  /** The SQS batch handler (partial batch responses). A fork points this at its own processor. */
+  readonly worker: FunctionSettings;
+  /** @default functions/sweeper.ts */
+  readonly sweeper?: FunctionSettings;
+  /** @default functions/starter.ts */
+  readonly starter?: FunctionSettings;
+  /** @default 'wall-clock' */
+  readonly leaseMode?: 'wall-clock' | 'version-watch';
+  /** @default 30 seconds */
+  readonly leaseDuration?: Duration;
+  /** The stated bound on clock offset between hosts (wall-clock mode). @default 1 second */
+  readonly maxClockSkew?: Duration;
+  /** Customers per fenced unit, at most 49. @default 25 */
+  readonly unitSize?: number;
+  /** Customers in the sample invoice run the starter creates. @default 1000 */
+  readonly invoiceCustomers?: number;
+  /** How often the sweeper runs. @default 1 minute */
+  readonly sweepInterval?: Duration;
+  /** A claim whose heartbeat is older than this is requeued (if its lease is not live). @default 2 x lease + clock skew */
+  readonly staleAfter?: Duration;
+  /** When the starter creates the period's job. @default 02:00 UTC on the 1st of each month */
+  readonly starterSchedule?: ScheduleExpression;
+  /** SQS messages a worker invocation takes. @default 5 */
+  readonly workerBatchSize?: number;
+  /** Concurrent worker invocations the event source allows (2..1000). @default 10 */
+  readonly workerMaxConcurrency?: number;
+  /** Deliveries of one message before it goes to the dead-letter queue. @default 5 */
+  readonly maxReceiveCount?: number;
+  /** Alarm when the oldest unfinished job is older than this. @default 1 hour */
+  readonly unfinishedJobAlarmAfter?: Duration;
+  /** Every alarm notifies this topic (alarm and OK). @default no action: the alarms show on the dashboard */
+  readonly alarmTopic?: ITopic;
+  /**
+   * CloudWatch namespace of the handlers' metrics (POWERTOOLS_METRICS_NAMESPACE). Two deployments
+   * in one account and region need different namespaces, or their metrics and alarms mix.
+   * @default 'FencedWorkflow'
+   */
+  readonly metricsNamespace?: string;
+  /**
+   * The Powertools `service` of each function (log key and the `service` metric dimension). The
+   * handlers name themselves worker, sweeper and starter (functions/*.ts); keep these equal.
+   * @default { worker: 'worker', sweeper: 'sweeper', starter: 'starter' }
+   */
+  readonly serviceNames?: Readonly<Record<'worker' | 'sweeper' | 'starter', string>>;
+  /** Extra environment for every function (a fork's processor settings). */
+  readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Regions to replicate a table to (DynamoDB global tables). Refused at synth for Leases and
+   * Fences (see guards.ts); a fork may replicate Invoices for reading elsewhere.
+   */
+  readonly replicationRegions?: Partial<Record<TableRole, string[]>>;
+  /**
+   * Disaster recovery: tables restored from a backup or a point in time (a restore always
+   * creates a new table) that the functions use instead of the stack's own Jobs or Invoices
+   * table. The stack's own tables stay in the template, retained and untouched. Leases and
+   * Fences cannot be adopted: their live tables hold the highest counters ever issued and
+   * accepted, and a restored copy is older (docs/runbook-dr.md).
+   */
+  readonly adoptTables?: Partial<Record<TableRole, AdoptedTable>>;
+}
+
+export interface AdoptedTable {
+  readonly tableName: string;
+  /** Needed for the Invoices stream output; a restored table has no stream until you enable one. */
+  readonly tableStreamArn?: string;
+}
+
+/** Only the data tables may be replaced by a restored copy. */
+export const ADOPTABLE: readonly TableRole[] = ['jobs', 'invoices'];
+
+export class FencedWorkflow extends Construct {
+  /** The tables this construct owns (retained, protected), by schema role. */
+  readonly tables: Readonly<Record<TableRole, Table>>;
+  /** The tables the functions read and write: the owned ones, or an adopted restored copy (`adoptTables`). */
+  readonly activeTables: Readonly<Record<TableRole, ITable>>;
+  readonly queue: Queue;
+  readonly deadLetterQueue: Queue;
+  /** Scheduler delivery failures and the scheduled functions' failed async invocations. */
+  readonly scheduleDeadLetterQueue: Queue;
+  readonly worker: FencedFunction;
+  readonly sweeper: FencedFunction;
+  readonly starter: FencedFunction;
+  readonly sweeperSchedule: Schedule;
+  readonly starterSchedule: Schedule;
+  readonly monitoring: WorkflowMonitoring;
+  /** The environment every function gets (names from lib/config.ts ENV). */
+  readonly environment: Readonly<Record<string, string>>;
+
+  constructor(scope: Construct, id: string, props: FencedWorkflowProps) {
+    super(scope, id);
+    const leaseDuration = props.leaseDuration ?? Duration.seconds(30);
+    const maxClockSkew = props.maxClockSkew ?? Duration.seconds(1);
+    const sweepInterval = props.sweepInterval ?? Duration.minutes(1);
+    const staleAfter = props.staleAfter ?? Duration.millis(2 * leaseDuration.toMilliseconds() + maxClockSkew.toMilliseconds());
+    const services = props.serviceNames ?? { worker: 'worker', sweeper: 'sweeper', starter: 'starter' };
+    const namespace = props.metricsNamespace ?? METRICS_NAMESPACE;
+
+    // ---- State --------------------------------------------------------------------------------
+    const tables = {} as Record<TableRole, Table>;
+    for (const role of Object.keys(TABLE_IDS) as TableRole[]) {
+      const schema = TABLES[role];
+      const table = durableTable(this, TABLE_IDS[role], schema, props.replicationRegions?.[role]);
+      if (schema.permanent) {
+        table.addToResourcePolicy(denyCounterDestruction());
+        refuseReplication(table, TABLE_IDS[role]);
+      }
+      tables[role] = table;
+    }
+    this.tables = tables;
+    const active = { ...tables } as Record<TableRole, ITable>;
+    for (const [role, adopted] of Object.entries(props.adoptTables ?? {}) as [TableRole, AdoptedTable][]) {
+      if (!ADOPTABLE.includes(role)) {
+        throw new Error(
+          `adoptTables.${role}: the ${TABLE_IDS[role]} table cannot be replaced by a restored copy. Its live table holds the ` +
+            `highest generations ever issued or accepted; a restore is older and would let obsolete tokens pass. Keep it, ` +
+            `raise the epoch and seal (docs/runbook-dr.md).`,
+        );
+      }
+      active[role] = TableBase.fromTableAttributes(this, `${TABLE_IDS[role]}Adopted`, {
+        tableName: adopted.tableName,
+        ...(adopted.tableStreamArn ? { tableStreamArn: adopted.tableStreamArn } : {}),
+      });
+    }
+    this.activeTables = active;
+
+    // ---- Messaging ----------------------------------------------------------------------------
+    // Worker: 2 minutes. A job runs unit by unit while the lease's local deadline and the
+    // invocation's remaining time allow, then hands off with a continuation message; a longer
+    // timeout only delays redelivery after a crash. 512 MB: the work is DynamoDB round trips,
+    // but Lambda's CPU share scales with memory and cold-start module init is CPU-bound.
+    const workerTimeout = props.worker.timeout ?? Duration.minutes(2);
+    this.deadLetterQueue = deadLetterQueue(this, 'DeadLetterQueue');
+    this.queue = secureQueue(this, 'WorkQueue', {
+      // AWS: at least 6x the function timeout, so a message is not redelivered while a batch that
+      // was throttled and retried by the event source is still running.
+      visibilityTimeout: Duration.seconds(6 * workerTimeout.toSeconds()),
+      retentionPeriod: Duration.days(4),
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount ?? 5 },
+    });
+    this.scheduleDeadLetterQueue = deadLetterQueue(this, 'ScheduleDeadLetterQueue');
+
+    // ---- Configuration (validated here with the same code the handlers run) -------------------
+    const environment: Record<string, string> = {
+      [ENV.leasesTable]: active.leases.tableName,
+      [ENV.fencesTable]: active.fences.tableName,
+      [ENV.jobsTable]: active.jobs.tableName,
+      [ENV.invoicesTable]: active.invoices.tableName,
+      [ENV.queueUrl]: this.queue.queueUrl,
+      [ENV.epoch]: String(props.fenceEpoch),
+      [ENV.leaseMode]: props.leaseMode ?? 'wall-clock',
+      [ENV.leaseDurationMs]: String(leaseDuration.toMilliseconds()),
+      [ENV.maxClockSkewMs]: String(maxClockSkew.toMilliseconds()),
+      [ENV.unitSize]: String(props.unitSize ?? 25),
+      [ENV.staleAfterMs]: String(staleAfter.toMilliseconds()),
+      [ENV.sweepIntervalMs]: String(sweepInterval.toMilliseconds()),
+      [ENV.customers]: String(props.invoiceCustomers ?? 1000),
+      POWERTOOLS_METRICS_NAMESPACE: namespace,
+      ...props.environment,
+    };
+    validateSettings(environment, leaseDuration, maxClockSkew, staleAfter);
+    this.environment = environment;
+
+    // ---- Compute ------------------------------------------------------------------------------
+    this.worker = fencedFunction(this, 'Worker', {
+      entry: props.worker.entry,
+      description: 'Fenced worker: runs jobs from the work queue under a lease, one fenced transaction per unit',
+      timeout: workerTimeout,
+      memorySize: props.worker.memorySize ?? 512,
+      environment: { ...environment, POWERTOOLS_SERVICE_NAME: services.worker },
+      // A long job hands off to itself through the work queue (a continuation per invocation that
+      // ran out of time). Lambda's loop detection would drop the 17th hop (~30 minutes of work)
+      // as a runaway loop. Each hop follows an invocation that spent its time committing units,
+      // and the job's unit count bounds the chain.
+      recursiveLoop: RecursiveLoop.ALLOW,
+    });
+    // Sweeper: one index query and a few conditional updates; 1 minute is far more than a sweep needs
+    // and overlapping sweeps are harmless (each requeue is conditional).
+    this.sweeper = fencedFunction(this, 'Sweeper', {
+      entry: props.sweeper?.entry ?? 'functions/sweeper.ts',
+      description: 'Sweeper: requeues unfinished jobs whose claim went stale and whose lease is not live',
+      timeout: props.sweeper?.timeout ?? Duration.minutes(1),
+      memorySize: props.sweeper?.memorySize ?? 256,
+      environment: { ...environment, POWERTOOLS_SERVICE_NAME: services.sweeper },
+      // Invoked asynchronously by the scheduler: what still fails after Lambda's retries lands here.
+      deadLetterQueue: this.scheduleDeadLetterQueue,
+    });
+    // Starter: one conditional PutItem and one SendMessage.
+    this.starter = fencedFunction(this, 'Starter', {
+      entry: props.starter?.entry ?? 'functions/starter.ts',
+      description: "Starter: creates the period's job (idempotent id per period) and enqueues it",
+      timeout: props.starter?.timeout ?? Duration.seconds(30),
+      memorySize: props.starter?.memorySize ?? 256,
+      environment: { ...environment, POWERTOOLS_SERVICE_NAME: services.starter },
+      deadLetterQueue: this.scheduleDeadLetterQueue,
+    });
+
+    this.worker.fn.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: props.workerBatchSize ?? 5,
+        maxConcurrency: props.workerMaxConcurrency ?? 10,
+        reportBatchItemFailures: true,
+      }),
+    );
+    // ---- Least privilege: exact actions on exact resources ------------------------------------
+    const allow = (f: FencedFunction, actions: string[], resources: string[]) =>
+      f.role.addToPrincipalPolicy(new PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources }));
+    const arn = (role: TableRole) => active[role].tableArn;
+    // SendMessage only (grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused: the URL is configuration).
+    const send = (f: FencedFunction) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }));
+    const unfinishedIndexArn = `${active.jobs.tableArn}/index/${UNFINISHED_INDEX}`;
+
+    // Worker: lease acquire/renew/release (UpdateItem, GetItem for version-watch), fence raise,
+    // checkpoint read and advance, and the unit's effects. TransactWriteItems is authorized per
+    // item action (Update, Put, ConditionCheckItem), so it needs no action of its own.
+    allow(this.worker, ['GetItem', 'UpdateItem', 'ConditionCheckItem'], [arn('leases'), arn('fences'), arn('jobs')]);
+    allow(this.worker, ['PutItem', 'UpdateItem', 'ConditionCheckItem'], [arn('invoices')]);
+    send(this.worker); // continuations
+    // Sweeper: the unfinished-jobs index, the conditional requeue, the lease liveness check.
+    allow(this.sweeper, ['Query'], [unfinishedIndexArn]);
+    allow(this.sweeper, ['GetItem', 'UpdateItem'], [arn('jobs')]);
+    allow(this.sweeper, ['GetItem'], [arn('leases')]);
+    send(this.sweeper);
+    // Starter: create the period's job (conditional PutItem), read it back, mark it queued.
+    allow(this.starter, ['PutItem', 'GetItem', 'UpdateItem'], [arn('jobs')]);
+    send(this.starter);
+
+    // ---- Schedules (EventBridge Scheduler) ----------------------------------------------------
+    const schedulerRole = new Role(this, 'SchedulerRole', {
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+      description: 'EventBridge Scheduler: invokes the sweeper and the starter',
+    });
+    // The scheduler targets would grant lambda:InvokeFunction on `<function ARN>:*` as well (every
+    // version and alias); the schedules invoke the unqualified function only, so the role gets
+    // exactly that and the targets get a view of it they cannot widen.
+    schedulerRole.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.sweeper.fn.functionArn, this.starter.fn.functionArn] }),
+    );
+    schedulerRole.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.scheduleDeadLetterQueue.queueArn] }));
+    const schedulerTargetRole = schedulerRole.withoutPolicyUpdates();
+    this.sweeperSchedule = new Schedule(this, 'SweeperSchedule', {
+      description: 'Runs the sweeper',
+      schedule: ScheduleExpression.rate(sweepInterval),
+      target: new LambdaInvoke(this.sweeper.fn, {
+        role: schedulerTargetRole,
+        deadLetterQueue: this.scheduleDeadLetterQueue,
+        // The next sweep is one interval away: retrying a missed one only makes them overlap.
+        retryAttempts: 0,
+        maxEventAge: Duration.minutes(1),
+      }),
+    });
+    this.starterSchedule = new Schedule(this, 'StarterSchedule', {
+      description: "Creates and enqueues the period's invoice job",
+      schedule:
+        props.starterSchedule ?? ScheduleExpression.cron({ minute: '0', hour: '2', day: '1', timeZone: TimeZone.ETC_UTC }),
+      target: new LambdaInvoke(this.starter.fn, {
+        role: schedulerTargetRole,
+        // The starter bills the month before `time`: the scheduled time, not the delivery time, so
+        // a delivery retried across midnight still names the same period.
+        input: ScheduleTargetInput.fromObject({ time: ContextAttribute.scheduledTime }),
+        deadLetterQueue: this.scheduleDeadLetterQueue,
+        // The starter is idempotent (one job id per period): retry delivery for up to 2 hours.
+        retryAttempts: 10,
+        maxEventAge: Duration.hours(2),
+      }),
+    });
+
+    // ---- Operations ---------------------------------------------------------------------------
+    this.monitoring = new WorkflowMonitoring(this, 'Monitoring', {
+      namespace,
+      services,
+      queue: this.queue,
+      deadLetterQueues: { DeadLetterQueue: this.deadLetterQueue, ScheduleDeadLetterQueue: this.scheduleDeadLetterQueue },
+      functions: { Worker: this.worker.fn, Sweeper: this.sweeper.fn, Starter: this.starter.fn },
+      sweeper: this.sweeper.fn,
+      sweepInterval,
+      unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
+      ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
+    });
+
+    this.acknowledgeFindings();
+  }
+
+  /** Each cdk-nag acknowledgement names one rule on one resource, with the reason it does not apply there. */
+  private acknowledgeFindings(): void {
+    Validations.of(this.worker.fn).acknowledge({
+      id: 'Serverless::Serverless-LambdaDLQ',
+      reason:
+        'The worker is invoked only synchronously, by the SQS event source mapping, which never uses a function ' +
+        "dead-letter queue; a message that keeps failing moves to the work queue's redrive DLQ (DeadLetterQueue, alarmed).",
+    });
+    const esm = this.worker.fn.node.findAll().find((c) => c instanceof EventSourceMapping);
+    if (esm === undefined) throw new Error('the worker has no event source mapping');
+    Validations.of(esm).acknowledge({
+      id: 'Serverless::Serverless-LambdaEventSourceMappingDestination',
+      reason:
+        'Lambda supports OnFailure destinations only for stream and Kafka event sources, not for SQS. A failed SQS ' +
+        "record is retried by redelivery and moves to the work queue's redrive DLQ (DeadLetterQueue) after maxReceiveCount.",
+    });
+    for (const dlq of [this.deadLetterQueue, this.scheduleDeadLetterQueue]) {
+      Validations.of(dlq).acknowledge({
+        id: 'Serverless::Serverless-SQSRedrivePolicy',
+        reason:
+          'This queue is itself a dead-letter queue: a redrive policy would need a DLQ for the DLQ. Messages stay 14 days ' +
+          '(the SQS maximum) and an alarm fires on the first one.',
+      });
+    }
+  }
+}
+
+function validateSettings(env: Record<string, string>, lease: Duration, skew: Duration, staleAfter: Duration): void {
+  leaseSettingsFromEnv(env);
+  integer(env, ENV.unitSize, undefined, 1, MAX_UNIT_SIZE);
+  integer(env, ENV.customers, undefined, 0, 10_000_000);
+  if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {
+    throw new Error(
+      `staleAfter (${staleAfter.toMilliseconds()} ms) must exceed the lease duration plus the clock-skew bound ` +
+        `(${lease.toMilliseconds() + skew.toMilliseconds()} ms): the sweeper would requeue jobs whose holder is still live`,
+    );
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * What an on-call engineer looks at: the handlers' Powertools metrics (namespace FencedWorkflow,
+ * dimension `service`), the queues and the functions, as alarms and one dashboard.
+ *
+ * Alarms: a message in either dead-letter queue; any function error; the oldest unfinished job
+ * older than a threshold (the sweeper's OldestUnfinishedJobAgeMs gauge); the sweeper not running.
+ */
+import { Duration, Stack } from 'aws-cdk-lib';
+import {
+  Alarm,
+  AlarmStatusWidget,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  HorizontalAnnotation,
+  Metric,
+  SingleValueWidget,
+  TextWidget,
+  TreatMissingData,
+  type IMetric,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+
+/** The metric names the handlers emit (lib/ports.ts METRIC; a test keeps the two in step), by emitter. */
+export const WORKFLOW_METRICS = {
+  /** Emitted by the worker. */
+  leases: ['LeaseAcquired', 'LeaseTakeover', 'LeaseBusy', 'LeaseLost', 'StaleGenerationRejected'],
+  units: ['UnitsCommitted', 'DuplicatesSuppressed'],
+  jobs: ['JobsCompleted', 'JobsFailed'],
+  /** Emitted by the sweeper. */
+  requeues: 'JobsRequeued',
+  /** A gauge in ms, emitted by every sweep. */
+  oldestUnfinishedJobAge: 'OldestUnfinishedJobAgeMs',
+} as const;
+
+export interface WorkflowMonitoringProps {
+  readonly namespace: string;
+  /** The `service` dimension each emitter publishes with. */
+  readonly services: Readonly<{ worker: string; sweeper: string }>;
+  readonly queue: IQueue;
+  readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
+  readonly functions: Readonly<Record<string, IFunction>>;
+  readonly sweeper: IFunction;
+  readonly sweepInterval: Duration;
+  readonly unfinishedJobAlarmAfter: Duration;
+  readonly alarmTopic?: ITopic;
+}
+
+export class WorkflowMonitoring extends Construct {
+  readonly dashboard: Dashboard;
+  readonly alarms: Alarm[] = [];
+  readonly unfinishedJobAlarm: Alarm;
+
+  constructor(scope: Construct, id: string, props: WorkflowMonitoringProps) {
+    super(scope, id);
+    const period = Duration.minutes(5);
+    const metric = (service: string, metricName: string, statistic: string): Metric =>
+      new Metric({ namespace: props.namespace, metricName, dimensionsMap: { service }, statistic, period });
+    const sum = (name: string) => metric(props.services.worker, name, 'Sum');
+    const addAlarm = (alarm: Alarm): Alarm => {
+      if (props.alarmTopic) {
+        alarm.addAlarmAction(new SnsAction(props.alarmTopic));
+        alarm.addOkAction(new SnsAction(props.alarmTopic));
+      }
+      this.alarms.push(alarm);
+      return alarm;
+    };
+
+    // Anything in a dead-letter queue is a job or a schedule that needs a human.
+    for (const [name, dlq] of Object.entries(props.deadLetterQueues)) {
+      addAlarm(
+        new Alarm(this, `${name}NotEmpty`, {
+          alarmDescription: `${name} holds messages: a job or scheduled invocation failed repeatedly. Inspect, fix, then redrive (docs/deploy.md).`,
+          metric: dlq.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) }),
+          threshold: 1,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    }
+    for (const [name, fn] of Object.entries(props.functions)) {
+      addAlarm(
+        new Alarm(this, `${name}Errors`, {
+          alarmDescription: `The ${name} function failed (an invocation error, not a partial batch failure). See its log group.`,
+          metric: fn.metricErrors({ statistic: 'Sum', period }),
+          threshold: 1,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    }
+    const oldestJobAge = metric(props.services.sweeper, WORKFLOW_METRICS.oldestUnfinishedJobAge, 'Maximum');
+    const requeues = metric(props.services.sweeper, WORKFLOW_METRICS.requeues, 'Sum');
+    const thresholdMs = props.unfinishedJobAlarmAfter.toMilliseconds();
+    this.unfinishedJobAlarm = addAlarm(
+      new Alarm(this, 'UnfinishedJobTooOld', {
+        alarmDescription:
+          `A job has been unfinished for more than ${props.unfinishedJobAlarmAfter.toHumanString()}: ` +
+          'check the worker errors, the dead-letter queue and the requeue count on the dashboard.',
+        metric: oldestJobAge,
+        threshold: thresholdMs,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        // No data means no sweep ran; the SweeperNotRunning alarm covers that.
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    );
+    // Without sweeps, a crashed job is never requeued and its age is never reported.
+    const sweepWindow = Duration.seconds(Math.max(period.toSeconds(), 2 * props.sweepInterval.toSeconds()));
+    addAlarm(
+      new Alarm(this, 'SweeperNotRunning', {
+        alarmDescription: 'The sweeper has not been invoked for three windows: check its schedule and the schedule dead-letter queue.',
+        metric: props.sweeper.metricInvocations({ statistic: 'Sum', period: sweepWindow }),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        treatMissingData: TreatMissingData.BREACHING,
+      }),
+    );
+
+    // ---- Dashboard -----------------------------------------------------------------------------
+    const graph = (title: string, left: IMetric[], extra: { leftAnnotations?: HorizontalAnnotation[] } = {}) =>
+      new GraphWidget({ title, left, width: 12, height: 6, ...extra });
+    const fns = Object.entries(props.functions);
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      defaultInterval: Duration.hours(3),
+      widgets: [
+        [
+          new TextWidget({
+            markdown:
+              `# Fenced workflow: ${Stack.of(this).stackName}\n` +
+              'A **takeover** is a lease acquired after its holder expired; a **stale-generation rejection** is the fence ' +
+              'refusing an obsolete holder (expected after a takeover, never a data error). Runbook: docs/runbook-dr.md.',
+            width: 24,
+            height: 2,
+          }),
+        ],
+        [new AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 3 })],
+        [
+          graph('Jobs', [...WORKFLOW_METRICS.jobs.map(sum), requeues]),
+          graph('Oldest unfinished job (ms)', [oldestJobAge], {
+            leftAnnotations: [{ value: thresholdMs, label: 'alarm', color: '#d62728' }],
+          }),
+        ],
+        [graph('Leases and fences', WORKFLOW_METRICS.leases.map(sum)), graph('Fenced units', WORKFLOW_METRICS.units.map(sum))],
+        [
+          graph('Work queue', [
+            props.queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1) }),
+            props.queue.metricApproximateNumberOfMessagesNotVisible({ period: Duration.minutes(1) }),
+          ]),
+          new SingleValueWidget({
+            title: 'Dead-letter queues (messages)',
+            metrics: Object.values(props.deadLetterQueues).map((q) =>
+              q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) }),
+            ),
+            width: 12,
+            height: 6,
+          }),
+        ],
+        [
+          graph('Function errors', fns.map(([name, f]) => f.metricErrors({ period, label: name }))),
+          graph('Function duration p99 (ms)', fns.map(([name, f]) => f.metricDuration({ period, statistic: 'p99', label: name }))),
+        ],
+        [
+          graph('Function throttles', fns.map(([name, f]) => f.metricThrottles({ period, label: name }))),
+          graph('Oldest message age in the work queue (s)', [props.queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1) })]),
+        ],
+      ],
+    });
+  }
+
+  /** The console URL of the dashboard (a stack output). */
+  get dashboardUrl(): string {
+    const region = Stack.of(this).region;
+    return `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards/dashboard/${this.dashboard.dashboardName}`;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Least privilege, per function, on the exact actions it uses; nobody may delete from Leases or
+ * Fences. Checked on the effective (action, resource) pairs, so it holds however CDK groups
+ * statements (the minimizePolicies feature flag).
+ */
+import type { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
+import { UNFINISHED_INDEX, TABLES, TABLE_ROLES, type TableRole } from '../../lib/schema.js';
+import { allAllowed, arnOf, logicalId, permissionsOf, templateOf, type Permission } from './support.js';
+
+let template: Template;
+let w: FencedWorkflow;
+beforeAll(() => {
+  const built = templateOf();
+  template = built.template;
+  w = built.stack.workflow;
+});
+
+const json = (v: unknown) => JSON.stringify(v);
+const tableArn = (role: TableRole) => json(arnOf(w.tables[role]));
+const queueArn = () => json(arnOf(w.queue));
+
+/** The (action, resource) pairs a function's role is allowed on DynamoDB and the work queue. */
+function dataPlane(fn: 'worker' | 'sweeper' | 'starter'): string[] {
+  const dataResources = new Set([...TABLE_ROLES.map(tableArn), queueArn()]);
+  return permissionsOf(template, logicalId(w[fn].role))
+    .filter((p) => p.effect === 'Allow' && (p.action.startsWith('dynamodb:') || (p.action.startsWith('sqs:') && dataResources.has(p.resource)) || p.resource.includes('/index/')))
+    .map((p) => `${p.action} ${p.resource}`)
+    .sort();
+}
+
+const pairs = (actions: string[], resources: string[]) => actions.flatMap((a) => resources.map((r) => `${a} ${r}`));
+
+describe('each function gets the exact actions it uses, on the exact resources', () => {
+  it('the worker: Get/Update/ConditionCheck on Leases, Fences, Jobs; Put/Update/ConditionCheck on Invoices; consume and continue on the work queue', () => {
+    const consume = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'];
+    expect(dataPlane('worker')).toEqual(
+      [
+        ...pairs(['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], [tableArn('leases'), tableArn('fences'), tableArn('jobs')]),
+        ...pairs(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], [tableArn('invoices')]),
+        ...pairs([...consume, 'sqs:SendMessage'], [queueArn()]),
+      ].sort(),
+    );
+  });
+
+  it("the sweeper: Query on the unfinished-jobs index only, Get/Update on Jobs, Get on Leases, SendMessage", () => {
+    const index = json({ 'Fn::Join': ['', [arnOf(w.tables.jobs), `/index/${UNFINISHED_INDEX}`]] });
+    expect(dataPlane('sweeper')).toEqual(
+      [
+        `dynamodb:Query ${index}`,
+        ...pairs(['dynamodb:GetItem', 'dynamodb:UpdateItem'], [tableArn('jobs')]),
+        `dynamodb:GetItem ${tableArn('leases')}`,
+        `sqs:SendMessage ${queueArn()}`,
+      ].sort(),
+    );
+  });
+
+  it('the starter: Put/Get/Update on Jobs and SendMessage, nothing on Leases, Fences or Invoices', () => {
+    expect(dataPlane('starter')).toEqual(
+      [...pairs(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], [tableArn('jobs')]), `sqs:SendMessage ${queueArn()}`].sort(),
+    );
+  });
+
+  it('each function writes logs to its own log group only, and no role carries a managed policy', () => {
+    for (const fn of ['worker', 'sweeper', 'starter'] as const) {
+      const logs = permissionsOf(template, logicalId(w[fn].role)).filter((p) => p.action.startsWith('logs:'));
+      expect(logs.map((p) => p.action).sort()).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+      for (const p of logs) expect(p.resource).toBe(json(arnOf(w[fn].logGroup)));
+    }
+    for (const role of Object.values(template.findResources('AWS::IAM::Role'))) {
+      expect((role.Properties as { ManagedPolicyArns?: unknown }).ManagedPolicyArns).toBeUndefined();
+    }
+  });
+
+  it('the scheduler may invoke exactly the sweeper and the starter (no version or alias wildcard), and only from this account', () => {
+    const roleId = logicalId(w.node.findChild('SchedulerRole'));
+    const allowed = permissionsOf(template, roleId).map((p) => `${p.action} ${p.resource}`).sort();
+    expect(allowed).toEqual(
+      [
+        `lambda:InvokeFunction ${json(arnOf(w.sweeper.fn))}`,
+        `lambda:InvokeFunction ${json(arnOf(w.starter.fn))}`,
+        `sqs:SendMessage ${json(arnOf(w.scheduleDeadLetterQueue))}`,
+      ].sort(),
+    );
+    const trust = (template.toJSON().Resources[roleId].Properties.AssumeRolePolicyDocument as { Statement: Record<string, unknown>[] }).Statement;
+    expect(trust).toEqual([
+      expect.objectContaining({
+        Principal: { Service: 'scheduler.amazonaws.com' },
+        Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+      }),
+    ]);
+  });
+});
+
+describe('no principal may delete an item from Leases or Fences', () => {
+  let allowed: Permission[];
+  beforeAll(() => {
+    allowed = allAllowed(template);
+  });
+
+  it('no identity policy in the stack allows DeleteItem, BatchWriteItem or PartiQLDelete, on any resource', () => {
+    const deleting = allowed.filter((p) => ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:PartiQLDelete'].includes(p.action));
+    expect(deleting).toEqual([]);
+  });
+
+  it('no identity policy allows PutItem (a blind overwrite resets a counter) on Leases or Fences', () => {
+    const permanent = TABLE_ROLES.filter((r) => TABLES[r].permanent).map(tableArn);
+    expect(allowed.filter((p) => permanent.includes(p.resource) && !['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'].includes(p.action))).toEqual([]);
+  });
+
+  it('no action is a wildcard, and "*" resources are only the X-Ray actions that have no resource-level permissions', () => {
+    expect(allowed.filter((p) => p.action.includes('*'))).toEqual([]);
+    const star = allowed.filter((p) => p.resource.includes('*'));
+    expect(new Set(star.map((p) => p.action))).toEqual(new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+    expect(new Set(star.map((p) => p.resource))).toEqual(new Set([json('*')]));
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * Shared by the infra tests: the app as `cdk synth` builds it (cdk.json context, the same nag
+ * packs), with bundling skipped unless a test asks for it, and readers for IAM and acknowledgements.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, CfnElement, Stack, Validations } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import { afterAll } from 'vitest';
+import { addComplianceChecks } from '../../infra/constructs/checks.js';
+import { FencedWorkflowStack } from '../../infra/stack.js';
+
+export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
+const CDK_JSON_CONTEXT = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+
+const tempDirs: string[] = [];
+// Registered on the importing test file's root suite (this module is imported during collection).
+afterAll(() => {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A temporary directory removed when the test process exits. */
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
+
+export interface TestApp {
+  app: App;
+  stack: FencedWorkflowStack;
+  outdir: string;
+}
+
+/** The app as infra/app.ts builds it. `bundle: false` (default) skips esbuild (~50 ms instead of ~1 s per function). */
+export function buildApp(opts: { context?: Record<string, unknown>; bundle?: boolean; nag?: boolean; stackName?: string } = {}): TestApp {
+  const outdir = tempDir('fenced-cdk-');
+  const app = new App({
+    outdir,
+    context: {
+      ...CDK_JSON_CONTEXT,
+      ...(opts.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }),
+      ...opts.context,
+    },
+  });
+  const stack = new FencedWorkflowStack(app, opts.stackName ?? 'FencedWorkflow');
+  if (opts.nag ?? false) addComplianceChecks(app);
+  return { app, stack, outdir };
+}
+
+/**
+ * Runs `synth` without CDK's built-in CloudFormation schema validation (a WebAssembly engine,
+ * 2-5 s per synth on these machines). checks.test.ts synthesizes once with it, as `cdk synth` does.
+ */
+export function withoutCfnValidation<T>(f: () => T): T {
+  const saved = process.env.CDK_VALIDATION;
+  process.env.CDK_VALIDATION = 'false';
+  try {
+    return f();
+  } finally {
+    if (saved === undefined) delete process.env.CDK_VALIDATION;
+    else process.env.CDK_VALIDATION = saved;
+  }
+}
+
+/** The stack's template, for property assertions. */
+export function templateOf(opts: Parameters<typeof buildApp>[0] = {}): { template: Template; stack: FencedWorkflowStack } {
+  const { stack } = buildApp(opts);
+  return { template: withoutCfnValidation(() => Template.fromStack(stack)), stack };
+}
+
+export const logicalId = (c: IConstruct): string => {
+  const el = c instanceof CfnElement ? c : (c.node.defaultChild as CfnElement);
+  return Stack.of(el).getLogicalId(el);
+};
+
+export const arnOf = (c: IConstruct) => ({ 'Fn::GetAtt': [logicalId(c), 'Arn'] });
+
+type Json = unknown;
+export interface Permission {
+  effect: string;
+  action: string;
+  /** JSON of the resource (a string ARN or an intrinsic). */
+  resource: string;
+}
+
+const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
+/**
+ * Every (effect, action, resource) a role's identity policies grant, whatever way CDK merged
+ * the statements (the `minimizePolicies` feature flag changes the grouping, not the grants).
+ */
+export function permissionsOf(template: Template, roleLogicalId: string): Permission[] {
+  const out: Permission[] = [];
+  const statements: Record<string, Json>[] = [];
+  for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
+    const props = policy.Properties as { Roles?: Json[]; PolicyDocument: { Statement: Record<string, Json>[] } };
+    if (list(props.Roles).some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleLogicalId }))) statements.push(...props.PolicyDocument.Statement);
+  }
+  const role = template.toJSON().Resources[roleLogicalId] as { Properties: { Policies?: { PolicyDocument: { Statement: Record<string, Json>[] } }[] } };
+  for (const p of role.Properties.Policies ?? []) statements.push(...p.PolicyDocument.Statement);
+  for (const s of statements) {
+    for (const action of list(s.Action as string | string[])) {
+      for (const resource of list(s.Resource as Json)) out.push({ effect: String(s.Effect), action, resource: JSON.stringify(resource) });
+    }
+  }
+  return out;
+}
+
+/** Every Allow statement of every identity policy in the template, flattened. */
+export function allAllowed(template: Template): Permission[] {
+  const roles = Object.keys(template.findResources('AWS::IAM::Role'));
+  return roles.flatMap((r) => permissionsOf(template, r)).filter((p) => p.effect === 'Allow');
+}
+
+export interface Acknowledgement {
+  path: string;
+  id: string;
+  reason: string;
+}
+
+/** The acknowledgements recorded with Validations.of(...).acknowledge(), where they were made. */
+export function acknowledgementsOf(root: IConstruct): Acknowledgement[] {
+  const out: Acknowledgement[] = [];
+  for (const c of root.node.findAll()) {
+    for (const m of c.node.metadata) {
+      if (m.type !== Validations.ACKNOWLEDGED_RULES_METADATA_KEY) continue;
+      for (const [id, reason] of Object.entries(m.data as Record<string, string>)) out.push({ path: c.node.path, id, reason });
+    }
+  }
+  return out;
+}
+
+export interface Violation {
+  plugin: string;
+  rule: string;
+  paths: string[];
+}
+
+/** Synthesizes with the nag packs; returns the violations of the validation report (empty when synth passes). */
+export function nagViolations(app: App, outdir: string): Violation[] {
+  try {
+    app.synth();
+    return [];
+  } catch (e) {
+    let report: { pluginReports?: { pluginName: string; violations: { ruleName: string; violatingConstructs: { constructPath: string }[] }[] }[] };
+    try {
+      report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8'));
+    } catch {
+      throw e;
+    }
+    return (report.pluginReports ?? []).flatMap((p) =>
+      p.violations.map((v) => ({ plugin: p.pluginName, rule: v.ruleName, paths: v.violatingConstructs.map((c) => c.constructPath) })),
+    );
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * State: the synthesized tables ARE lib/schema.ts, they outlive the stack, and Leases and Fences
+ * can neither lose an item nor be replicated to another region.
+ */
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { FencedWorkflow, TABLE_IDS } from '../../infra/constructs/fenced-workflow.js';
+import { COUNTER_DESTROYING_ACTIONS } from '../../infra/constructs/guards.js';
+import { TABLES, TABLE_ROLES, type TableRole } from '../../lib/schema.js';
+import { createTableInput } from '../../lib/tables.js';
+import { logicalId, tempDir, templateOf, withoutCfnValidation } from './support.js';
+
+type Props = Record<string, unknown>;
+let template: Template;
+let tableProps: Record<TableRole, { Properties: Props; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
+
+beforeAll(() => {
+  const built = templateOf();
+  template = built.template;
+  const resources = template.toJSON().Resources as Record<string, { Properties: Props; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
+  tableProps = Object.fromEntries(
+    TABLE_ROLES.map((role) => [role, resources[logicalId(built.stack.workflow.tables[role])]!]),
+  ) as typeof tableProps;
+});
+
+describe('the synthesized tables are the schema module', () => {
+  it.each(TABLE_ROLES)('%s: key schema, attributes, GSIs and stream equal lib/schema.ts and the local CreateTable input', (role) => {
+    const schema = TABLES[role];
+    const p = tableProps[role].Properties;
+    expect(p.KeySchema).toEqual([{ AttributeName: schema.partitionKey.name, KeyType: 'HASH' }]);
+    const expectedGsis = schema.globalSecondaryIndexes.map((g) => ({
+      IndexName: g.indexName,
+      KeySchema: [
+        { AttributeName: g.partitionKey.name, KeyType: 'HASH' },
+        ...(g.sortKey ? [{ AttributeName: g.sortKey.name, KeyType: 'RANGE' }] : []),
+      ],
+      Projection: { ProjectionType: g.projection },
+    }));
+    expect(p.GlobalSecondaryIndexes ?? []).toEqual(expectedGsis);
+    expect(p.StreamSpecification).toEqual(schema.stream ? { StreamViewType: schema.stream } : undefined);
+    // The local runtime creates its tables with createTableInput: both sides describe one table.
+    const local = createTableInput(schema, `x-${role}`);
+    const sortByName = (a: { AttributeName?: string }, b: { AttributeName?: string }) => String(a.AttributeName).localeCompare(String(b.AttributeName));
+    expect([...(p.AttributeDefinitions as { AttributeName: string }[])].sort(sortByName)).toEqual([...local.AttributeDefinitions!].sort(sortByName));
+    expect(p.KeySchema).toEqual(local.KeySchema);
+    expect(p.GlobalSecondaryIndexes ?? []).toEqual(local.GlobalSecondaryIndexes ?? []);
+    expect(p.BillingMode).toBe(local.BillingMode);
+  });
+
+  it('no table has a physical name, so two stacks (two forks) deploy into one account', () => {
+    for (const role of TABLE_ROLES) expect(tableProps[role].Properties.TableName).toBeUndefined();
+  });
+});
+
+describe('durable state', () => {
+  it.each(TABLE_ROLES)('%s survives the stack: retained, deletion-protected, point-in-time recovery, encrypted, on-demand', (role) => {
+    const t = tableProps[role];
+    expect(t.DeletionPolicy).toBe('Retain');
+    expect(t.UpdateReplacePolicy).toBe('Retain');
+    expect(t.Properties.DeletionProtectionEnabled).toBe(true);
+    expect(t.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(t.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+    expect(t.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+  });
+
+  it('no table has a TTL: an expired lease or fence item would restart its counter', () => {
+    for (const role of TABLE_ROLES) expect(tableProps[role].Properties.TimeToLiveSpecification).toBeUndefined();
+  });
+
+  it('the Invoices stream carries new and old images (the invariant checker compares generations)', () => {
+    expect(tableProps.invoices.Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
+  });
+});
+
+describe('no principal may delete or replace an item in Leases or Fences', () => {
+  const permanent = TABLE_ROLES.filter((r) => TABLES[r].permanent);
+
+  it('the schema marks exactly Leases and Fences permanent', () => {
+    expect(permanent.sort()).toEqual(['fences', 'leases']);
+  });
+
+  it.each(permanent)('%s: the resource policy denies DeleteItem, BatchWriteItem, PutItem and PartiQL delete/insert to every principal', (role) => {
+    const statements = (tableProps[role].Properties.ResourcePolicy as { PolicyDocument: { Statement: Props[] } }).PolicyDocument.Statement;
+    const denies = statements.filter((s) => s.Effect === 'Deny' && s.Principal === '*' && s.Resource === '*' && s.Condition === undefined);
+    const denied = new Set(denies.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]) as string[]));
+    for (const action of ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', ...COUNTER_DESTROYING_ACTIONS]) expect(denied).toContain(action);
+    // Nothing in the policy allows anything: identity policies grant, the resource policy only forbids.
+    expect(statements.filter((s) => s.Effect !== 'Deny')).toEqual([]);
+  });
+});
+
+describe('Leases and Fences are never replicated (global tables replicate asynchronously)', () => {
+  const synthWithReplicas = (role: TableRole) => {
+    const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'Fork', { env: { account: '111111111111', region: 'eu-west-1' } });
+    new FencedWorkflow(stack, 'Workflow', {
+      fenceEpoch: 0,
+      worker: { entry: 'functions/worker.ts' },
+      replicationRegions: { [role]: ['eu-central-1'] },
+    });
+    return () => withoutCfnValidation(() => Template.fromStack(stack));
+  };
+
+  it.each(['leases', 'fences'] as const)('synth fails, saying why, when %s would get a replica', (role) => {
+    expect(synthWithReplicas(role)).toThrow(
+      new RegExp(`Workflow/${TABLE_IDS[role]}: the ${TABLE_IDS[role]} table must not be replicated to another region \\(eu-central-1\\).*asynchronously.*raise the epoch`, 's'),
+    );
+  });
+
+  it('a fork may still replicate Invoices (read elsewhere; writes stay in the home region)', () => {
+    const template = synthWithReplicas('invoices')();
+    template.hasResourceProperties('Custom::DynamoDBReplica', { Region: 'eu-central-1' });
+  });
+});
