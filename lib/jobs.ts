@@ -169,10 +169,12 @@ export async function claimRequeue(
       new UpdateCommand({
         TableName: table,
         Key: { [J.key]: job.id },
-        ConditionExpression: `#h = :observed AND attribute_exists(#u)` + (extraCondition ? ` AND (${extraCondition.expression})` : ''),
+        // Heartbeat AND cursor: a commit always moves the cursor, even one stamped in the same millisecond.
+        ConditionExpression: `#h = :observed AND #c = :cursor AND attribute_exists(#u)` + (extraCondition ? ` AND (${extraCondition.expression})` : ''),
         UpdateExpression: 'SET #h = :now, #q = if_not_exists(#q, :zero) + :one, #su = :zero REMOVE #so',
         ExpressionAttributeNames: {
           '#h': J.heartbeatAt,
+          '#c': J.cursor,
           '#u': J.unfinished,
           '#q': J.requeues,
           '#su': J.sweepUnchanged,
@@ -181,6 +183,7 @@ export async function claimRequeue(
         },
         ExpressionAttributeValues: {
           ':observed': job.heartbeatAt,
+          ':cursor': job.cursor,
           ':now': Math.max(clock.wallNow(), job.heartbeatAt + 1),
           ':zero': 0,
           ':one': 1,

@@ -112,10 +112,24 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   const { message } = req;
   const jobId = message.jobId;
   const owner = req.owner ?? `worker-${randomUUID()}`;
+  // Never hand off before the first unit: a margin as large as the whole invocation would
+  // otherwise hand the job from invocation to invocation forever.
+  const safety = Math.min(req.safetyMarginMs ?? 10_000, req.remainingTimeMs() / 2);
   const hooks = deps.hooks ?? noHooks;
   const ops = deps.protocol ?? fencedProtocol;
   const t = deps.telemetry;
   const leases = new LeaseManager({ doc: deps.doc, table: deps.tables.leases, owner, clock: deps.clock, ...deps.lease });
+
+  // 0. A message for a job that does not exist, or that has ended, writes nothing (not even a
+  // lease or a fence item, which could never be deleted). The authoritative read comes after
+  // the fence raise; this one only filters.
+  const before = await readJob(deps.doc, deps.tables.jobs, jobId);
+  if (before === undefined) {
+    t.event('job-not-found', { jobId, owner });
+    return { kind: 'not-found', jobId };
+  }
+  if (before.status === 'DONE') return { kind: 'done', jobId, units: 0 };
+  if (before.status === 'FAILED') return { kind: 'failed', jobId, reason: before.failureReason ?? 'failed' };
 
   // 1. Acquire. A version-watch sweeper hands over its matured observation with the message.
   const attempt = await leases.tryAcquire(
@@ -191,7 +205,6 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   }
   const totalUnits = job.totalUnits;
   let cursor = job.cursor;
-  const safety = req.safetyMarginMs ?? 10_000;
   const renewWhenBelow = deps.lease.durationMs / 2;
 
   // 4. Units.

@@ -130,15 +130,17 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
   const job = await readJob(t.doc, t.tables.jobs, jobId);
   if (job === undefined) throw new InvalidInputError('jobId', `no job ${jobId}`);
   if (job.status === 'DONE' || job.status === 'FAILED') throw new InvalidInputError('jobId', `job ${jobId} is ${job.status}; nothing to requeue`);
+  // Without a queue nothing would pick the job up, and moving its heartbeat would only delay the sweeper.
+  if (t.queueUrl === undefined) throw new ConfigError('--queue-url', 'requeue needs the work queue: pass --outputs FILE or --queue-url URL');
   const claimed = await claimRequeue(t.doc, t.tables.jobs, job, systemClock);
   let sent = false;
-  if (claimed && t.queueUrl !== undefined) {
+  if (claimed) {
     await new SQSClient(t.region ? { region: t.region } : {}).send(
       new SendMessageCommand({ QueueUrl: t.queueUrl, MessageBody: JSON.stringify({ jobId, reason: 'requeue' }) }),
     );
     sent = true;
   }
-  const result = { jobId, claimed, sent, note: claimed ? (sent ? 'requeued' : 'marked; no queue URL known, no message sent') : 'the job moved meanwhile (live worker); not requeued' };
+  const result = { jobId, claimed, sent, note: claimed ? 'requeued' : 'the job moved meanwhile (live worker); not requeued' };
   process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
   return claimed ? 0 : 1;
 }

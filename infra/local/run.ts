@@ -58,14 +58,16 @@ export interface RunResult {
 
 export const DEFAULT_PERIODS = ['2026-09', '2026-10', '2026-11'];
 
-export function defaultFaults(jobIds: readonly string[], leaseMs: number): Fault[] {
+export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsPerJob: number): Fault[] {
   const [j1, j2 = j1, j3 = j2] = jobIds;
   if (j1 === undefined) return [];
+  // Small runs have few units: keep every fault on a unit that exists (and not the last).
+  const at = (unit: number) => Math.max(0, Math.min(unit, unitsPerJob - 2));
   return [
     // Longer than lease expiry + the sweeper's staleness window: a successor takes over meanwhile.
-    { name: 'paused between read and write', point: 'before-commit', jobId: j1, unit: 2, action: { kind: 'pause', ms: leaseMs * 4 } },
+    { name: 'paused between read and write', point: 'before-commit', jobId: j1, unit: at(2), action: { kind: 'pause', ms: leaseMs * 4 } },
     { name: 'crash after fence raise, before the first unit', point: 'after-fence-raise', jobId: j2!, action: { kind: 'crash' } },
-    { name: 'crash mid-run, after a commit', point: 'after-commit', jobId: j3!, unit: 4, action: { kind: 'crash' } },
+    { name: 'crash mid-run, after a commit', point: 'after-commit', jobId: j3!, unit: at(4), action: { kind: 'crash' } },
   ];
 }
 
@@ -82,7 +84,8 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const jobIds = periods.map(invoiceJobId);
   let runtime: LocalRuntime | undefined;
   // A crash ends its invocation at once (the owner id starts with the request id).
-  const plan = new FaultPlan(opts.faults === false ? [] : defaultFaults(jobIds, leaseMs), clock, timeline, (owner) =>
+  const unitsPerJob = invoiceProcessor.totalUnits({ period: '2026-01', customers: opts.customers, seed: 0, unitSize, currency: 'EUR' });
+  const plan = new FaultPlan(opts.faults === false ? [] : defaultFaults(jobIds, leaseMs, unitsPerJob), clock, timeline, (owner) =>
     runtime?.crash(owner.split('/')[0] ?? owner),
   );
   const lease = { epoch: 0, durationMs: leaseMs, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 50 } };
@@ -113,7 +116,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     await queue.send({ jobId: jobIds[0], reason: 'start' });
     timeline.add('queue', 'duplicate', `duplicate delivery of ${jobIds[0]}`);
   }
-  const totalUnits = invoiceProcessor.totalUnits({ period: '2026-01', customers: opts.customers, seed: 0, unitSize, currency: 'EUR' }) * periods.length;
+  const totalUnits = unitsPerJob * periods.length;
 
   runtime.start();
   const deadline = started + (opts.timeoutMs ?? 90_000);

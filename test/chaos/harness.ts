@@ -49,7 +49,7 @@ export async function chaosRun(
   opts: { deadlineMs?: number; keepTables?: boolean } = {},
 ): Promise<RunRecord> {
   const base = makeSchedule(seed);
-  const schedule = variant === 'checkThenAct' || variant === 'separateFenceWrite' ? forControl(base) : base;
+  const schedule = variant === 'fenced' ? base : forControl(base, variant === 'checkThenAct' || variant === 'separateFenceWrite');
   const clock = systemClock;
   const started = clock.monotonicNow();
   const tables = tableNames(`chaos-${seed}-${variant}-`);
@@ -104,7 +104,7 @@ export async function chaosRun(
     );
     runtime.start();
     // A broken control may never finish (that is a PROGRESS violation, and it is caught anyway).
-    const deadline = started + (opts.deadlineMs ?? (variant === 'fenced' ? Math.max(15_000, schedule.leaseMs * 60) : 8_000));
+    const deadline = started + (opts.deadlineMs ?? (variant === 'fenced' ? Math.max(15_000, schedule.leaseMs * 60) : schedule.leaseMs * 25));
     for (;;) {
       const jobs = await Promise.all(jobIds.map((id) => readJob(env.direct.doc, tables.jobs, id)));
       if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;

@@ -86,8 +86,15 @@ export function makeSchedule(seed: number): Schedule {
   };
 }
 
-/** For the controls: the pause sits inside the broken commit (between its check and its write). */
-export function forControl(s: Schedule): Schedule {
+/**
+ * For the controls: the incident's pause is long enough (10 leases) that a successor surely
+ * takes over and commits the same unit before the paused worker writes, even on a loaded
+ * machine; for the check-then-act and separate-write controls it sits inside the broken commit
+ * (between the check and the write).
+ */
+export function forControl(s: Schedule, inside: boolean): Schedule {
   const [first, ...rest] = s.faults;
-  return first === undefined ? s : { ...s, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
+  if (first === undefined || first.action.kind !== 'pause') return s;
+  const pause = { ...first, action: { kind: 'pause' as const, ms: s.leaseMs * 10 } };
+  return { ...s, faults: [inside ? { ...pause, point: 'inside-commit' } : pause, ...rest] };
 }

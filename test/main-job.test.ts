@@ -1,0 +1,160 @@
+/**
+ * The main job end to end, as a user runs it (`npx tsx infra/local/main.ts --json ...`, a child
+ * process against the test run's DynamoDB Local), then the ops CLI against the tables it left.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { main } from '../infra/local/main.js';
+
+const root = resolve(import.meta.dirname, '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done, fail) => {
+    const child = spawn(tsx, ['infra/local/main.ts', ...args], { cwd: root, env: { ...process.env, FORCE_COLOR: '0' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+/** The CLI in-process (main() returns the exit code), stdout and stderr captured. */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => (out.push(String(c)), true));
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => (err.push(String(c)), true));
+  try {
+    const code = await main(args);
+    return { code, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+const endpoint = inject('dynamoEndpoint');
+const prefix = `t-mainjob-${randomBytes(4).toString('hex')}-`;
+const where = ['--endpoint', endpoint, '--table-prefix', prefix];
+let dir: string;
+let report: Record<string, any>;
+let stdout: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fenced-main-'));
+  const r = await run(['--json', ...where, '--customers', '30', '--workers', '3', '--out', join(dir, 'timeline.svg')]);
+  if (r.code !== 0) throw new Error(`main job exited ${r.code}\n${r.stdout}\n${r.stderr}`);
+  stdout = r.stdout;
+  report = JSON.parse(r.stdout);
+}, 90_000);
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the main job (--json)', () => {
+  it('prints one JSON report and nothing else; every invariant holds', () => {
+    expect(stdout.trim().split('\n')).toHaveLength(1);
+    expect(report.ok).toBe(true);
+    expect(report).toMatchObject({ endpoint, tablePrefix: prefix });
+    for (const name of ['FENCE', 'ONCE', 'PROGRESS', 'TOKENS']) {
+      expect(report.invariants[name], name).toEqual({ ok: true, violations: [] });
+    }
+    expect(report.stats).toMatchObject({ jobs: 3, invoices: 90, charges: 90, expectedInvoices: 90 });
+    expect(report.stats.totalCents).toBe(report.stats.expectedTotalCents);
+    expect(report.run.jobs).toHaveLength(3);
+    for (const j of report.run.jobs) expect(j).toMatchObject({ status: 'DONE', cursor: j.totalUnits });
+    // The incident: with the fence A's late write is rejected; without it, A overwrites B.
+    expect(report.incident.fenced.staleWriteRejected).toBe(true);
+    expect(report.incident.unsafe.invoicesOverwritten).toBeGreaterThan(0);
+    // The injected faults did happen and were survived.
+    expect(report.run.faults.map((f: { name: string }) => f.name)).toEqual(
+      expect.arrayContaining(['crash after fence raise, before the first unit', 'paused between read and write']),
+    );
+    // The crashed holder's job finished: someone took its lease over.
+    expect(report.run.metrics.LeaseTakeover).toBeGreaterThanOrEqual(1);
+    expect(existsSync(report.timelineSvg)).toBe(true);
+    expect(readFileSync(report.timelineSvg, 'utf8')).toMatch(/^<svg|<\?xml/);
+  });
+});
+
+describe('the ops CLI against the tables the main job left', () => {
+  it('status --json lists the leases, fences and jobs', async () => {
+    const r = await cli(['status', '--json', ...where]);
+    expect(r.code).toBe(0);
+    const status = JSON.parse(r.stdout);
+    expect(status.jobs.map((j: { pk: string }) => j.pk).sort()).toEqual(report.run.jobs.map((j: { id: string }) => j.id).sort());
+    expect(status.jobs.every((j: { status: string }) => j.status === 'DONE')).toBe(true);
+    expect(status.fences).toHaveLength(3);
+    expect(status.leases.filter((l: { pk: string }) => l.pk.startsWith('job#'))).toHaveLength(3);
+    // Every job's lease is released, its counter kept.
+    for (const l of status.leases) expect(l.owner).toBeUndefined();
+  });
+
+  it('requeue on a DONE job is refused with a clear error (exit 2), and changes nothing', async () => {
+    const jobId = report.run.jobs[0].id as string;
+    const before = JSON.parse((await cli(['status', '--json', ...where])).stdout);
+    const r = await cli(['requeue', jobId, ...where]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`job ${jobId} is DONE; nothing to requeue`);
+    expect(r.stdout).toBe('');
+    expect(JSON.parse((await cli(['status', '--json', ...where])).stdout)).toEqual(before);
+    const missing = await cli(['requeue', 'invoice-run#1999-01', ...where]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('no job invoice-run#1999-01');
+  });
+
+  it('bad flags exit 2 with a message', async () => {
+    const cases: [string[], RegExp][] = [
+      [['status', '--bogus', ...where], /Unknown option '--bogus'/],
+      [['seal', ...where], /--epoch: is required/],
+      [['seal', '--epoch', '-1', ...where], /epoch/],
+      [['requeue', ...where], /exactly one job id/],
+      [['status', '--endpoint', endpoint], /--table-prefix/],
+      [['frobnicate'], /unknown command "frobnicate"/],
+      [['--customers', 'many'], /--customers: must be an integer/],
+      [['--workers', '0'], /--workers: must be an integer/],
+      [['--endpoint', 'localhost:8000'], /--endpoint: must be an http\(s\) URL/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+      expect(r.stderr).toContain('--help');
+    }
+    // And as a real process: the exit code reaches the shell.
+    const proc = await run(['status', '--bogus']);
+    expect(proc.code).toBe(2);
+    expect(proc.stderr).toMatch(/Unknown option '--bogus'/);
+    expect(proc.stdout).toBe('');
+  });
+
+  it('seal --epoch 1, then status shows every fence and lease counter at 1:0', async () => {
+    const sealed = await cli(['seal', '--epoch', '1', '--json', ...where]);
+    expect(sealed.code).toBe(0);
+    expect(JSON.parse(sealed.stdout)).toMatchObject({ epoch: 1 });
+
+    const text = await cli(['status', ...where]);
+    expect(text.code).toBe(0);
+    const fences = text.stdout.split('\n').filter((l) => l.trim().startsWith('invoices#'));
+    expect(fences).toHaveLength(3);
+    for (const line of fences) expect(line).toMatch(/accepts >= 1:0\s*$/);
+    const leases = text.stdout.split('\n').filter((l) => l.trim().startsWith('job#'));
+    expect(leases).toHaveLength(3);
+    for (const line of leases) expect(line).toMatch(/gen 1:0\s/);
+
+    const json = JSON.parse((await cli(['status', '--json', ...where])).stdout);
+    for (const f of json.fences) expect(f.generation).toBe(2 ** 32);
+    // Sealing again is a no-op.
+    const again = await cli(['seal', '--epoch', '1', '--json', ...where]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout).tables.every((t: { raised: number }) => t.raised === 0)).toBe(true);
+  });
+});

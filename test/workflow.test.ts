@@ -1,0 +1,303 @@
+/**
+ * The worker protocol end to end on DynamoDB Local, through the real worker and sweeper
+ * handlers (SQS events from the LocalQueue). Interleavings are forced: WorkerHooks hold a
+ * worker at a named point (pause) or never let it go on (crash), a ManualClock moves time only
+ * when the test says so (lease expiry, staleness), and the fault proxy loses responses.
+ * Each test ends with the invariant checker reading the tables and their streams back.
+ */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createDynamo, type Dynamo } from '../lib/dynamo.js';
+import { customerId } from '../lib/invoices.js';
+import { createJob, readJob } from '../lib/jobs.js';
+import { METRIC } from '../lib/ports.js';
+import { JOB_ATTR, UNFINISHED, UNFINISHED_INDEX } from '../lib/schema.js';
+import { getItem, scanAll } from './support/fixtures.js';
+import { startFaultProxy, type FaultProxy, type ProxiedRequest } from './support/proxy.js';
+import { makeTables, type TestTables } from './support/tables.js';
+import { chargesOf, createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+async function tables(): Promise<TestTables> {
+  const t = await makeTables(import.meta.filename);
+  cleanups.push(() => t.dynamo.client.destroy());
+  return t;
+}
+
+/** One charge per customer, each of the amount the input says: no charge was repeated or lost. */
+async function expectOneChargePerCustomer(t: TestTables, period: string, customers: number) {
+  const charges = await chargesOf(t, period);
+  expect(charges).toHaveLength(customers);
+  expect(new Set(charges.map((c) => c.customerId))).toEqual(new Set(Array.from({ length: customers }, (_, i) => customerId(i))));
+}
+
+async function expectInvariantsHold(t: TestTables) {
+  const report = await invariants(t);
+  expect(report.invariants).toEqual({
+    FENCE: { ok: true, violations: [] },
+    ONCE: { ok: true, violations: [] },
+    PROGRESS: { ok: true, violations: [] },
+    TOKENS: { ok: true, violations: [] },
+  });
+  expect(report.ok).toBe(true);
+  return report;
+}
+
+describe('recovery: crashes, pauses, time running out', () => {
+  it('B raises the fence and crashes before any unit: the sweeper requeues, C resumes from the checkpoint, no charge is repeated', async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
+    const input = invoiceInput('2026-05', 8, 2); // 4 units
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+
+    // A commits units 0 and 1, then its process dies.
+    const aCrash = w.hooks.crash('after-commit', { owner: 'A', unit: 1 });
+    const a = w.deliver('A');
+    expect(a.bodies).toEqual([{ jobId: job.id, reason: 'start' }]);
+    const aInfo = await aCrash.reached;
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ cursor: 2, status: 'RUNNING' });
+
+    // Heartbeat fresh: the sweeper leaves it. Past the lease and the staleness window: requeued.
+    expect((await w.sweeper({})).requeued).toEqual([]);
+    await w.clock.advance(1_000);
+    expect((await w.sweeper({})).requeued).toEqual([job.id]);
+
+    // B gets the requeue (A's start message is still invisible: its invocation never returned),
+    // takes the lease over, raises the fence, and dies before its first unit.
+    const bCrash = w.hooks.crash('after-fence-raise', { owner: 'B' });
+    const b = w.deliver('B');
+    expect(b.bodies).toEqual([{ jobId: job.id, reason: 'requeue' }]);
+    const bInfo = await bCrash.reached;
+    expect(bInfo.generation).toBeGreaterThan(aInfo.generation!);
+    expect(await getItem(t, t.names.fences, `invoices#${job.id}`)).toMatchObject({ generation: bInfo.generation });
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ cursor: 2, generation: aInfo.generation });
+
+    // The requeue moved the heartbeat and B's lease is live: nothing to do. Then B's lease lapses.
+    expect((await w.sweeper({})).requeued).toEqual([]);
+    await w.clock.advance(1_000);
+    expect((await w.sweeper({})).requeued).toEqual([job.id]);
+
+    const c = w.deliver('C');
+    expect(c.bodies).toEqual([{ jobId: job.id, reason: 'requeue' }]);
+    expect(await c.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(c.batch[0]!.messageId)).toBe('done');
+
+    // C resumed at the checkpoint B never moved: units 2 and 3 only.
+    expect(w.telemetry.units('A')).toEqual([0, 1]);
+    expect(w.telemetry.units('B')).toEqual([]);
+    expect(w.telemetry.units('C')).toEqual([2, 3]);
+    const [cAcquired] = w.telemetry.of('lease-acquired', 'C');
+    expect(cAcquired).toMatchObject({ takeoverFrom: 'B/0' });
+    expect(Number(cAcquired!.generation)).toBeGreaterThan(bInfo.generation!);
+    expect(w.telemetry.get(METRIC.leaseTakeover)).toBe(2);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 4, requeues: 2, generation: cAcquired!.generation });
+
+    await expectOneChargePerCustomer(t, input.period, 8);
+    await expectInvariantsHold(t);
+  });
+
+  it("a worker paused past its lease inside a unit: the successor raises the fence, the paused worker's commit is rejected by the fence alone, the run completes once", async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
+    const input = invoiceInput('2026-06', 8, 2); // 4 units
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+
+    // A commits unit 0, builds unit 1 (its lease was safe when it checked), and stalls.
+    const aStall = w.hooks.pause('before-commit', { owner: 'A', unit: 1 });
+    const a = w.deliver('A');
+    const aInfo = await aStall.reached;
+
+    // The stall outlasts A's lease (400 ms) and the staleness window: the sweeper requeues.
+    await w.clock.advance(1_000);
+    expect((await w.sweeper({})).requeued).toEqual([job.id]);
+    // B takes over and raises the fence, then is held before reading the checkpoint.
+    const bHeld = w.hooks.pause('after-fence-raise', { owner: 'B' });
+    const b = w.deliver('B');
+    const bInfo = await bHeld.reached;
+    expect(bInfo.generation).toBeGreaterThan(aInfo.generation!);
+
+    // A wakes and commits unit 1. The checkpoint still says 1, so only the fence can refuse it.
+    aStall.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] }); // superseded: acknowledged, the newer holder continues
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
+    expect(w.telemetry.get(METRIC.staleGenerationRejected)).toBe(1);
+    expect(w.telemetry.of('commit-rejected', 'A')).toEqual([
+      expect.objectContaining({ unit: 1, generation: aInfo.generation, fenceAt: bInfo.generation }),
+    ]);
+    // Nothing of A's unit 1 landed.
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ cursor: 1, generation: aInfo.generation });
+    for (const c of [customerId(2), customerId(3)]) {
+      expect(await getItem(t, t.names.invoices, `invoice#${input.period}#${c}`)).toBeUndefined();
+      expect(await getItem(t, t.names.invoices, `charge#${input.period}#${c}`)).toBeUndefined();
+    }
+    // A's late release changed nothing: B still holds the lease.
+    expect(await getItem(t, t.names.leases, `job#${job.id}`)).toMatchObject({ owner: 'B/0', generation: bInfo.generation });
+
+    bHeld.release();
+    expect(await b.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.units('A')).toEqual([0]);
+    expect(w.telemetry.units('B')).toEqual([1, 2, 3]);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 4, generation: bInfo.generation });
+    await expectOneChargePerCustomer(t, input.period, 8);
+    await expectInvariantsHold(t);
+  });
+
+  it('an invocation running out of time hands off through a continuation message; the next invocation resumes from the checkpoint', async () => {
+    const t = await tables();
+    const w = workflow(t, { safetyMarginMs: 1_000 });
+    const input = invoiceInput('2026-07', 10, 2); // 5 units
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+
+    // Enough time for two units, then less than the safety margin (the first ask sizes the margin).
+    let asked = 0;
+    const a = w.deliver('A', 10, () => (++asked <= 3 ? 30_000 : 900));
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('handed-off');
+    expect(w.telemetry.units('A')).toEqual([0, 1]);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ cursor: 2, status: 'RUNNING' });
+    // The lease was released (generation kept), not left to expire.
+    const lease = await getItem(t, t.names.leases, `job#${job.id}`);
+    expect(lease?.owner).toBeUndefined();
+    expect(lease?.generation).toBe(w.telemetry.of('lease-acquired', 'A')[0]?.generation);
+
+    // The clock has not moved: the next invocation gets the lease only because A released it.
+    const b = w.deliver('B');
+    expect(b.bodies).toEqual([{ jobId: job.id, reason: 'continuation' }]);
+    expect(await b.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(b.batch[0]!.messageId)).toBe('done');
+    expect(w.telemetry.units('B')).toEqual([2, 3, 4]);
+    expect(w.telemetry.of('lease-acquired', 'B')[0]?.takeoverFrom).toBeUndefined();
+    expect(w.queue.depth).toBe(0);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 5 });
+    await expectOneChargePerCustomer(t, input.period, 10);
+    await expectInvariantsHold(t);
+  });
+});
+
+describe('ambiguous commits', () => {
+  let proxy: FaultProxy | undefined;
+  let flaky: Dynamo | undefined;
+  afterEach(async () => {
+    flaky?.client.destroy();
+    await proxy?.close();
+  });
+
+  it('a commit whose response is lost after DynamoDB applied it is resent with the same ClientRequestToken: harmless, no double charge', async () => {
+    const t = await tables();
+    proxy = await startFaultProxy(t.endpoint);
+    // No SDK retries: the worker itself sees the lost response and resends.
+    flaky = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    const w = workflow(t, { workerDoc: flaky.doc });
+    const input = invoiceInput('2026-08', 6, 2); // 3 units
+    const job = await createInvoiceJob(t, w.clock, input);
+
+    const unitOf = (r: ProxiedRequest) => Number(r.json?.TransactItems?.[1]?.Update?.ExpressionAttributeValues?.[':expected']?.N);
+    const sent: { unit: number; token: string }[] = [];
+    proxy.inject(
+      { target: 'TransactWriteItems', times: Infinity, when: (r) => (sent.push({ unit: unitOf(r), token: String(r.json?.ClientRequestToken) }), false) },
+      { kind: 'delay', ms: 0 },
+    );
+    // Lose the responses of unit 1 and of the last unit (the one that sets DONE).
+    const lost1 = proxy.drop({ target: 'TransactWriteItems', when: (r) => unitOf(r) === 1 });
+    const lost2 = proxy.drop({ target: 'TransactWriteItems', when: (r) => unitOf(r) === 2 });
+
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const a = w.deliver('A');
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('done');
+    expect([lost1.hits, lost2.hits]).toEqual([1, 1]);
+
+    // Each lost unit was sent twice, with one token; DynamoDB answered the resend as the same request.
+    expect(sent.map((s) => s.unit)).toEqual([0, 1, 1, 2, 2]);
+    expect(sent[1]!.token).toBe(sent[2]!.token);
+    expect(sent[3]!.token).toBe(sent[4]!.token);
+    expect(new Set(sent.map((s) => s.token)).size).toBe(3);
+    expect(w.telemetry.of('unit-committed').map((f) => [f.unit, f.status])).toEqual([
+      [0, 'committed'],
+      [1, 'committed'],
+      [2, 'committed'],
+    ]);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 3 });
+    await expectOneChargePerCustomer(t, input.period, 6);
+    const report = await expectInvariantsHold(t);
+    expect(report.stats).toMatchObject({ charges: 6, invoices: 6 });
+  });
+});
+
+describe('bad job input', () => {
+  it('a job whose input can never succeed (period "2026-13") ends FAILED with the reason, leaves the sweeper index, and is not retried', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const { job } = await createJob(
+      t.dynamo.doc,
+      t.names.jobs,
+      { id: 'invoice-run#2026-13', totalUnits: 3, input: { period: '2026-13', customers: 6, seed: 1, unitSize: 2, currency: 'EUR' } },
+      w.clock,
+    );
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const a = w.deliver('A');
+    expect(await a.done).toEqual({ batchItemFailures: [] }); // acknowledged: retrying cannot help
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('failed');
+    expect(w.telemetry.get(METRIC.jobsFailed)).toBe(1);
+
+    const item = await getItem(t, t.names.jobs, job.id);
+    expect(item).toMatchObject({ status: 'FAILED', cursor: 0 });
+    expect(String(item?.failureReason)).toMatch(/input\.period/);
+    expect(item?.[JOB_ATTR.unfinished]).toBeUndefined();
+    const indexed = await t.dynamo.doc.send(
+      new QueryCommand({
+        TableName: t.names.jobs,
+        IndexName: UNFINISHED_INDEX,
+        KeyConditionExpression: '#u = :open',
+        ExpressionAttributeNames: { '#u': JOB_ATTR.unfinished },
+        ExpressionAttributeValues: { ':open': UNFINISHED },
+      }),
+    );
+    expect(indexed.Items).toEqual([]);
+
+    // However long nobody touches it, the sweeper never requeues it.
+    await w.clock.advance(3_600_000);
+    expect(await w.sweeper({})).toMatchObject({ unfinished: 0, requeued: [] });
+    expect(w.queue.depth).toBe(0);
+
+    // A stray duplicate is acknowledged too; nothing of the run is ever written.
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const dup = w.deliver('B');
+    expect(await dup.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(dup.batch[0]!.messageId)).toBe('failed');
+    expect(await scanAll(t, t.names.invoices)).toEqual([]);
+    expect(await getItem(t, t.names.jobs, job.id)).toMatchObject({ status: 'FAILED', failureReason: item?.failureReason });
+    expect((await invariants(t)).ok).toBe(true);
+  });
+  it('a well-formed message for a job that does not exist writes nothing: no lease, no fence item (they could never be deleted)', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    await w.queue.send({ jobId: 'invoice-run#2031-01', reason: 'start' });
+    const a = w.deliver('A');
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('not-found');
+    expect(await scanAll(t, t.names.leases)).toEqual([]);
+    expect(await scanAll(t, t.names.fences)).toEqual([]);
+  });
+
+  it('a redelivered message for a DONE job is acknowledged without taking the lease again', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-08', 4, 2));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    expect(await w.deliver('A').done).toEqual({ batchItemFailures: [] });
+    const lease = await getItem(t, t.names.leases, `job#${job.id}`);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const b = w.deliver('B');
+    expect(await b.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(b.batch[0]!.messageId)).toBe('done');
+    expect(await getItem(t, t.names.leases, `job#${job.id}`)).toEqual(lease);
+  });
+});
