@@ -46,7 +46,7 @@ export function parseInvoiceInput(raw: unknown): InvoiceRunInput {
 }
 
 /** mulberry32: a tiny, well-known deterministic PRNG; enough to make amounts reproducible. */
-function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -13,7 +13,8 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { scanAll as scan } from '../../lib/scan.js';
 import { amountCents, customerId, expectedTotals, parseInvoiceInput } from '../../lib/invoices.js';
 import type { TableNames } from '../../lib/schema.js';
 import { readStream, type StreamChange } from './streams.js';
@@ -34,16 +35,6 @@ export interface InvariantReport {
   };
 }
 
-async function scan(doc: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await doc.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
-}
 
 const MAX_LISTED = 20;
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);

@@ -19,6 +19,7 @@ import { tableNames } from '../../lib/schema.js';
 import { ensureTables } from '../../lib/tables.js';
 import { systemClock } from '../../lib/clock.js';
 import { startDynamoLocal, type DynamoLocal } from './dynamodb-local.js';
+import { intFlag } from './flags.js';
 import { replayIncident } from './incident.js';
 import { invoiceRun } from './run.js';
 import { renderSvg } from './timeline.js';
@@ -56,12 +57,6 @@ interface DemoFlags {
   json: boolean;
 }
 
-function intFlag(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined) return fallback;
-  const v = Number(raw);
-  if (!Number.isSafeInteger(v) || v < min || v > max) throw new InvalidInputError(`--${name}`, `must be an integer in [${min}, ${max}], got "${raw}"`);
-  return v;
-}
 
 export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
   const { values } = parseArgs({

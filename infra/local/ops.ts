@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { scanAll } from '../../lib/scan.js';
 import { systemClock } from '../../lib/clock.js';
 import { createDynamo } from '../../lib/dynamo.js';
 import { raiseEpoch, seal, EPOCH_RECORD_KEY } from '../../lib/epochs.js';
@@ -87,16 +88,6 @@ function target(values: Record<string, string | boolean | undefined>): Target {
   return { doc, tables, ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
 }
 
-async function scanAll(doc: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await doc.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start, ConsistentRead: true }));
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
-}
 
 const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
 

@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { createDynamo } from '../../lib/dynamo.js';
 import { InvalidInputError } from '../../lib/errors.js';
 import { startDynamoLocal } from '../../infra/local/dynamodb-local.js';
+import { intFlag as int } from '../../infra/local/flags.js';
 import { streamsClient } from '../../infra/local/streams.js';
 import type { InvariantName } from '../../infra/local/invariants.js';
 import { CONTROLS, type Variant } from './controls.js';
@@ -100,12 +101,6 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   return summary;
 }
 
-function int(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined) return fallback;
-  const v = Number(raw);
-  if (!Number.isSafeInteger(v) || v < min || v > max) throw new InvalidInputError(`--${name}`, `must be an integer in [${min}, ${max}], got "${raw}"`);
-  return v;
-}
 
 async function cli(argv: string[]): Promise<number> {
   const { values } = parseArgs({

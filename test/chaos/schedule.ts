@@ -4,18 +4,10 @@
  * exact interleaving still depends on real time, so the history of every failing run is saved.
  */
 import type { Fault, FaultPoint } from '../../infra/local/faults.js';
-import { invoiceJobId } from '../../lib/invoices.js';
+import { invoiceJobId, mulberry32 } from '../../lib/invoices.js';
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The schedule's random source: the same PRNG that makes invoice amounts reproducible. */
+export const rng = mulberry32;
 
 export interface Schedule {
   seed: number;

@@ -1,5 +1,6 @@
 /** Small builders shared by protocol tests: a lease manager, a job row, a unit of invoice effects. */
-import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { scanAll as scanTable } from '../../lib/scan.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Generation } from '../../lib/generation.js';
 import { onceOnly, upsert, type Effect } from '../../lib/idempotency.js';
@@ -57,12 +58,5 @@ export async function getItem(t: TestTables, table: string, pk: string): Promise
 }
 
 export async function scanAll(t: TestTables, table: string): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await t.dynamo.doc.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
-    out.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  return scanTable(t.dynamo.doc, table);
 }

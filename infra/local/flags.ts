@@ -1,0 +1,12 @@
+/** Command-line flag parsing shared by the CLIs (npm start, chaos, bench, fuzz). */
+import { InvalidInputError } from '../../lib/errors.js';
+
+/** An integer flag in [min, max], or the fallback when absent; anything else is an InvalidInputError naming the flag. */
+export function intFlag(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const v = Number(raw);
+  if (raw.trim() === '' || !Number.isSafeInteger(v) || v < min || v > max) {
+    throw new InvalidInputError(`--${name}`, `must be an integer in [${min}, ${max}], got "${raw}"`);
+  }
+  return v;
+}
