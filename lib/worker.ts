@@ -176,7 +176,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   await hooks.at('after-fence-raise', { jobId, owner, generation: g });
 
   // 3. The checkpoint, read consistently after the raise.
-  let job: Job | undefined = await readJob(deps.doc, deps.tables.jobs, jobId);
+  const job: Job | undefined = await readJob(deps.doc, deps.tables.jobs, jobId);
   await hooks.at('after-checkpoint-read', { jobId, owner, generation: g });
   if (job === undefined) {
     await release();
