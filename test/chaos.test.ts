@@ -17,8 +17,9 @@ describe('chaos (fixed seeds)', () => {
     const r = await chaosRun(env, seed, 'fenced');
     expect(r.error).toBeUndefined();
     expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations]))).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] });
-    // The schedule's pause between read and write really happened.
+    // The schedule's incident really happened: the paused worker's write met the fence.
     expect(r.faultsFired).toContain('paused between read and write');
+    expect(r.metrics.StaleGenerationRejected ?? 0).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   it.concurrent.each(CONTROLS.map((c) => [c]))('negative control %s is caught by the checker', async (variant) => {

@@ -17,8 +17,16 @@ export interface Fault {
   jobId: string;
   /** Fire at this unit (for unit-level points); any unit when absent. */
   unit?: number;
-  action: { kind: 'pause'; ms: number } | { kind: 'crash' };
+  /**
+   * pause: a GC-like stall of `ms`. With `untilSuccessorCommits`, the stall ends as soon as
+   * another worker has committed this very unit (or after `ms` at most): the incident's
+   * interleaving forced by an event instead of hoped for by timing.
+   */
+  action: { kind: 'pause'; ms: number; untilSuccessorCommits?: boolean } | { kind: 'crash' };
 }
+
+/** Has someone committed `unit` of `jobId` (the checkpoint moved past it)? */
+export type UnitCommitted = (jobId: string, unit: number) => Promise<boolean>;
 
 export class FaultPlan implements WorkerHooks {
   readonly fired: { name: string; owner: string; at: number }[] = [];
@@ -32,6 +40,7 @@ export class FaultPlan implements WorkerHooks {
     private readonly timeline?: Timeline,
     /** Told when a crash fires, with the owner id: the runtime ends that invocation. */
     private readonly onCrash?: (owner: string) => void,
+    private readonly unitCommitted?: UnitCommitted,
   ) {
     this.pending = [...faults];
   }
@@ -53,7 +62,12 @@ export class FaultPlan implements WorkerHooks {
     this.timeline?.add(lane, 'pause', `PAUSE ${fault.action.ms} ms: ${fault.name}`);
     this.activePauses++;
     try {
-      await this.clock.sleep(fault.action.ms);
+      const until = this.clock.monotonicNow() + fault.action.ms;
+      if (fault.action.untilSuccessorCommits && this.unitCommitted && info.unit !== undefined) {
+        while (this.clock.monotonicNow() < until && !(await this.unitCommitted(info.jobId, info.unit))) await this.clock.sleep(25);
+      } else {
+        await this.clock.sleep(fault.action.ms);
+      }
     } finally {
       this.activePauses--;
     }

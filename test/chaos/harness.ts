@@ -65,10 +65,16 @@ export async function chaosRun(
   const telemetry = new LocalTelemetry(undefined, (line) => history.push(`${Math.round(clock.monotonicNow() - started)} ${line}`));
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: schedule.leaseMs * 48, maxReceiveCount: 10 });
   let runtime: LocalRuntime | undefined;
-  const plan = new FaultPlan(schedule.faults, clock, undefined, (owner) => {
-    history.push(`${Math.round(clock.monotonicNow() - started)} CRASH ${owner}`);
-    runtime?.crash(owner.split('/')[0] ?? owner);
-  });
+  const plan = new FaultPlan(
+    schedule.faults,
+    clock,
+    undefined,
+    (owner) => {
+      history.push(`${Math.round(clock.monotonicNow() - started)} CRASH ${owner}`);
+      runtime?.crash(owner.split('/')[0] ?? owner);
+    },
+    async (jobId, unit) => ((await readJob(env.direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit,
+  );
   const lease = { epoch: 0, durationMs: schedule.leaseMs, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 20 } };
   const deps = { doc: viaProxy.doc, tables, clock, queue, telemetry };
   const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases });
@@ -103,8 +109,7 @@ export async function chaosRun(
       }, d.atMs),
     );
     runtime.start();
-    // A broken control may never finish (that is a PROGRESS violation, and it is caught anyway).
-    const deadline = started + (opts.deadlineMs ?? (variant === 'fenced' ? Math.max(15_000, schedule.leaseMs * 60) : schedule.leaseMs * 25));
+    const deadline = started + (opts.deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60));
     for (;;) {
       const jobs = await Promise.all(jobIds.map((id) => readJob(env.direct.doc, tables.jobs, id)));
       if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;
@@ -116,7 +121,7 @@ export async function chaosRun(
     }
     timers.forEach(clearTimeout);
     // Paused workers wake up and try their writes: wait for them before reading back.
-    const settle = clock.monotonicNow() + schedule.leaseMs * 8;
+    const settle = clock.monotonicNow() + schedule.leaseMs * 40;
     while (plan.activePauses > 0 && clock.monotonicNow() < settle) await clock.sleep(25);
     await clock.sleep(schedule.delayMaxMs + 100);
     await runtime.stop();

@@ -40,8 +40,8 @@ export function makeSchedule(seed: number): Schedule {
   const ids = jobs.map((j) => invoiceJobId(j.period));
   const unitsOf = (i: number) => Math.ceil(jobs[i]!.customers / unitSize);
 
-  // Always the article's incident: a worker paused inside a unit for longer than lease expiry
-  // plus the sweeper's staleness window, so a successor takes over meanwhile.
+  // Always the article's incident: a worker paused inside a unit while its lease expires, the
+  // sweeper requeues, and a successor takes over and commits the same unit.
   const victim = int(0, jobs.length - 1);
   const faults: Fault[] = [
     {
@@ -49,7 +49,8 @@ export function makeSchedule(seed: number): Schedule {
       point: 'before-commit',
       jobId: ids[victim]!,
       unit: int(0, Math.max(0, unitsOf(victim) - 2)),
-      action: { kind: 'pause', ms: Math.round(leaseMs * (4 + r() * 2)) },
+      // Until a successor has committed this unit (the incident's interleaving), at most 40 leases.
+      action: { kind: 'pause', ms: leaseMs * 40, untilSuccessorCommits: true },
     },
   ];
   // Random extras: more pauses (inside units), and crashes at chosen points.
@@ -78,15 +79,9 @@ export function makeSchedule(seed: number): Schedule {
   };
 }
 
-/**
- * For the controls: the incident's pause is long enough (10 leases) that a successor surely
- * takes over and commits the same unit before the paused worker writes, even on a loaded
- * machine; for the check-then-act and separate-write controls it sits inside the broken commit
- * (between the check and the write).
- */
+/** For the check-then-act and separate-write controls the incident's pause sits inside the broken commit (between the check and the write). */
 export function forControl(s: Schedule, inside: boolean): Schedule {
   const [first, ...rest] = s.faults;
-  if (first === undefined || first.action.kind !== 'pause') return s;
-  const pause = { ...first, action: { kind: 'pause' as const, ms: s.leaseMs * 10 } };
-  return { ...s, faults: [inside ? { ...pause, point: 'inside-commit' } : pause, ...rest] };
+  if (first === undefined || !inside) return s;
+  return { ...s, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
 }
