@@ -8,7 +8,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { systemClock, type Clock } from '../lib/clock.js';
-import { ENV, integer, leaseSettingsFromEnv, required, tablesFromEnv, type LeaseSettings } from '../lib/config.js';
+import { ENV, httpUrl, integer, leaseSettingsFromEnv, tablesFromEnv, type LeaseSettings } from '../lib/config.js';
 import { createDynamo } from '../lib/dynamo.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { MetricName, Telemetry, WorkMessage, WorkQueue } from '../lib/ports.js';
@@ -38,8 +38,9 @@ export class SqsWorkQueue implements WorkQueue {
 export function commonsFromEnv(env: Env): Commons {
   const tables = tablesFromEnv(env);
   const lease = leaseSettingsFromEnv(env);
-  const queueUrl = required(env, ENV.queueUrl);
-  const endpoint = env[ENV.dynamoEndpoint];
+  const queueUrl = httpUrl(env, ENV.queueUrl);
+  // Checked here: the SDK takes any string and fails only at the first request, with a bare TypeError.
+  const endpoint = httpUrl(env, ENV.dynamoEndpoint, { optional: true });
   const { doc } = createDynamo(endpoint ? { endpoint } : {});
   return {
     doc,

@@ -46,12 +46,39 @@ export function integer(env: Env, name: string, fallback: number | undefined, mi
   return v;
 }
 
+/** An http(s) URL (a queue URL, an endpoint); `undefined` when optional and absent or blank. */
+export function httpUrl(env: Env, name: string, opts: { optional: true }): string | undefined;
+export function httpUrl(env: Env, name: string, opts?: { optional?: false }): string;
+export function httpUrl(env: Env, name: string, opts: { optional?: boolean } = {}): string | undefined {
+  const raw = env[name];
+  if (opts.optional && (raw === undefined || raw.trim() === '')) return undefined;
+  const v = required(env, name);
+  let ok = false;
+  try {
+    const u = new URL(v);
+    ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '' && v === v.trim();
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new ConfigError(name, `${name} must be an http(s) URL, got "${v}"`);
+  return v;
+}
+
+const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+
+function tableName(env: Env, name: string): string {
+  const v = required(env, name);
+  // DynamoDB's naming rule, checked here rather than by a ValidationException at the first request.
+  if (!TABLE_NAME.test(v)) throw new ConfigError(name, `${name} must be a table name (3-255 chars of [a-zA-Z0-9_.-]), got "${v}"`);
+  return v;
+}
+
 export function tablesFromEnv(env: Env): TableNames {
   return {
-    leases: required(env, ENV.leasesTable),
-    fences: required(env, ENV.fencesTable),
-    jobs: required(env, ENV.jobsTable),
-    invoices: required(env, ENV.invoicesTable),
+    leases: tableName(env, ENV.leasesTable),
+    fences: tableName(env, ENV.fencesTable),
+    jobs: tableName(env, ENV.jobsTable),
+    invoices: tableName(env, ENV.invoicesTable),
   };
 }
 

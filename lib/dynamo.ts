@@ -7,8 +7,9 @@ import { Agent as HttpsAgent } from 'node:https';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall, type marshallOptions } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue, DynamoDBClientResolvedConfig, ServiceInputTypes, ServiceOutputTypes } from '@aws-sdk/client-dynamodb';
+import type { Command } from '@smithy/types';
 
 export interface DynamoOptions {
   /** e.g. http://127.0.0.1:8000 for DynamoDB Local; absent for AWS. */
@@ -51,6 +52,41 @@ export function createDynamo(opts: DynamoOptions = {}): Dynamo {
     marshallOptions: { removeUndefinedValues: true },
   });
   return { client, doc };
+}
+
+/** The marshalling options the document client was built with (e.g. removeUndefinedValues). */
+export function marshallOptionsOf(doc: DynamoDBDocumentClient): marshallOptions | undefined {
+  return doc.config.translateConfig?.marshallOptions;
+}
+
+/**
+ * A record (an item, a key, expression values) as DynamoDB AttributeValues, with the document
+ * client's own options, never wrapped as one top-level { M: ... } (lib-dynamodb turns
+ * `convertTopLevelContainer` on in the options object it shares).
+ */
+export function toAttributes(values: Readonly<Record<string, unknown>>, options: marshallOptions | undefined): Record<string, AttributeValue> {
+  return marshall(values, { ...options, convertTopLevelContainer: false }) as Record<string, AttributeValue>;
+}
+
+/** The inverse, for what a low-level call returns (ReturnValues), with the document client's options. */
+export function fromAttributes(doc: DynamoDBDocumentClient, item: Record<string, AttributeValue> | undefined): Record<string, unknown> | undefined {
+  return item === undefined ? undefined : unmarshall(item, { ...doc.config.translateConfig?.unmarshallOptions, convertWithoutMapWrapper: false });
+}
+
+/**
+ * Sends a low-level command (already-marshalled AttributeValues) through a document client. The
+ * document client is its base client's config and middleware stack (lib-dynamodb shares both),
+ * so the request takes the same connection pool, signing, retries and any middleware a caller
+ * added (request counters, tracing); it only skips the document client's (un)marshalling pass:
+ * on the hot paths (a fenced unit, a lease operation) the library marshals once itself.
+ * Output and errors are low-level (AttributeValue maps), as the document client leaves errors.
+ */
+export function sendLowLevel<I extends ServiceInputTypes, O extends ServiceOutputTypes>(
+  doc: DynamoDBDocumentClient,
+  command: Command<ServiceInputTypes, I, ServiceOutputTypes, O, DynamoDBClientResolvedConfig>,
+  options?: { abortSignal?: AbortSignal },
+): Promise<O> {
+  return (doc as unknown as { send(c: typeof command, o?: typeof options): Promise<O> }).send(command, options);
 }
 
 /** The error name the SDK gives a failed condition on a single-item write. */

@@ -4,6 +4,25 @@
  */
 import type { Generation } from './generation.js';
 
+/**
+ * A bad value, rendered for an error message without ever throwing: JSON where it can be
+ * (bigints as `12n`), a placeholder for what JSON cannot show (cycles, symbols, functions),
+ * truncated. `${v}` or JSON.stringify(v) alone throw a TypeError on some inputs (a symbol, a
+ * null-prototype object, a bigint, a cycle), which would replace the typed error being built.
+ */
+export function describeValue(v: unknown, max = 120): string {
+  let s: string | undefined;
+  try {
+    s = JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
+  } catch {
+    s = undefined;
+  }
+  if (s === undefined) {
+    s = typeof v === 'object' && v !== null ? (Array.isArray(v) ? '[array]' : '[object]') : typeof v === 'symbol' || typeof v === 'function' ? `[${typeof v}]` : String(v);
+  }
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}
+
 export abstract class FencedError extends Error {
   abstract readonly code: string;
   constructor(message: string, options?: { cause?: unknown }) {

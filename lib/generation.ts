@@ -5,7 +5,7 @@
  * the issuer's condition expression (lease.ts), so the bound is a proof, not a guess.
  */
 import type { Brand } from './brand.js';
-import { InvalidInputError } from './errors.js';
+import { describeValue, InvalidInputError } from './errors.js';
 
 export type Generation = Brand<number, 'Generation'>;
 
@@ -16,14 +16,14 @@ export const MAX_EPOCH = 2 ** 21 - 1;
 
 export function assertEpoch(epoch: number, field = 'epoch'): void {
   if (!Number.isSafeInteger(epoch) || epoch < 0 || epoch > MAX_EPOCH) {
-    throw new InvalidInputError(field, `must be an integer in [0, ${MAX_EPOCH}], got ${epoch}`);
+    throw new InvalidInputError(field, `must be an integer in [0, ${MAX_EPOCH}], got ${describeValue(epoch)}`);
   }
 }
 
 export function makeGeneration(epoch: number, sequence: number): Generation {
   assertEpoch(epoch);
   if (!Number.isSafeInteger(sequence) || sequence < 0 || sequence > MAX_SEQUENCE) {
-    throw new InvalidInputError('sequence', `must be an integer in [0, 2^32 - 1], got ${sequence}`);
+    throw new InvalidInputError('sequence', `must be an integer in [0, 2^32 - 1], got ${describeValue(sequence)}`);
   }
   return (epoch * SEQUENCE_SPACE + sequence) as Generation;
 }
@@ -31,7 +31,7 @@ export function makeGeneration(epoch: number, sequence: number): Generation {
 /** Accepts a number read from DynamoDB (or a flag) as a Generation after checking it is one. */
 export function asGeneration(value: unknown, field = 'generation'): Generation {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new InvalidInputError(field, `must be a non-negative safe integer, got ${String(value)}`);
+    throw new InvalidInputError(field, `must be a non-negative safe integer, got ${describeValue(value)}`);
   }
   return value as Generation;
 }

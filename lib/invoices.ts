@@ -5,7 +5,7 @@
  * (`charge#<period>#<customer>`, guarded by its operation key as well). Amounts and counts are
  * reproducible from the seed, so a report can state the expected totals.
  */
-import { InvalidInputError } from './errors.js';
+import { describeValue, InvalidInputError } from './errors.js';
 import { onceOnly, upsert, type Effect } from './idempotency.js';
 import type { Processor, UnitContext } from './processor.js';
 
@@ -30,7 +30,7 @@ export function parseInvoiceInput(raw: unknown): InvoiceRunInput {
   const int = (name: string, min: number, max: number): number => {
     const v = r[name];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) {
-      throw new InvalidInputError(`input.${name}`, `must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
+      throw new InvalidInputError(`input.${name}`, `must be an integer in [${min}, ${max}], got ${describeValue(v)}`);
     }
     return v;
   };

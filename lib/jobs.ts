@@ -7,7 +7,8 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from './clock.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
-import { InvalidInputError, StaleGenerationError } from './errors.js';
+import { describeValue, InvalidInputError, StaleGenerationError } from './errors.js';
+import { itemBytes, MAX_ITEM_BYTES } from './fence.js';
 import type { Generation } from './generation.js';
 import { FENCE_ATTR, JOB_ATTR as J, UNFINISHED } from './schema.js';
 
@@ -32,7 +33,7 @@ const JOB_ID = /^[A-Za-z0-9#:._-]{1,200}$/;
 
 export function assertJobId(id: unknown): asserts id is string {
   if (typeof id !== 'string' || !JOB_ID.test(id)) {
-    throw new InvalidInputError('jobId', `must match ${JOB_ID}, got ${JSON.stringify(id)}`);
+    throw new InvalidInputError('jobId', `must match ${JOB_ID}, got ${describeValue(id)}`);
   }
 }
 
@@ -67,10 +68,13 @@ export async function createJob(
   spec: { id: string; totalUnits: number; input: Record<string, unknown> },
   clock: Clock,
 ): Promise<{ job: Job; created: boolean }> {
-  assertJobId(spec.id);
+  assertJobId(spec?.id);
   if (!Number.isSafeInteger(spec.totalUnits) || spec.totalUnits < 0) {
     throw new InvalidInputError('totalUnits', 'must be an integer >= 0');
   }
+  if (typeof spec.input !== 'object' || spec.input === null || Array.isArray(spec.input)) throw new InvalidInputError('input', 'must be an object');
+  // Refused here, not by the SDK's marshaller or DynamoDB (bare errors): NaN, symbols, cycles, > 400 KB.
+  if (itemBytes(spec.input, 'input') > MAX_ITEM_BYTES - 1_024) throw new InvalidInputError('input', "too large for one DynamoDB item (400 KB)");
   const now = clock.wallNow();
   const item = {
     [J.key]: spec.id,

@@ -7,11 +7,12 @@
  * so a counter can never restart below a token a resource has already seen.
  */
 import { randomUUID } from 'node:crypto';
-import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Brand } from './brand.js';
 import { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Random } from './backoff.js';
 import { leaseDeadline, systemClock, validateDeadlineRule, type Clock, type DeadlineRule } from './clock.js';
-import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
+import { conditionFailureItem, fromAttributes, isConditionalCheckFailed, marshallOptionsOf, sendLowLevel, toAttributes } from './dynamo.js';
 import {
   AcquireTimeoutError,
   EpochBehindError,
@@ -216,24 +217,27 @@ export class LeaseManager {
     values[':exp'] = expiresAt;
     let old: Item | undefined;
     try {
-      const out = await this.doc.send(
-        new UpdateCommand({
+      // Low-level, marshalled here: one UpdateItem, without the document client's marshalling pass.
+      const out = await sendLowLevel(
+        this.doc,
+        new UpdateItemCommand({
           TableName: this.table,
-          Key: { [A.key]: key },
+          Key: this.keyOf(key),
           // `seq < 2^32` is part of the condition: an exhausted epoch is refused, never wrapped.
           ConditionExpression: `(${free}) AND (attribute_not_exists(#generation) OR (#generation >= :floor AND #generation < :ceiling))`,
           UpdateExpression:
             'SET #takenFrom = if_not_exists(#owner, :none), #owner = :me, #generation = if_not_exists(#generation, :floor) + :one, #expiresAt = :exp, #version = :v, #durationMs = :d',
           ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          ExpressionAttributeValues: this.values(values),
           // The new generation comes back with the grant; on failure, the holder comes back.
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      const granted = holderOf(out.Attributes).generation;
+      const attributes = fromAttributes(this.doc, out.Attributes);
+      const granted = holderOf(attributes).generation;
       if (granted === undefined) throw new InvalidInputError('table', `${this.table} returned no generation`);
-      return ok(this.leaseFrom(key, granted, version, sendTime, expiresAt, takenFrom(out.Attributes)));
+      return ok(this.leaseFrom(key, granted, version, sendTime, expiresAt, takenFrom(attributes)));
     } catch (e) {
       if (!isConditionalCheckFailed(e)) throw e;
       old = conditionFailureItem(e);
@@ -258,6 +262,14 @@ export class LeaseManager {
     return this.claimNewEpoch(key, free, values, names, sendTime, expiresAt);
   }
 
+  private keyOf(key: LeaseKey) {
+    return toAttributes({ [A.key]: key }, marshallOptionsOf(this.doc));
+  }
+
+  private values(values: Item) {
+    return toAttributes(values, marshallOptionsOf(this.doc));
+  }
+
   private async claimNewEpoch(
     key: LeaseKey,
     free: string,
@@ -269,20 +281,21 @@ export class LeaseManager {
     const floor = epochFloor(this.epoch);
     const { ':one': _one, ':ceiling': _ceiling, ...rest } = values;
     try {
-      const out = await this.doc.send(
-        new UpdateCommand({
+      const out = await sendLowLevel(
+        this.doc,
+        new UpdateItemCommand({
           TableName: this.table,
-          Key: { [A.key]: key },
+          Key: this.keyOf(key),
           ConditionExpression: `(${free}) AND #generation < :floor`,
           UpdateExpression:
             'SET #takenFrom = if_not_exists(#owner, :none), #owner = :me, #generation = :first, #expiresAt = :exp, #version = :v, #durationMs = :d',
           ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ...rest, ':first': floor + 1 },
+          ExpressionAttributeValues: this.values({ ...rest, ':first': floor + 1 }),
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return ok(this.leaseFrom(key, floor + 1, values[':v'] as string, sendTime, expiresAt, takenFrom(out.Attributes)));
+      return ok(this.leaseFrom(key, floor + 1, values[':v'] as string, sendTime, expiresAt, takenFrom(fromAttributes(this.doc, out.Attributes))));
     } catch (e) {
       if (!isConditionalCheckFailed(e)) throw e;
       // Someone else took it in between: report them as the holder.
@@ -311,7 +324,10 @@ export class LeaseManager {
   }
 
   private contended(key: LeaseKey, holder: Holder, previous: Observation | undefined): Contended {
-    const jitterMs = Math.min(250, this.rule.durationMs / 10);
+    // Spreads a herd's attempts after the expiry. It saves no request (each sleeping contender
+    // makes one attempt per lease period whatever the jitter), and every millisecond of it is
+    // added to a takeover: keep it small (was min(250, duration/10); bench/takeover.ts).
+    const jitterMs = Math.min(100, this.rule.durationMs / 20);
     if (this.mode.kind === 'wall-clock') {
       const retryAfterMs = untilExpiry(
         holder.expiresAt ?? this.clock.wallNow(),
@@ -373,10 +389,11 @@ export class LeaseManager {
     const sendTime = this.clock.monotonicNow();
     const expiresAt = this.clock.wallNow() + this.rule.durationMs;
     try {
-      await this.doc.send(
-        new UpdateCommand({
+      await sendLowLevel(
+        this.doc,
+        new UpdateItemCommand({
           TableName: this.table,
-          Key: { [A.key]: lease.key },
+          Key: this.keyOf(lease.key),
           ConditionExpression: '#owner = :me AND #generation = :g',
           UpdateExpression: 'SET #expiresAt = :exp, #version = :v, #durationMs = :d',
           ExpressionAttributeNames: {
@@ -386,13 +403,13 @@ export class LeaseManager {
             '#version': A.version,
             '#durationMs': A.durationMs,
           },
-          ExpressionAttributeValues: {
+          ExpressionAttributeValues: this.values({
             ':me': lease.owner,
             ':g': lease.generation,
             ':exp': expiresAt,
             ':v': version,
             ':d': this.rule.durationMs,
-          },
+          }),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
         opts.abortSignal ? { abortSignal: opts.abortSignal } : {},
@@ -413,10 +430,11 @@ export class LeaseManager {
   async release(lease: Lease): Promise<{ released: boolean }> {
     const version = randomUUID();
     try {
-      await this.doc.send(
-        new UpdateCommand({
+      await sendLowLevel(
+        this.doc,
+        new UpdateItemCommand({
           TableName: this.table,
-          Key: { [A.key]: lease.key },
+          Key: this.keyOf(lease.key),
           ConditionExpression: '#owner = :me AND #generation = :g',
           UpdateExpression: 'SET #version = :v REMOVE #owner, #expiresAt',
           ExpressionAttributeNames: {
@@ -425,7 +443,7 @@ export class LeaseManager {
             '#expiresAt': A.expiresAt,
             '#version': A.version,
           },
-          ExpressionAttributeValues: { ':me': lease.owner, ':g': lease.generation, ':v': version },
+          ExpressionAttributeValues: this.values({ ':me': lease.owner, ':g': lease.generation, ':v': version }),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );

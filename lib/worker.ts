@@ -19,7 +19,8 @@ import {
   LeaseLostError,
   StaleGenerationError,
 } from './errors.js';
-import { commitFencedUnit, raiseFence, type FencedUnit } from './fence.js';
+import { marshallOptionsOf } from './dynamo.js';
+import { commitFencedUnit, prepareFencedUnit, raiseFence, type FencedUnit, type PreparedUnit } from './fence.js';
 import type { Generation } from './generation.js';
 import type { Effect } from './idempotency.js';
 import { fenceKeyOf, leaseKeyOf, markFailed, readJob, type Job } from './jobs.js';
@@ -75,6 +76,16 @@ export interface WorkerDeps {
   hooks?: WorkerHooks;
   /** Attempts to resend an ambiguous commit (response lost, timeout) before giving up. Default 3. */
   commitAttempts?: number;
+  /**
+   * How often a running job's `heartbeatAt` is stamped, at most (ms). Default: a quarter of the
+   * lease duration; 0 stamps every unit. The heartbeat is the sort key of the sweeper's index, so
+   * each stamp moves the job in the index (two index writes, billed): stamping every unit costs
+   * more than the fence. The sweeper needs no more: it reads progress from the cursor (its
+   * requeue is conditional on cursor AND heartbeat) and acts only on a heartbeat older than
+   * `staleAfterMs`, which exceeds the lease duration. The first unit of a run and the last unit
+   * always stamp.
+   */
+  heartbeatEveryMs?: number;
   protocol?: ProtocolOps;
 }
 
@@ -206,6 +217,54 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   const totalUnits = job.totalUnits;
   let cursor = job.cursor;
   const renewWhenBelow = deps.lease.durationMs / 2;
+  const heartbeatEveryMs = deps.heartbeatEveryMs ?? deps.lease.durationMs / 4;
+  let lastBeat = Number.NEGATIVE_INFINITY;
+  const firstCursor = job.cursor;
+  const marshalling = marshallOptionsOf(deps.doc);
+
+  // A unit, built and marshalled (prepareFencedUnit): pure CPU that needs nothing from the previous
+  // unit's outcome, so unit n+1 is drafted while unit n is in flight. A draft carries the `now` it
+  // was built with (heartbeat, item stamps); one older than `draftMaxAgeMs` when its turn comes
+  // (a pause, a slow renewal in between) is drafted again.
+  interface Draft {
+    cursor: number;
+    now: number;
+    beat: boolean;
+    effects: Effect[];
+    unit: FencedUnit;
+    prepared?: PreparedUnit;
+  }
+  const draftMaxAgeMs = Math.min(1_000, deps.lease.durationMs / 10);
+  const unitOf = (at: number, now: number, beat: boolean, effects: Effect[], variant: string): FencedUnit => {
+    const last = at + 1 === totalUnits;
+    return {
+      fence,
+      generation: g,
+      checkpoint: {
+        table: deps.tables.jobs,
+        key: jobId,
+        expected: at,
+        next: at + 1,
+        set: beat ? { [JOB_ATTR.heartbeatAt]: now, [JOB_ATTR.status]: last ? 'DONE' : 'RUNNING' } : { [JOB_ATTR.status]: 'RUNNING' },
+        ...(last ? { remove: [JOB_ATTR.unfinished] } : {}),
+      },
+      effects,
+      token: { job: jobId, unit: at, variant },
+    };
+  };
+  const draft = (at: number, now: number, lastBeatBefore: number): Draft => {
+    const beat = at === firstCursor || at + 1 === totalUnits || now - lastBeatBefore >= heartbeatEveryMs;
+    const effects: Effect[] = deps.processor.unitEffects(input, { jobId, generation: g, unit: at, tables: deps.tables, now });
+    const unit = unitOf(at, now, beat, effects, '');
+    let prepared: PreparedUnit | undefined;
+    try {
+      prepared = prepareFencedUnit(unit, now, marshalling);
+    } catch {
+      // Invalid: commitUnit builds it again and throws the typed error, at the unit's turn.
+    }
+    return { cursor: at, now, beat, effects, unit, ...(prepared === undefined ? {} : { prepared }) };
+  };
+  let ahead: Draft | undefined;
 
   // 4. Units.
   while (cursor < totalUnits) {
@@ -238,30 +297,34 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
       return { kind: 'uncertain', jobId, units, generation: g, cause: 'deadline' };
     }
 
-    const now = deps.clock.wallNow();
-    const last = cursor + 1 === totalUnits;
-    let effects: Effect[] = deps.processor.unitEffects(input, { jobId, generation: g, unit: cursor, tables: deps.tables, now });
+    const wall = deps.clock.wallNow();
+    const current = ahead !== undefined && ahead.cursor === cursor && wall - ahead.now <= draftMaxAgeMs ? ahead : draft(cursor, wall, lastBeat);
+    ahead = undefined;
+    const now = current.now;
+    let effects = current.effects;
     let variant = '';
     await hooks.at('before-commit', { jobId, owner, generation: g, unit: cursor });
 
     let committed = false;
     for (let attempt = 1; !committed; attempt++) {
-      const unit: FencedUnit = {
-        fence,
-        generation: g,
-        checkpoint: {
-          table: deps.tables.jobs,
-          key: jobId,
-          expected: cursor,
-          next: cursor + 1,
-          set: { [JOB_ATTR.heartbeatAt]: now, [JOB_ATTR.status]: last ? 'DONE' : 'RUNNING' },
-          ...(last ? { remove: [JOB_ATTR.unfinished] } : {}),
-        },
-        effects,
-        token: { job: jobId, unit: cursor, variant },
-      };
+      const unit = variant === '' ? current.unit : unitOf(cursor, now, current.beat, effects, variant);
       try {
-        const outcome = await ops.commitUnit({ doc: deps.doc, clock: deps.clock }, unit, { now });
+        const prepared = unit === current.unit ? current.prepared : undefined;
+        const committing = ops.commitUnit({ doc: deps.doc, clock: deps.clock }, unit, prepared === undefined ? { now } : { now, prepared });
+        if (ahead === undefined && cursor + 1 < totalUnits) {
+          // Handled here so that an early rejection is not reported as unhandled; awaited below.
+          committing.catch(() => undefined);
+          // Let the request leave first (the SDK sends from its promise chain), then draft the
+          // next unit while this one is in flight.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          try {
+            ahead = draft(cursor + 1, deps.clock.wallNow(), current.beat ? now : lastBeat);
+          } catch {
+            ahead = undefined; // drafted again at its turn, where any error is thrown in order
+          }
+        }
+        const outcome = await committing;
+        if (current.beat) lastBeat = now;
         committed = true;
         units++;
         t.count(METRIC.unitsCommitted);

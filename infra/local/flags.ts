@@ -10,3 +10,20 @@ export function intFlag(name: string, raw: string | undefined, fallback: number,
   }
   return v;
 }
+
+/**
+ * An http(s) URL flag (an endpoint, a queue URL), or undefined when absent. Checked here: the
+ * SDK accepts any string and fails only at the first request, with a bare TypeError.
+ */
+export function urlFlag(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let ok = false;
+  try {
+    const u = new URL(raw);
+    ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '' && !/\s/.test(raw);
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new InvalidInputError(`--${name}`, `must be an http(s) URL, got "${raw}"`);
+  return raw;
+}

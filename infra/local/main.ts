@@ -19,7 +19,7 @@ import { tableNames } from '../../lib/schema.js';
 import { ensureTables } from '../../lib/tables.js';
 import { systemClock } from '../../lib/clock.js';
 import { startDynamoLocal, type DynamoLocal } from './dynamodb-local.js';
-import { intFlag } from './flags.js';
+import { intFlag, urlFlag } from './flags.js';
 import { replayIncident } from './incident.js';
 import { invoiceRun } from './run.js';
 import { renderSvg } from './timeline.js';
@@ -75,9 +75,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     allowPositionals: false,
   });
   if (values.help) return 'help';
-  if (values.endpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(values.endpoint)) {
-    throw new InvalidInputError('--endpoint', `must be an http(s) URL, got "${values.endpoint}"`);
-  }
+  urlFlag('endpoint', values.endpoint);
   const stamp = new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14);
   const prefix = values['table-prefix'] ?? `fw-${stamp}-`;
   tableNames(prefix); // validates

@@ -12,9 +12,10 @@ import { systemClock } from '../../lib/clock.js';
 import { createDynamo } from '../../lib/dynamo.js';
 import { raiseEpoch, seal, EPOCH_RECORD_KEY } from '../../lib/epochs.js';
 import { ConfigError, InvalidInputError } from '../../lib/errors.js';
-import { assertEpoch, formatGeneration, type Generation } from '../../lib/generation.js';
+import { assertEpoch, formatGeneration, MAX_EPOCH, type Generation } from '../../lib/generation.js';
 import { assertJobId, claimRequeue, readJob } from '../../lib/jobs.js';
 import { tableNames, TABLE_ROLES, type TableNames, type TableRole } from '../../lib/schema.js';
+import { urlFlag } from './flags.js';
 
 export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
@@ -61,12 +62,21 @@ export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl
   return queueUrl === undefined ? { tables } : { tables, queueUrl };
 }
 
+const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+const REGION = /^[a-z0-9-]{1,63}$/;
+
 function target(values: Record<string, string | boolean | undefined>): Target {
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
-  const endpoint = str('endpoint');
+  // Checked before any client exists: the SDK would fail only at the first request, with a bare error.
+  const endpoint = urlFlag('endpoint', str('endpoint'));
   const region = str('region');
+  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
   let tables: TableNames;
-  let queueUrl = str('queue-url');
+  let queueUrl = urlFlag('queue-url', str('queue-url'));
+  for (const r of TABLE_ROLES) {
+    const name = str(`${r}-table`);
+    if (name !== undefined && !TABLE_NAME.test(name)) throw new InvalidInputError(`--${r}-table`, `must be 3-255 chars of [a-zA-Z0-9_.-], got "${name}"`);
+  }
   if (str('outputs') !== undefined) {
     let json: unknown;
     try {
@@ -138,6 +148,8 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
 
 function epochFlag(raw: string | boolean | undefined): number {
   if (typeof raw !== 'string') throw new InvalidInputError('--epoch', 'is required');
+  // Number('') and Number(' ') are 0: a blank flag must not mean epoch 0.
+  if (!/^\d+$/.test(raw)) throw new InvalidInputError('--epoch', `must be an integer in [0, ${MAX_EPOCH}], got "${raw}"`);
   const e = Number(raw);
   assertEpoch(e, '--epoch');
   return e;
@@ -170,6 +182,24 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
   if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
   const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
   const t = target(values);
+  try {
+    return await run(command, t, values, positionals, epoch);
+  } catch (e) {
+    // A prefix, outputs file or table flag naming tables that do not exist there: a usage error, not a crash.
+    if (e instanceof Error && e.name === 'ResourceNotFoundException') {
+      throw new ConfigError('tables', `${e.message}: no such table at this endpoint/region; check --table-prefix, --outputs or the --*-table flags`);
+    }
+    throw e;
+  }
+}
+
+async function run(
+  command: OpsCommand,
+  t: Target,
+  values: { json: boolean },
+  positionals: string[],
+  epoch: number | undefined,
+): Promise<number> {
   switch (command) {
     case 'status':
       return status(t, values.json);
