@@ -105,6 +105,11 @@ export async function checkInvariants(
   for (const [key, n] of chargeInserts) if (n > 1) add('ONCE', `${key}: charge inserted ${n} times`);
 
   const items = new Map(invoiceItems.map((i) => [String(i.pk), i]));
+  // Counts are compared per finished period; an unfinished job is PROGRESS's business, and its
+  // partial output is not an ONCE violation.
+  const periodOf = (pk: string) => pk.split('#')[1] ?? '';
+  const donePeriods = new Set<string>();
+  const knownPeriods = new Set<string>();
   let expectedInvoices = 0;
   let expectedTotalCents = 0;
   let totalCents = 0;
@@ -121,7 +126,9 @@ export async function checkInvariants(
     if (opts.requireDone !== false && (job.status !== 'DONE' || job.cursor !== job.totalUnits)) {
       add('PROGRESS', `job ${id}: status ${String(job.status)} at cursor ${String(job.cursor)}/${String(job.totalUnits)}`);
     }
+    knownPeriods.add(input.period);
     if (job.status !== 'DONE') continue;
+    donePeriods.add(input.period);
     const expected = expectedTotals(input);
     expectedInvoices += expected.invoices;
     expectedTotalCents += expected.totalCents;
@@ -136,8 +143,10 @@ export async function checkInvariants(
       }
     }
   }
-  const charges = invoiceItems.filter((i) => String(i.pk).startsWith('charge#')).length;
-  const invoices = invoiceItems.filter((i) => String(i.pk).startsWith('invoice#')).length;
+  const counted = invoiceItems.filter((i) => donePeriods.has(periodOf(String(i.pk))));
+  for (const i of invoiceItems) if (!knownPeriods.has(periodOf(String(i.pk)))) add('ONCE', `${String(i.pk)}: written for no known job`);
+  const charges = counted.filter((i) => String(i.pk).startsWith('charge#')).length;
+  const invoices = counted.filter((i) => String(i.pk).startsWith('invoice#')).length;
   if (charges !== expectedInvoices) add('ONCE', `${charges} charges, expected ${expectedInvoices}`);
   if (invoices !== expectedInvoices) add('ONCE', `${invoices} invoices, expected ${expectedInvoices}`);
 

@@ -34,7 +34,9 @@ export function makeSchedule(seed: number): Schedule {
   const r = rng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
-  const leaseMs = int(250, 450);
+  // Short enough for hundreds of runs, long enough that a loaded 2-core machine (DynamoDB
+  // Local round trips of 100+ ms) still lets a holder renew before its deadline.
+  const leaseMs = int(400, 650);
   const unitSize = int(3, 6);
   const jobs = Array.from({ length: int(1, 3) }, (_, i) => ({ period: `2025-${String(i + 1).padStart(2, '0')}`, customers: int(12, 36), seed: int(0, 1_000_000) }));
   const ids = jobs.map((j) => invoiceJobId(j.period));
