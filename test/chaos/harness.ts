@@ -58,7 +58,7 @@ export async function chaosRun(
   const proxy = await startFaultProxy(env.endpoint);
   const r = rng(seed ^ 0x5bd1e995);
   if (schedule.dropCommitP > 0) proxy.drop({ target: 'TransactWriteItems', when: () => r() < schedule.dropCommitP, times: Infinity });
-  if (schedule.renewDelayP > 0) proxy.delay({ target: 'UpdateItem', when: (q) => isRenewal(q.json) && r() < schedule.renewDelayP, times: Infinity }, Math.round(schedule.leaseMs * 0.8));
+  if (schedule.renewDelayP > 0) proxy.delay({ target: 'UpdateItem', when: (q) => isRenewal(q.json) && r() < schedule.renewDelayP, times: Infinity }, Math.round(schedule.leaseMs * 0.4));
   if (schedule.delayP > 0) proxy.delay({ when: () => r() < schedule.delayP, times: Infinity }, Math.round(schedule.delayMaxMs * r()));
   const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
 

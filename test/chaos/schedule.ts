@@ -21,7 +21,7 @@ export interface Schedule {
   /** Probability that any response is delayed, and by up to how long. */
   delayP: number;
   delayMaxMs: number;
-  /** Probability that a renewal's response is delayed by about a lease's worth. */
+  /** Probability that a renewal's response is delayed by 40 % of a lease (the worker renews at half). */
   renewDelayP: number;
   /** Offsets (ms) at which a duplicate of a job's message is delivered. */
   duplicates: { atMs: number; job: number }[];
@@ -75,7 +75,7 @@ export function makeSchedule(seed: number): Schedule {
     dropCommitP: pick([0, 0.05, 0.15]),
     delayP: pick([0, 0.05, 0.2]),
     delayMaxMs: Math.round(leaseMs / 2),
-    renewDelayP: pick([0, 0.2, 0.5]),
+    renewDelayP: pick([0, 0.1, 0.3]),
     duplicates: Array.from({ length: int(0, 3) }, () => ({ atMs: int(0, leaseMs * 6), job: int(0, jobs.length - 1) })),
     overlappingSweeps: r() < 0.5,
   };
