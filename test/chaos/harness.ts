@@ -109,11 +109,22 @@ export async function chaosRun(
       }, d.atMs),
     );
     runtime.start();
-    const deadline = started + (opts.deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60));
+    // PROGRESS is judged by a stall watchdog, not a stopwatch: the run fails when no job has
+    // advanced for `stallMs` (a protocol that stopped making progress), not when a loaded
+    // machine makes every round trip slow. A hard cap bounds the run anyway.
+    const stallMs = opts.deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60);
+    const hardCap = started + stallMs * 8;
+    let lastProgress = clock.monotonicNow();
+    let lastCursors = '';
     for (;;) {
       const jobs = await Promise.all(jobIds.map((id) => readJob(env.direct.doc, tables.jobs, id)));
       if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;
-      if (clock.monotonicNow() > deadline) {
+      const cursors = jobs.map((j) => j?.cursor ?? 0).join(',');
+      if (cursors !== lastCursors) {
+        lastCursors = cursors;
+        lastProgress = clock.monotonicNow();
+      }
+      if (clock.monotonicNow() > lastProgress + stallMs || clock.monotonicNow() > hardCap) {
         history.push(`DEADLINE with jobs ${jobs.map((j) => `${j?.id}:${j?.status}:${j?.cursor}/${j?.totalUnits}`).join(' ')}`);
         break;
       }
