@@ -37,15 +37,13 @@ export interface ChaosOptions {
   controlRuns: number;
   endpoint?: string;
   historyDir?: string;
+  /** Runs per embedded DynamoDB Local before it is replaced by a fresh one. Default 100. */
+  recycleEvery?: number;
   onRun?: (r: RunRecord, done: number, total: number) => void;
 }
 
 export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   const started = Date.now();
-  const local = opts.endpoint === undefined ? await startDynamoLocal() : undefined;
-  const endpoint = opts.endpoint ?? local!.endpoint;
-  const direct = createDynamo({ endpoint });
-  const streams = streamsClient(endpoint);
   const tasks: { seed: number; variant: Variant }[] = [];
   for (let i = 0; i < opts.runs; i++) tasks.push({ seed: opts.seed + i, variant: 'fenced' });
   for (const c of CONTROLS) for (let i = 0; i < opts.controlRuns; i++) tasks.push({ seed: opts.seed + i, variant: c });
@@ -63,38 +61,49 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
     mkdirSync(opts.historyDir, { recursive: true });
     writeFileSync(resolve(opts.historyDir, `${r.variant}-${r.seed}.json`), JSON.stringify(r, null, 1));
   };
-  let next = 0;
   let done = 0;
-  try {
-    await Promise.all(
-      Array.from({ length: Math.max(1, opts.concurrency) }, async () => {
-        for (;;) {
-          const task = tasks[next++];
-          if (task === undefined) return;
-          const r = await chaosRun({ endpoint, direct, streams }, task.seed, task.variant);
-          done++;
-          if (task.variant === 'fenced') {
-            for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
-            if (!r.ok) {
-              summary.failedSeeds.push(r.seed);
-              save(r);
+  // DynamoDB Local slows down as thousands of tables and streams come and go in one process:
+  // an embedded instance is recycled every `recycleEvery` runs.
+  const chunk = opts.endpoint === undefined ? (opts.recycleEvery ?? 100) : tasks.length;
+  for (let from = 0; from < tasks.length; from += chunk) {
+    const slice = tasks.slice(from, from + chunk);
+    const local = opts.endpoint === undefined ? await startDynamoLocal() : undefined;
+    const endpoint = opts.endpoint ?? local!.endpoint;
+    const direct = createDynamo({ endpoint });
+    const streams = streamsClient(endpoint);
+    let next = 0;
+    try {
+      await Promise.all(
+        Array.from({ length: Math.max(1, opts.concurrency) }, async () => {
+          for (;;) {
+            const task = slice[next++];
+            if (task === undefined) return;
+            const r = await chaosRun({ endpoint, direct, streams }, task.seed, task.variant);
+            done++;
+            if (task.variant === 'fenced') {
+              for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
+              if (!r.ok) {
+                summary.failedSeeds.push(r.seed);
+                save(r);
+              }
+            } else {
+              const c = summary.controls[task.variant];
+              c.runs++;
+              if (!r.report.ok) c.caught++;
+              else {
+                summary.uncaughtControls.push({ variant: task.variant, seed: task.seed });
+                save(r);
+              }
             }
-          } else {
-            const c = summary.controls[task.variant];
-            c.runs++;
-            if (!r.report.ok) c.caught++;
-            else {
-              summary.uncaughtControls.push({ variant: task.variant, seed: task.seed });
-              save(r);
-            }
+            opts.onRun?.(r, done, tasks.length);
           }
-          opts.onRun?.(r, done, tasks.length);
-        }
-      }),
-    );
-  } finally {
-    direct.client.destroy();
-    await local?.stop();
+        }),
+      );
+    } finally {
+      direct.client.destroy();
+      streams.destroy();
+      await local?.stop();
+    }
   }
   summary.elapsedMs = Date.now() - started;
   summary.runsPerMinute = Math.round((tasks.length / summary.elapsedMs) * 60_000 * 10) / 10;
