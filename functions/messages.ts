@@ -7,6 +7,21 @@ import * as v from 'valibot';
 import { InvalidInputError } from '../lib/errors.js';
 import type { WorkMessage } from '../lib/ports.js';
 
+/**
+ * The first validation issue as an InvalidInputError naming the field. A key the schema does not
+ * know is reported on the object itself, quoted: a raw key (say `:` or `.`) must not be able to
+ * make the field name ambiguous.
+ */
+function issueError(root: string, issue: v.BaseIssue<unknown>, known: readonly string[]): InvalidInputError {
+  const keys = (issue.path ?? []).map((p) => String(p.key));
+  const unknown = keys.find((k) => !known.includes(k));
+  if (unknown !== undefined) {
+    const plain = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(unknown);
+    return new InvalidInputError(plain ? `${root}.${unknown}` : root, `unexpected field ${JSON.stringify(unknown.slice(0, 64))}`);
+  }
+  return new InvalidInputError(keys.length === 0 ? root : `${root}.${keys.join('.')}`, issue.message);
+}
+
 export const WorkMessageSchema = v.strictObject({
   jobId: v.pipe(v.string(), v.regex(/^[A-Za-z0-9#:._-]{1,200}$/, 'jobId must be 1-200 chars of [A-Za-z0-9#:._-]')),
   observedVersion: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
@@ -21,11 +36,7 @@ export function parseWorkMessage(body: string): WorkMessage {
     throw new InvalidInputError('body', 'is not valid JSON');
   }
   const r = v.safeParse(WorkMessageSchema, json);
-  if (!r.success) {
-    const issue = r.issues[0];
-    const path = issue.path?.map((p) => String(p.key)).join('.') ?? '';
-    throw new InvalidInputError(path === '' ? 'body' : `body.${path}`, issue.message);
-  }
+  if (!r.success) throw issueError('body', r.issues[0], Object.keys(WorkMessageSchema.entries));
   const m: WorkMessage = { jobId: r.output.jobId };
   if (r.output.observedVersion !== undefined) m.observedVersion = r.output.observedVersion;
   if (r.output.reason !== undefined) m.reason = r.output.reason;
@@ -42,10 +53,6 @@ export type StartPayload = v.InferOutput<typeof StartPayloadSchema>;
 
 export function parseStartPayload(raw: unknown): StartPayload {
   const r = v.safeParse(StartPayloadSchema, raw ?? {});
-  if (!r.success) {
-    const issue = r.issues[0];
-    const path = issue.path?.map((p) => String(p.key)).join('.') ?? '';
-    throw new InvalidInputError(path === '' ? 'payload' : `payload.${path}`, issue.message);
-  }
+  if (!r.success) throw issueError('payload', r.issues[0], Object.keys(StartPayloadSchema.entries));
   return r.output;
 }

@@ -678,7 +678,8 @@ describe('fenced-unit shapes → InvalidInputError before anything is sent', () 
   };
   type U = Record<string, unknown> & { checkpoint: Record<string, unknown>; effects: unknown[]; fence: Record<string, unknown> };
   // Mutations compose: each tolerates what an earlier one did to the unit.
-  const add = (u: U, e: unknown) => void (Array.isArray(u.effects) ? u.effects.push(e) : (u.effects = [e]));
+  // Adds an effect without repairing an earlier defect (a non-array stays a non-array).
+  const add = (u: U, e: unknown) => void (Array.isArray(u.effects) ? u.effects.push(e) : undefined);
   const cpOf = (u: U): Record<string, unknown> => (typeof u.checkpoint === 'object' && u.checkpoint !== null ? u.checkpoint : {});
   const fenceOf = (u: U): Record<string, unknown> => (typeof u.fence === 'object' && u.fence !== null ? u.fence : {});
   const inv = (i: number, extra: Record<string, unknown> = {}) => upsert(t.names.invoices, { pk: `invoice#p#x${i}`, generation: g, ...extra });
