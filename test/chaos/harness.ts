@@ -49,7 +49,7 @@ export async function chaosRun(
   opts: { deadlineMs?: number; keepTables?: boolean } = {},
 ): Promise<RunRecord> {
   const base = makeSchedule(seed);
-  const schedule = variant === 'fenced' ? base : forControl(base, variant === 'checkThenAct' || variant === 'separateFenceWrite');
+  const schedule = variant === 'fenced' ? base : forControl(base, variant);
   const clock = systemClock;
   const started = clock.monotonicNow();
   const tables = tableNames(`chaos-${seed}-${variant}-`);

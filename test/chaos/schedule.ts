@@ -81,9 +81,16 @@ export function makeSchedule(seed: number): Schedule {
   };
 }
 
-/** For the check-then-act and separate-write controls the incident's pause sits inside the broken commit (between the check and the write). */
-export function forControl(s: Schedule, inside: boolean): Schedule {
+/**
+ * A control's schedule must reach the code its mistake lives in: for check-then-act and the
+ * separate fence write the incident's pause sits inside the broken commit (between the check and
+ * the write); for the counter reset no crash may take away every release (the broken release is
+ * what deletes the counter).
+ */
+export function forControl(s: Schedule, variant: string): Schedule {
   const [first, ...rest] = s.faults;
-  if (first === undefined || !inside) return s;
-  return { ...s, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
+  if (first === undefined) return s;
+  if (variant === 'checkThenAct' || variant === 'separateFenceWrite') return { ...s, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
+  if (variant === 'counterReset') return { ...s, faults: s.faults.filter((f) => f.action.kind !== 'crash') };
+  return s;
 }
