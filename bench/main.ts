@@ -1,0 +1,202 @@
+/**
+ * `npm run bench [-- --json] [-- --quick] [-- --only a,b] [-- --endpoint URL]`
+ *
+ * Starts its own DynamoDB Local (one for the whole run), then measures, each figure against its
+ * baseline in the same run: the worker bundle, the client's own cost per unit, fenced vs unsafe
+ * throughput with the request mix and WCU, DynamoDB Local's SDK-free floor, lease cycles vs the
+ * peer libraries, takeover latency, contention. Progress on stderr. Without --json: a table on
+ * stdout and docs/benchmarks.md + docs/img/bench-*.svg rewritten. With --json: exactly one JSON
+ * object on stdout.
+ */
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE = '1';
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { measureBundle } from './bundle.js';
+import { measureClientCost } from './client.js';
+import { measureContention } from './contention.js';
+import { openEnv, type BenchEnv } from './env.js';
+import { openFloor, type Floor } from './floor.js';
+import { measureLeaseCycles } from './leases.js';
+import { describeMachine } from './machine.js';
+import { goalsSvg, renderMarkdown, renderTable, splitSvg } from './report.js';
+import { jsonReport, type BenchRun } from './results.js';
+import { measureTakeover } from './takeover.js';
+import { measureThroughput } from './throughput.js';
+
+// Light measurements first, the heavy writers last (see bench/env.ts: DynamoDB Local slows down with every stream record).
+const STEPS = ['bundle', 'client', 'leases', 'contention', 'takeover', 'throughput', 'floor'] as const;
+type Step = (typeof STEPS)[number];
+
+const HELP = `npm run bench [-- options]
+
+  --json            print one JSON object on stdout (docs are not rewritten)
+  --quick           reduced rounds and trials: a smoke run, noisier figures
+  --only a,b        run a subset of: ${STEPS.join(', ')}
+  --endpoint URL    use a running DynamoDB Local instead of starting one
+  --no-docs         do not rewrite docs/benchmarks.md
+`;
+
+function settings(quick: boolean) {
+  return quick
+    ? {
+        client: { rounds: 5, calls: 40 },
+        throughput: { rounds: 2, units: 12, parallelJobs: 2, parallelUnits: 8 },
+        floor: { requests: 6, parallel: 4 },
+        leases: { rounds: 2, cycles: 10 },
+        takeover: { trials: 4, leaseMs: 1_000, maxClockSkewMs: 100, spacingMs: 200 },
+        contention: { contenders: 32, periods: 4, leaseMs: 500, maxClockSkewMs: 100 },
+      }
+    : {
+        client: { rounds: 25, calls: 100 },
+        throughput: { rounds: 8, units: 16, parallelJobs: 4, parallelUnits: 8 },
+        floor: { requests: 6, parallel: 4 },
+        leases: { rounds: 6, cycles: 40 },
+        takeover: { trials: 24, leaseMs: 5_000, maxClockSkewMs: 100, spacingMs: 400 },
+        contention: { contenders: 32, periods: 10, leaseMs: 500, maxClockSkewMs: 100 },
+      };
+}
+
+/** Resolves once the text is handed to the OS: the process exits right after. */
+const write = (text: string): Promise<void> => new Promise((resolve) => process.stdout.write(text, () => resolve()));
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      json: { type: 'boolean', default: false },
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      endpoint: { type: 'string' },
+      'no-docs': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const only = values.only?.split(',').map((s) => s.trim()) as Step[] | undefined;
+  for (const s of only ?? []) if (!STEPS.includes(s)) throw new Error(`--only: unknown step "${s}" (${STEPS.join(', ')})`);
+  const wants = (s: Step) => only === undefined || only.includes(s);
+  const cfg = settings(values.quick);
+
+  // Progress: one tick per round/trial/second of each measurement, on stderr.
+  const ticks: Record<Step, number> = {
+    bundle: 1,
+    client: 1,
+    throughput: (cfg.throughput.rounds + 1) * 2,
+    floor: 0, // set below
+    leases: cfg.leases.rounds,
+    takeover: cfg.takeover.trials,
+    contention: Math.ceil((cfg.contention.periods * cfg.contention.leaseMs) / 1000),
+  };
+  // The floor's rounds run inside the throughput's, unless the floor runs alone.
+  if (!wants('throughput')) ticks.floor = cfg.throughput.rounds;
+  const bar = new cliProgress.SingleBar(
+    { stream: process.stderr, format: 'bench [{bar}] {percentage}% | {value}/{total} | {step}', hideCursor: true, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(1 + STEPS.filter(wants).reduce((n, s) => n + ticks[s], 0), 0, { step: 'starting DynamoDB Local' });
+  const tick = (step: string) => bar.increment(1, { step });
+  const stepSeconds: Record<string, number> = {};
+  const timed = async <T>(step: Step, fn: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      stepSeconds[step] = Math.round((performance.now() - t0) / 100) / 10;
+    }
+  };
+
+  const started = performance.now();
+  const machinePromise = describeMachine();
+  let env: BenchEnv | undefined;
+  const run: Partial<BenchRun> = { quick: values.quick };
+  try {
+    if (wants('bundle')) {
+      bar.update({ step: 'bundling the worker' });
+      run.bundle = await timed('bundle', () => measureBundle());
+      tick('bundle');
+    }
+    if (wants('client')) {
+      bar.update({ step: 'client cost per unit' });
+      run.client = await timed('client', () => measureClientCost(cfg.client));
+      tick('client cost');
+    }
+    const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention'] as const).some(wants);
+    if (needsDb) {
+      env = await openEnv(values.endpoint === undefined ? {} : { endpoint: values.endpoint });
+    }
+    tick('DynamoDB Local ready');
+    const db = env;
+    if (db && wants('leases')) run.leases = await timed('leases', () => measureLeaseCycles(db, { ...cfg.leases, onProgress: tick }));
+    if (db && wants('contention')) run.contention = await timed('contention', () => measureContention(db, { ...cfg.contention, onProgress: tick }));
+    if (db && wants('takeover')) run.takeover = await timed('takeover', () => measureTakeover(db, { ...cfg.takeover, onProgress: tick }));
+    if (db && wants('throughput')) {
+      // The floor's rounds run between the throughput's, on the same server state.
+      const floor: Floor | undefined = wants('floor') ? await openFloor(db, cfg.floor) : undefined;
+      try {
+        run.throughput = await timed('throughput', () =>
+          measureThroughput(db, {
+            ...cfg.throughput,
+            onProgress: tick,
+            ...(floor
+              ? { between: (mode: 'sequential' | 'parallel', _r: number, record: boolean) => (mode === 'sequential' ? floor.sequentialRound(record) : floor.parallelRound(record)) }
+              : {}),
+          }),
+        );
+        if (floor) run.floor = floor.result();
+      } finally {
+        floor?.close();
+      }
+    } else if (db && wants('floor')) {
+      const floor = await openFloor(db, cfg.floor);
+      try {
+        await timed('floor', async () => {
+          for (let r = 0; r < cfg.throughput.rounds; r++) {
+            await floor.sequentialRound();
+            await floor.parallelRound();
+            tick(`DynamoDB Local floor round ${r + 1}`);
+          }
+        });
+        run.floor = floor.result();
+      } finally {
+        floor.close();
+      }
+    }
+  } finally {
+    bar.stop();
+    await env?.close();
+  }
+  const machine = await machinePromise;
+  machine.loadAverage.end = loadavg().map((x) => Math.round(x * 100) / 100);
+  const full: BenchRun = { ...run, machine, quick: values.quick, seconds: (performance.now() - started) / 1000, stepSeconds };
+
+  if (values.json) {
+    await write(`${JSON.stringify(jsonReport(full))}\n`);
+    return;
+  }
+  await write(`${renderTable(full)}\n`);
+  if (!values['no-docs'] && only === undefined) {
+    const docs = fileURLToPath(new URL('../docs/', import.meta.url));
+    mkdirSync(`${docs}img`, { recursive: true });
+    writeFileSync(`${docs}img/bench-goals.svg`, `${goalsSvg(full)}\n`);
+    const split = splitSvg(full);
+    if (split) writeFileSync(`${docs}img/bench-split.svg`, `${split}\n`);
+    writeFileSync(`${docs}benchmarks.md`, renderMarkdown(full, { goals: 'img/bench-goals.svg', ...(split ? { split: 'img/bench-split.svg' } : {}) }));
+    await write(`\nwrote docs/benchmarks.md, docs/img/bench-goals.svg${split ? ', docs/img/bench-split.svg' : ''} (${Math.round(full.seconds)} s)\n`);
+  }
+}
+
+main().then(
+  // The SDK's kept-alive sockets and the peers' timers are closed; exit anyway, whatever a library left behind.
+  () => process.exit(0),
+  (e: unknown) => {
+    process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  },
+);

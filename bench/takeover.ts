@@ -1,0 +1,90 @@
+/**
+ * Takeover latency: a holder crashes right after writing its lease (the worst moment: the whole
+ * lease is still ahead), and a successor, already waiting, takes over with the library's own
+ * steps: LeaseManager.acquire (sleeps until the expiry it learned, plus the skew bound and
+ * jitter, instead of polling), raise the fence, read the checkpoint, commit the first unit
+ * (commitFencedUnit). Measured from the crash to that commit's response. Trials run on separate
+ * jobs, started `spacingMs` apart: they wait side by side, but their takeovers do not queue behind
+ * each other on DynamoDB Local (which executes transactions one at a time). One warm-up trial on
+ * the fresh tables is not counted. Expected ratio to the lease duration:
+ * 1 + (skew bound + jitter (≤ min(250 ms, duration/10)) + 4 requests) / duration.
+ */
+import { randomUUID } from 'node:crypto';
+import { systemClock } from '../lib/clock.js';
+import { commitFencedUnit, raiseFence } from '../lib/fence.js';
+import { fenceKeyOf, leaseKeyOf, readJob } from '../lib/jobs.js';
+import { LeaseManager, type LeaseMode } from '../lib/lease.js';
+import type { BenchEnv } from './env.js';
+import { max, median, sleep } from './stats.js';
+import { createBenchJob, unitEffects } from './workload.js';
+
+export interface Takeover {
+  trials: number;
+  leaseMs: number;
+  maxClockSkewMs: number;
+  /** Crash → successor's first fenced commit, ms. */
+  takeoverMs: number[];
+  medianMs: number;
+  maxMs: number;
+  medianRatio: number;
+  maxRatio: number;
+}
+
+export async function measureTakeover(
+  env: BenchEnv,
+  opts: { trials: number; leaseMs: number; maxClockSkewMs: number; spacingMs: number; onProgress?: (label: string) => void },
+): Promise<Takeover> {
+  const tables = await env.tables('takeover');
+  const dynamo = env.dynamo();
+  const mode: LeaseMode = { kind: 'wall-clock', maxClockSkewMs: opts.maxClockSkewMs };
+  const manager = (owner: string) =>
+    new LeaseManager({ doc: dynamo.doc, table: tables.leases, owner, epoch: 0, durationMs: opts.leaseMs, mode, clock: systemClock });
+  let done = 0;
+  const trial = async (i: number): Promise<number> => {
+    const jobId = `takeover-${i}-${randomUUID().slice(0, 8)}`;
+    const input = { tag: jobId, units: 10 };
+    await createBenchJob(dynamo.doc, tables, jobId, input);
+    await sleep(Math.max(0, i) * opts.spacingMs);
+    const holder = await manager(`holder-${i}`).tryAcquire(leaseKeyOf(jobId));
+    if (!holder.ok) throw new Error(`takeover trial ${i}: holder could not acquire`);
+    const crashedAt = performance.now(); // the holder stops here: no renewal, no release, ever
+    const successor = manager(`successor-${i}`);
+    const lease = await successor.acquire(leaseKeyOf(jobId), { timeoutMs: opts.leaseMs * 3 });
+    const fence = { table: tables.fences, resource: fenceKeyOf(jobId) };
+    await raiseFence({ doc: dynamo.doc }, fence, lease.generation);
+    const job = await readJob(dynamo.doc, tables.jobs, jobId);
+    if (job === undefined) throw new Error(`takeover trial ${i}: job vanished`);
+    const now = systemClock.wallNow();
+    await commitFencedUnit(
+      { doc: dynamo.doc },
+      {
+        fence,
+        generation: lease.generation,
+        checkpoint: { table: tables.jobs, key: jobId, expected: job.cursor, next: job.cursor + 1, set: { heartbeatAt: now, status: 'RUNNING' } },
+        effects: unitEffects(input, { jobId, generation: lease.generation, unit: job.cursor, tables, now }),
+        token: { job: jobId, unit: job.cursor },
+      },
+      { now },
+    );
+    const ms = performance.now() - crashedAt;
+    opts.onProgress?.(`takeover trial ${++done}/${opts.trials}`);
+    return ms;
+  };
+  try {
+    await trial(-1); // warm-up: first writes to fresh tables
+    done = 0;
+    const takeoverMs = await Promise.all(Array.from({ length: opts.trials }, (_, i) => trial(i)));
+    return {
+      trials: opts.trials,
+      leaseMs: opts.leaseMs,
+      maxClockSkewMs: opts.maxClockSkewMs,
+      takeoverMs,
+      medianMs: median(takeoverMs),
+      maxMs: max(takeoverMs),
+      medianRatio: median(takeoverMs) / opts.leaseMs,
+      maxRatio: max(takeoverMs) / opts.leaseMs,
+    };
+  } finally {
+    dynamo.client.destroy();
+  }
+}

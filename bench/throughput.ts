@@ -1,0 +1,279 @@
+/**
+ * Fenced vs unsafe: effects/s of fenced units committed by the real worker (lib/worker.ts:
+ * lease, fence raise, checkpoint read, then ONE TransactWriteItems per unit = fence + checkpoint
+ * + 25 effects) ÷ effects/s of the same 25 effects per unit written by BatchWriteItem with no
+ * protection at all. Sequential (one job) and parallel (several jobs at once), several rounds,
+ * the two sides alternating within each round so that both see the same machine.
+ *
+ * The same fenced runs give the request mix: TransactWriteItems per unit in steady state (with
+ * renewals counted apart), per-job requests, WCU per effect, and the time split.
+ */
+import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { systemClock } from '../lib/clock.js';
+import type { Dynamo } from '../lib/dynamo.js';
+import { silentTelemetry } from '../lib/ports.js';
+import { TABLES, TABLE_ROLES, type TableNames } from '../lib/schema.js';
+import { runJob, type WorkerDeps } from '../lib/worker.js';
+import type { BenchEnv } from './env.js';
+import { gapsBetween, recordRequests, type LoggedRequest, type RequestLog } from './requests.js';
+import { median } from './stats.js';
+import { bill, itemSize } from './wcu.js';
+import { EFFECTS_PER_UNIT, benchProcessor, createBenchJob, writeUnsafeUnit, type BenchInput } from './workload.js';
+
+export interface PhaseResult {
+  effects: number;
+  ms: number;
+  effectsPerSec: number;
+  /** Process CPU (user + system) per unit, microseconds: the client's share of the work. */
+  cpuUsPerUnit: number;
+}
+
+export interface ThroughputResult {
+  jobs: number;
+  unitsPerJob: number;
+  rounds: { fenced: PhaseResult; unsafe: PhaseResult; ratio: number }[];
+  ratio: number;
+  fencedEffectsPerSec: number;
+  unsafeEffectsPerSec: number;
+}
+
+export interface RequestMix {
+  units: number;
+  effects: number;
+  jobs: number;
+  /** TransactWriteItems attempts per committed unit (steady state). */
+  requestsPerUnit: number;
+  renewalsPerUnit: number;
+  /** Everything else a job costs, per job: acquire, fence raise, checkpoint read, release. */
+  perJob: Record<string, number>;
+  counts: Record<string, number>;
+  wcuPerEffect: number;
+  unsafeWcuPerEffect: number;
+  rcuPerEffect: number;
+  wcuByOperation: Record<string, number>;
+  /** Per fenced unit / per unsafe batch, ms: whole send(), inside the HTTP handler, and the SDK's share. */
+  split: { fenced: Split; unsafe: Split };
+}
+
+/** Medians over the sequential rounds, ms. */
+export interface Split {
+  /** One send(): SDK + HTTP + DynamoDB Local. */
+  sendMs: number;
+  /** Inside the HTTP handler: the wire and DynamoDB Local. */
+  httpMs: number;
+  /** sendMs − httpMs: the SDK's own time (marshalling, serialising, signing, middleware, parsing). */
+  sdkMs: number;
+  /** From one response to the next request: the client's critical path between units. */
+  gapMs: number;
+}
+
+/** Classifies a logged request by what it does in the protocol (lease ops by their update expression). */
+export function protocolStep(tables: TableNames) {
+  return (r: LoggedRequest): string => {
+    const input = r.input as { TableName?: string; UpdateExpression?: string };
+    if (r.operation === 'UpdateItem' && input.TableName === tables.leases) {
+      const e = input.UpdateExpression ?? '';
+      if (e.includes('REMOVE')) return 'lease.release';
+      if (e.includes('#generation =')) return 'lease.acquire';
+      return 'lease.renew';
+    }
+    if (r.operation === 'UpdateItem' && input.TableName === tables.fences) return 'fence.raise';
+    if (r.operation === 'GetItem' && input.TableName === tables.jobs) return 'checkpoint.read';
+    if (r.operation === 'TransactWriteItems') return 'unit.commit';
+    return r.operation;
+  };
+}
+
+interface Side {
+  dynamo: Dynamo;
+  tables: TableNames;
+  log: RequestLog;
+}
+
+const LEASE_MS = 4_000;
+
+async function fencedPhase(side: Side, tag: string, jobs: number, units: number): Promise<PhaseResult> {
+  const ids = Array.from({ length: jobs }, (_, j) => `bench-${tag}-${j}`);
+  const inputs = ids.map((_, j): BenchInput => ({ tag: `${tag}-${j}`, units }));
+  await Promise.all(ids.map((id, j) => createBenchJob(side.dynamo.doc, side.tables, id, inputs[j]!)));
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const deps: WorkerDeps = {
+    doc: side.dynamo.doc,
+    tables: side.tables,
+    clock: systemClock,
+    queue: { send: async () => undefined },
+    telemetry: silentTelemetry,
+    processor: benchProcessor,
+    lease: { epoch: 0, durationMs: LEASE_MS, mode: { kind: 'wall-clock', maxClockSkewMs: 0 } },
+    hooks: {
+      // The unit loop starts after the checkpoint read and ends with the last commit: the window
+      // excludes the per-job acquire/raise/read/release, which are counted apart.
+      at: async (point, info) => {
+        if (point === 'after-checkpoint-read') starts.push(performance.now());
+        if (point === 'after-commit' && info.unit === units - 1) ends.push(performance.now());
+      },
+    },
+  };
+  const cpu0 = process.cpuUsage();
+  const outcomes = await Promise.all(
+    ids.map((jobId) => runJob(deps, { message: { jobId }, remainingTimeMs: () => 3_600_000, safetyMarginMs: 0 })),
+  );
+  const cpu = process.cpuUsage(cpu0);
+  for (const o of outcomes) {
+    if (o.kind !== 'done' || o.units !== units) throw new Error(`bench job did not finish cleanly: ${JSON.stringify(o, (_, v) => (v instanceof Error ? String(v) : v))}`);
+  }
+  const ms = Math.max(...ends) - Math.min(...starts);
+  const effects = jobs * units * EFFECTS_PER_UNIT;
+  return { effects, ms, effectsPerSec: effects / (ms / 1000), cpuUsPerUnit: (cpu.user + cpu.system) / (jobs * units) };
+}
+
+async function unsafePhase(side: Side, tag: string, jobs: number, units: number): Promise<PhaseResult> {
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: jobs }, async (_, j) => {
+      const input: BenchInput = { tag: `${tag}-${j}`, units };
+      for (let u = 0; u < units; u++) await writeUnsafeUnit(side.dynamo.client, side.tables, input, `bench-${tag}-${j}`, u);
+    }),
+  );
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const effects = jobs * units * EFFECTS_PER_UNIT;
+  return { effects, ms, effectsPerSec: effects / (ms / 1000), cpuUsPerUnit: (cpu.user + cpu.system) / (jobs * units) };
+}
+
+export interface ThroughputOptions {
+  rounds: number;
+  units: number;
+  parallelJobs: number;
+  parallelUnits: number;
+  onProgress?: (label: string) => void;
+  /** Discarded rounds before the measured ones, per mode. Default 1. */
+  warmupRounds?: number;
+  /** Run after each round (bench/floor.ts measures DynamoDB Local's floor here, on the same server state). */
+  between?: (mode: 'sequential' | 'parallel', round: number, record: boolean) => Promise<void>;
+}
+
+export async function measureThroughput(
+  env: BenchEnv,
+  opts: ThroughputOptions,
+): Promise<{ sequential: ThroughputResult; parallel: ThroughputResult; mix: RequestMix }> {
+  const tables = await env.tables('thru');
+  const fenced: Side = (() => {
+    const dynamo = env.dynamo();
+    return { dynamo, tables, log: recordRequests(dynamo.client) };
+  })();
+  const unsafe: Side = (() => {
+    const dynamo = env.dynamo();
+    return { dynamo, tables, log: recordRequests(dynamo.client) };
+  })();
+
+
+  // Request mix: only the measured fenced and unsafe runs, job creation excluded (the starter's work).
+  const fencedLog: LoggedRequest[] = [];
+  const unsafeLog: LoggedRequest[] = [];
+  // Time split and critical path: sequential rounds only (one request at a time, no queueing).
+  const seqCalls = { fenced: [] as number[], unsafe: [] as number[] };
+  const seqHttp = { fenced: [] as number[], unsafe: [] as number[] };
+  const seqGaps = { fenced: [] as number[], unsafe: [] as number[] };
+  const keep = (side: Side, into: LoggedRequest[], which: 'fenced' | 'unsafe', sequential: boolean) => {
+    into.push(...side.log.entries.filter((r) => r.operation !== 'PutItem'));
+    const op = which === 'fenced' ? 'TransactWriteItems' : 'BatchWriteItem';
+    if (sequential) {
+      seqCalls[which].push(...side.log.calls.filter((c) => c.operation === op).map((c) => c.ms));
+      seqHttp[which].push(...side.log.exchanges.filter((x) => x.operation === op).map((x) => x.end - x.start));
+      seqGaps[which].push(...gapsBetween(side.log.exchanges, op));
+    }
+    side.log.reset();
+  };
+
+  const run = async (mode: 'sequential' | 'parallel', jobs: number, units: number): Promise<ThroughputResult> => {
+    const rounds: ThroughputResult['rounds'] = [];
+    const warmup = opts.warmupRounds ?? 1;
+    for (let r = -warmup; r < opts.rounds; r++) {
+      const tag = `${mode[0]}${r < 0 ? `w${-r}` : r}`;
+      // A warm-up round (r < 0) runs like the others and is thrown away: DynamoDB Local's JIT
+      // takes a few seconds to settle on each new code path (the first rounds ran 2x slower).
+      const record = r >= 0;
+      const after = (side: Side, into: LoggedRequest[], which: 'fenced' | 'unsafe') =>
+        record ? keep(side, into, which, mode === 'sequential') : side.log.reset();
+      let f: PhaseResult;
+      let u: PhaseResult;
+      // Alternate which side goes first: drift in the machine's load hits both the same.
+      if (r % 2 === 0) {
+        f = await fencedPhase(fenced, `${tag}f`, jobs, units);
+        after(fenced, fencedLog, 'fenced');
+        u = await unsafePhase(unsafe, `${tag}u`, jobs, units);
+        after(unsafe, unsafeLog, 'unsafe');
+      } else {
+        u = await unsafePhase(unsafe, `${tag}u`, jobs, units);
+        after(unsafe, unsafeLog, 'unsafe');
+        f = await fencedPhase(fenced, `${tag}f`, jobs, units);
+        after(fenced, fencedLog, 'fenced');
+      }
+      if (record) rounds.push({ fenced: f, unsafe: u, ratio: f.effectsPerSec / u.effectsPerSec });
+      await opts.between?.(mode, r, record);
+      opts.onProgress?.(record ? `${mode} round ${r + 1}/${opts.rounds}` : `${mode} warm-up`);
+    }
+    return {
+      jobs,
+      unitsPerJob: units,
+      rounds,
+      ratio: median(rounds.map((x) => x.ratio)),
+      fencedEffectsPerSec: median(rounds.map((x) => x.fenced.effectsPerSec)),
+      unsafeEffectsPerSec: median(rounds.map((x) => x.unsafe.effectsPerSec)),
+    };
+  };
+
+  const sequential = await run('sequential', 1, opts.units);
+  const parallel = await run('parallel', opts.parallelJobs, opts.parallelUnits);
+
+  // Sizes of the items that updates touched (fence, job, lease): read once after the runs.
+  const sizes = new Map<string, number>();
+  const keyOf = (table: string, key: Record<string, AttributeValue>) => `${table}\u0000${JSON.stringify(key)}`;
+  for (const r of fencedLog) {
+    const input = r.input as any;
+    const actions = r.operation === 'TransactWriteItems' ? input.TransactItems.map((i: any) => i.Update ?? i.Delete ?? i.ConditionCheck).filter(Boolean) : [input];
+    for (const a of actions) {
+      if (a.Key === undefined || sizes.has(keyOf(a.TableName, a.Key))) continue;
+      const out = await fenced.dynamo.client.send(new GetItemCommand({ TableName: a.TableName, Key: a.Key, ConsistentRead: true }));
+      sizes.set(keyOf(a.TableName, a.Key), out.Item ? itemSize(out.Item) : 0);
+    }
+  }
+  const stored = (table: string, key: Record<string, AttributeValue>) => sizes.get(keyOf(table, key)) ?? 0;
+  const step = protocolStep(tables);
+  const counts: Record<string, number> = {};
+  for (const r of fencedLog) counts[step(r)] = (counts[step(r)] ?? 0) + 1;
+  const jobsRun = opts.rounds * (1 + opts.parallelJobs);
+  const unitsRun = opts.rounds * (opts.units + opts.parallelJobs * opts.parallelUnits);
+  const effects = unitsRun * EFFECTS_PER_UNIT;
+  const indexKeys = (table: string): string[] => {
+    const role = TABLE_ROLES.find((r) => tables[r] === table);
+    return role === undefined ? [] : TABLES[role].globalSecondaryIndexes.flatMap((g) => [g.partitionKey.name, ...(g.sortKey ? [g.sortKey.name] : [])]);
+  };
+  const fencedBill = bill(fencedLog, stored, indexKeys);
+  const unsafeBill = bill(unsafeLog, stored, indexKeys);
+  const perJob: Record<string, number> = {};
+  for (const [k, v] of Object.entries(counts)) if (k !== 'unit.commit' && k !== 'lease.renew') perJob[k] = v / jobsRun;
+  const split = (which: 'fenced' | 'unsafe'): Split => {
+    const sendMs = median(seqCalls[which]);
+    const httpMs = median(seqHttp[which]);
+    return { sendMs, httpMs, sdkMs: sendMs - httpMs, gapMs: median(seqGaps[which]) };
+  };
+  const mix: RequestMix = {
+    units: unitsRun,
+    effects,
+    jobs: jobsRun,
+    requestsPerUnit: (counts['unit.commit'] ?? 0) / unitsRun,
+    renewalsPerUnit: (counts['lease.renew'] ?? 0) / unitsRun,
+    perJob,
+    counts,
+    wcuPerEffect: fencedBill.wcu / effects,
+    unsafeWcuPerEffect: unsafeBill.wcu / effects,
+    rcuPerEffect: fencedBill.rcu / effects,
+    wcuByOperation: fencedBill.byOperation,
+    split: { fenced: split('fenced'), unsafe: split('unsafe') },
+  };
+  return { sequential, parallel, mix };
+}
