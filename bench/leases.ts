@@ -1,8 +1,9 @@
 /**
  * Lease cycles/s: acquire + one renew + release, ours against each peer (bench/peers.ts), on the
- * same DynamoDB Local in the same run. Rounds interleave the libraries (each round runs every
- * library for the same number of cycles, in a rotating order); the figure is the median of
- * per-round ratios.
+ * same DynamoDB Local in the same run. The libraries take turns cycle by cycle (ours, peer A,
+ * peer B, ours, ...; the order rotates each round), so a burst of load on the shared machine
+ * hits all of them alike. Per round: the median cycle time of each; the figure is the median of
+ * the per-round ratios, cycles/s = 1000 / median cycle time.
  */
 import type { BenchEnv } from './env.js';
 import { deliveryHeroAdapter, lockClientAdapter, oursAdapter, type LeaseAdapter } from './peers.js';
@@ -33,24 +34,31 @@ export async function measureLeaseCycles(
   const all: LeaseAdapter[] = [ours, ...peers];
   const rates = new Map<LeaseAdapter, number[]>(all.map((a) => [a, []]));
   let n = 0;
-  const run = async (a: LeaseAdapter, cycles: number): Promise<number> => {
+  const cycleMs = async (a: LeaseAdapter): Promise<number> => {
     const t0 = performance.now();
-    for (let i = 0; i < cycles; i++) await a.cycle(`bench-key-${n++}`);
-    return cycles / ((performance.now() - t0) / 1000);
+    await a.cycle(`bench-key-${n++}`);
+    return performance.now() - t0;
   };
+  const times = new Map<LeaseAdapter, number[]>(all.map((a) => [a, []]));
   try {
-    for (const a of all) await run(a, 10); // warm-up: JIT, connections
+    for (let i = 0; i < 10; i++) for (const a of all) await cycleMs(a); // warm-up: JIT, connections
     for (let r = 0; r < opts.rounds; r++) {
       const order = all.map((_, i) => all[(i + r) % all.length]!);
-      for (const a of order) rates.get(a)!.push(await run(a, opts.cycles));
+      const round = new Map<LeaseAdapter, number[]>(all.map((a) => [a, []]));
+      for (let i = 0; i < opts.cycles; i++) for (const a of order) round.get(a)!.push(await cycleMs(a));
+      for (const a of all) {
+        rates.get(a)!.push(1000 / median(round.get(a)!));
+        times.get(a)!.push(...round.get(a)!);
+      }
       opts.onProgress?.(`lease cycles round ${r + 1}/${opts.rounds}`);
     }
   } finally {
     for (const a of all) a.close();
   }
   const oursRates = rates.get(ours)!;
+  const overall = (a: LeaseAdapter) => 1000 / median(times.get(a)!);
   return {
-    ours: { cyclesPerSec: median(oursRates), requestsPerCycle: ours.requestsPerCycle },
+    ours: { cyclesPerSec: overall(ours), requestsPerCycle: ours.requestsPerCycle },
     peers: peers.map((p) => {
       const ratios = rates.get(p)!.map((x, i) => oursRates[i]! / x);
       return {
@@ -58,7 +66,7 @@ export async function measureLeaseCycles(
         version: p.version,
         requestsPerCycle: p.requestsPerCycle,
         lacks: p.lacks,
-        cyclesPerSec: median(rates.get(p)!),
+        cyclesPerSec: overall(p),
         oursOverPeer: median(ratios),
         rounds: ratios,
       };

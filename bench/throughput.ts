@@ -51,6 +51,10 @@ export interface RequestMix {
   unsafeWcuPerEffect: number;
   rcuPerEffect: number;
   wcuByOperation: Record<string, number>;
+  /** WCU of the unit transactions themselves, per unit (fence + checkpoint + 25 effects). */
+  unitWcu: number;
+  /** Everything else, per job: acquire, fence raise, renewals, release, index moves of the heartbeat. */
+  jobWcu: number;
   /** Per fenced unit / per unsafe batch, ms: whole send(), inside the HTTP handler, and the SDK's share. */
   split: { fenced: Split; unsafe: Split };
 }
@@ -273,6 +277,8 @@ export async function measureThroughput(
     unsafeWcuPerEffect: unsafeBill.wcu / effects,
     rcuPerEffect: fencedBill.rcu / effects,
     wcuByOperation: fencedBill.byOperation,
+    unitWcu: (fencedBill.byOperation.TransactWriteItems ?? 0) / unitsRun,
+    jobWcu: (fencedBill.wcu - (fencedBill.byOperation.TransactWriteItems ?? 0)) / jobsRun,
     split: { fenced: split('fenced'), unsafe: split('unsafe') },
   };
   return { sequential, parallel, mix };
