@@ -173,7 +173,6 @@ export async function measureThroughput(
     return { dynamo, tables, log: recordRequests(dynamo.client) };
   })();
 
-
   // Request mix: only the measured fenced and unsafe runs, job creation excluded (the starter's work).
   const fencedLog: LoggedRequest[] = [];
   const unsafeLog: LoggedRequest[] = [];
