@@ -16,19 +16,10 @@ import { createWorkerHandler } from '../functions/worker-handler.js';
 import { LocalQueue } from '../infra/local/queue.js';
 import { LocalRuntime } from '../infra/local/runtime.js';
 import { scanAll } from './support/fixtures.js';
-import { makeTables, type TestTables } from './support/tables.js';
+import { perTestTables, type TestTables } from './support/tables.js';
 import { context, createInvoiceJob, invariants, invoiceInput, Recorder, snapshot, workflow } from './support/workflow.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0)) await c();
-});
-
-async function tables(): Promise<TestTables> {
-  const t = await makeTables(import.meta.filename);
-  cleanups.push(() => t.dynamo.client.destroy());
-  return t;
-}
+const { tables, cleanups } = perTestTables(import.meta.filename);
 
 /** An SQS record as the Lambda event source mapping delivers it. */
 let seq = 0;

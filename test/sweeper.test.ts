@@ -4,7 +4,7 @@
  * no clock is compared at all. Interleavings are forced by parking the sweeper's conditional
  * update (SDK middleware on its own client) and by WorkerHooks; time moves by a ManualClock.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { skewedClock } from '../lib/clock.js';
 import { createDynamo } from '../lib/dynamo.js';
 import { InvalidInputError } from '../lib/errors.js';
@@ -13,19 +13,10 @@ import { METRIC } from '../lib/ports.js';
 import { JOB_ATTR } from '../lib/schema.js';
 import { sweep, sweepsToCover, type SweeperDeps } from '../lib/sweeper.js';
 import { getItem, manager } from './support/fixtures.js';
-import { makeTables, type TestTables } from './support/tables.js';
+import { perTestTables, type TestTables } from './support/tables.js';
 import { createInvoiceJob, holdRequests, invariants, invoiceInput, workflow } from './support/workflow.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0)) await c();
-});
-
-async function tables(): Promise<TestTables> {
-  const t = await makeTables(import.meta.filename);
-  cleanups.push(() => t.dynamo.client.destroy());
-  return t;
-}
+const { tables, cleanups } = perTestTables(import.meta.filename);
 
 /** The sweeper on a client of its own whose conditional updates of the Jobs table can be parked. */
 function heldSweeper(t: TestTables, deps: SweeperDeps) {

@@ -14,19 +14,10 @@ import { METRIC } from '../lib/ports.js';
 import { JOB_ATTR, UNFINISHED, UNFINISHED_INDEX } from '../lib/schema.js';
 import { getItem, scanAll } from './support/fixtures.js';
 import { startFaultProxy, type FaultProxy, type ProxiedRequest } from './support/proxy.js';
-import { makeTables, type TestTables } from './support/tables.js';
+import { perTestTables, type TestTables } from './support/tables.js';
 import { chargesOf, createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0)) await c();
-});
-
-async function tables(): Promise<TestTables> {
-  const t = await makeTables(import.meta.filename);
-  cleanups.push(() => t.dynamo.client.destroy());
-  return t;
-}
+const { tables, cleanups } = perTestTables(import.meta.filename);
 
 /** One charge per customer, each of the amount the input says: no charge was repeated or lost. */
 async function expectOneChargePerCustomer(t: TestTables, period: string, customers: number) {

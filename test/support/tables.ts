@@ -1,7 +1,7 @@
 /** Per-file tables on the run's shared DynamoDB Local. */
 import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
-import { inject } from 'vitest';
+import { afterEach, inject } from 'vitest';
 import { createDynamo, type Dynamo, type DynamoOptions } from '../../lib/dynamo.js';
 import { tableNames, type TableNames } from '../../lib/schema.js';
 import { ensureTables } from '../../lib/tables.js';
@@ -22,4 +22,21 @@ export async function makeTables(file: string, opts: DynamoOptions = {}): Promis
   const names = tableNames(prefix);
   await ensureTables(dynamo.client, names);
   return { endpoint, dynamo, names, prefix };
+}
+
+/**
+ * Fresh tables per test, with an after-each cleanup list (clients, proxies, anything a test
+ * registers): `const { tables, cleanups } = perTestTables(import.meta.filename);`.
+ */
+export function perTestTables(file: string): { tables: () => Promise<TestTables>; cleanups: (() => Promise<void> | void)[] } {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0)) await c();
+  });
+  const tables = async () => {
+    const t = await makeTables(file);
+    cleanups.push(() => t.dynamo.client.destroy());
+    return t;
+  };
+  return { tables, cleanups };
 }
