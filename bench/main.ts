@@ -44,6 +44,7 @@ const HELP = `npm run bench [-- options]
 function settings(quick: boolean) {
   return quick
     ? {
+        bundle: { initRounds: 4 },
         client: { rounds: 5, calls: 40 },
         throughput: { rounds: 2, units: 12, parallelJobs: 2, parallelUnits: 8 },
         floor: { requests: 6, parallel: 4 },
@@ -52,6 +53,7 @@ function settings(quick: boolean) {
         contention: { contenders: 32, periods: 4, leaseMs: 500, maxClockSkewMs: 100 },
       }
     : {
+        bundle: { initRounds: 16 },
         client: { rounds: 25, calls: 100 },
         throughput: { rounds: 8, units: 16, parallelJobs: 4, parallelUnits: 8 },
         floor: { requests: 6, parallel: 4 },
@@ -119,7 +121,7 @@ async function main(): Promise<void> {
   try {
     if (wants('bundle')) {
       bar.update({ step: 'bundling the worker' });
-      run.bundle = await timed('bundle', () => measureBundle());
+      run.bundle = await timed('bundle', () => measureBundle({ initRounds: cfg.bundle.initRounds }));
       tick('bundle');
     }
     if (wants('client')) {

@@ -34,7 +34,10 @@ export function renderTable(run: BenchRun): string {
     const c = run.contention;
     out.push(`contention: ${c.requests} requests, ${c.acquisitions} served, longest wait ${f(c.maxWaitMs, 0)} ms (served: ${f(c.maxServedWaitMs, 0)} ms), still waiting at the end ${c.neverServed}/${c.contenders}, overlap ${c.overlap}`);
   }
-  if (run.bundle) out.push(`bundle: ${f(run.bundle.kb, 0)} KB as deployed (AWS SDK bundled: ${run.bundle.options.bundleAwsSdk}); ${f(run.bundle.sdkExternalKb, 0)} KB with @aws-sdk/* external`);
+  if (run.bundle) {
+    out.push(`bundle: ${f(run.bundle.kb, 0)} KB as deployed (AWS SDK bundled: ${run.bundle.options.bundleAwsSdk}); ${f(run.bundle.sdkExternalKb, 0)} KB with @aws-sdk/* external`);
+    out.push(`worker init (load + module scope, fresh process): ${f(run.bundle.init.bundledMs, 0)} ms as deployed, ${f(run.bundle.init.runtimeSdkMs, 0)} ms with the runtime's SDK`);
+  }
   return out.join('\n');
 }
 
@@ -307,10 +310,21 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
     L.push('| --- | --- |');
     for (const x of b.top) L.push(`| ${x.name} | ${f(x.kb, 1)} |`);
     L.push('');
+    L.push(`Init of the worker in a fresh Node process (load and module scope: configuration, clients, Powertools; median of`);
+    L.push(`${b.init.rounds} alternating rounds): **${f(b.init.bundledMs, 0)} ms** as deployed, ${f(b.init.runtimeSdkMs, 0)} ms with \`@aws-sdk/*\` imported from a`);
+    L.push('node_modules folder as from the runtime\'s copy. The first request\'s lazy loads (credential providers) come on top in both.');
+    L.push('');
     if (b.options.bundleAwsSdk) {
-      L.push('The stack bundles the AWS SDK on purpose (the artifact runs the SDK version the tests ran); the SDK alone is well over');
-      L.push('250 KB minified (`@smithy/core`, the credential providers\' nested SSO/STS clients, `@aws-sdk/core`, the DynamoDB and SQS');
-      L.push('clients). The goal is reachable only by leaving `@aws-sdk/*` to the runtime: a decision for the stack, not for `lib/`.');
+      L.push('The goal (≤ 250 KB) is missed on purpose: the stack bundles the AWS SDK, which alone is well over 250 KB minified');
+      L.push('(`@smithy/core`, the credential providers\' nested SSO/STS clients, `@aws-sdk/core`, the DynamoDB and SQS clients).');
+      L.push('Leaving `@aws-sdk/*` to the runtime would meet the size goal, but the size stands for start-up time, and');
+      L.push(
+        b.init.runtimeSdkMs > b.init.bundledMs
+          ? `here the smaller artifact initializes more slowly (${f(b.init.runtimeSdkMs, 0)} vs ${f(b.init.bundledMs, 0)} ms: the runtime's SDK is many files to resolve and read,`
+          : `here the smaller artifact initializes no more slowly (${f(b.init.runtimeSdkMs, 0)} vs ${f(b.init.bundledMs, 0)} ms; many files to resolve and read against one),`,
+      );
+      L.push('the bundle is one file); and it would run an SDK version Lambda chooses and changes without notice instead of the one');
+      L.push('the tests ran (the AWS SDK team\'s guidance for anything beyond simple functions is to ship the SDK with the function).');
       L.push('');
     }
   }

@@ -92,6 +92,7 @@ export function jsonReport(run: BenchRun): Record<string, unknown> {
     takeoverMaxMs: r(run.takeover?.maxMs, 0),
     maxClockSkewMs: run.takeover?.maxClockSkewMs ?? null,
     bundleKBSdkExternal: r(run.bundle?.sdkExternalKb, 1),
+    workerInitMs: run.bundle ? { bundled: r(run.bundle.init.bundledMs, 1), runtimeSdk: r(run.bundle.init.runtimeSdkMs, 1) } : null,
     dynamoDbLocalCeiling: run.floor
       ? { sequential: r(run.floor.ceilingSequential), parallel: r(run.floor.ceilingParallel), transactionEngine: r(run.floor.engineSequential) }
       : null,
