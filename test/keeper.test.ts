@@ -3,46 +3,25 @@
  * stop. Time is a ManualClock (it only moves when the test says so); network faults come from the
  * fault proxy.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { leaseDeadline, ManualClock, skewedClock } from '../lib/clock.js';
-import { createDynamo, type Dynamo, type DynamoOptions } from '../lib/dynamo.js';
 import { InvalidInputError, LeaseExpiredError, LeaseLostError } from '../lib/errors.js';
 import { LeaseKeeper } from '../lib/keeper.js';
 import { LeaseManager, type Lease, type LeaseConfig } from '../lib/lease.js';
 import { getItem } from './support/fixtures.js';
-import { startFaultProxy, type FaultProxy } from './support/proxy.js';
 import { countRequests } from './support/request-counter.js';
-import { makeTables, type TestTables } from './support/tables.js';
+import { proxiedTables } from './support/tables.js';
 
-let t: TestTables;
-let proxy: FaultProxy;
-const clients: Dynamo[] = [];
-
-beforeAll(async () => {
-  t = await makeTables(import.meta.filename);
-  proxy = await startFaultProxy(t.endpoint);
-});
-
-afterAll(async () => {
-  for (const c of clients) c.client.destroy();
-  await proxy?.close();
-  t?.dynamo.client.destroy();
-});
-
-function dynamo(opts: DynamoOptions & { viaProxy?: boolean } = {}): Dynamo {
-  const { viaProxy, ...rest } = opts;
-  const d = createDynamo({ endpoint: viaProxy ? proxy.endpoint : t.endpoint, ...rest });
-  clients.push(d);
-  return d;
-}
+const env = proxiedTables(import.meta.filename);
+const dynamo = env.dynamo;
 
 const D = 9_000; // duration; margin 900, drift 1 %: a grant sent at s is usable until s + 8010
 const INTERVAL = D / 3;
 
 function mgr(owner: string, cfg: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager {
   return new LeaseManager({
-    doc: t.dynamo.doc,
-    table: t.names.leases,
+    doc: env.t.dynamo.doc,
+    table: env.t.names.leases,
     owner,
     epoch: 0,
     durationMs: D,
@@ -65,7 +44,7 @@ async function until(cond: () => boolean, what: string, timeoutMs = 5_000): Prom
   }
 }
 
-const lease = (key: string) => getItem(t, t.names.leases, key);
+const lease = (key: string) => getItem(env.t, env.t.names.leases, key);
 
 describe('LeaseKeeper', () => {
   it('renews in the background, moving the deadline forward past the original one; stop() ends renewals', async () => {
@@ -126,7 +105,7 @@ describe('LeaseKeeper', () => {
     const m = mgr('K', { doc, clock }); // the keeper's renewals go through the proxy, 200 ms timeout
     const l = await acquire(mgr('K', { clock }), key); // direct, default timeout: a cold engine can be slow
     const itemBefore = await lease(key);
-    const hole = proxy.blackhole({ target: 'UpdateItem', when: (r) => r.json?.Key?.pk?.S === key, times: Infinity });
+    const hole = env.proxy.blackhole({ target: 'UpdateItem', when: (r) => r.json?.Key?.pk?.S === key, times: Infinity });
     const keeper = new LeaseKeeper(m, l, { intervalMs: INTERVAL });
     try {
       await clock.advance(INTERVAL);

@@ -4,45 +4,23 @@
  * says so) and the fault proxy (delayed and lost responses), not with sleeps.
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { leaseDeadline, ManualClock, skewedClock } from '../lib/clock.js';
-import { createDynamo, type Dynamo, type DynamoOptions } from '../lib/dynamo.js';
 import { AcquireTimeoutError, EpochBehindError, LeaseLostError, SequenceExhaustedError } from '../lib/errors.js';
 import { epochCeiling, makeGeneration, MAX_SEQUENCE, SEQUENCE_SPACE } from '../lib/generation.js';
 import { LeaseManager, type Contended, type Lease, type LeaseConfig } from '../lib/lease.js';
 import type { Result } from '../lib/result.js';
 import { getItem } from './support/fixtures.js';
-import { startFaultProxy, type FaultProxy } from './support/proxy.js';
 import { countRequests } from './support/request-counter.js';
-import { makeTables, type TestTables } from './support/tables.js';
+import { proxiedTables } from './support/tables.js';
 
-let t: TestTables;
-let proxy: FaultProxy;
-const clients: Dynamo[] = [];
-
-beforeAll(async () => {
-  t = await makeTables(import.meta.filename);
-  proxy = await startFaultProxy(t.endpoint);
-});
-
-afterAll(async () => {
-  for (const c of clients) c.client.destroy();
-  await proxy?.close();
-  t?.dynamo.client.destroy();
-});
-
-/** A client of its own (its own request counter, its own retry settings), direct or through the proxy. */
-function dynamo(opts: DynamoOptions & { viaProxy?: boolean } = {}): Dynamo {
-  const { viaProxy, ...rest } = opts;
-  const d = createDynamo({ endpoint: viaProxy ? proxy.endpoint : t.endpoint, ...rest });
-  clients.push(d);
-  return d;
-}
+const env = proxiedTables(import.meta.filename);
+const dynamo = env.dynamo;
 
 function mgr(owner: string, cfg: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager {
   return new LeaseManager({
-    doc: t.dynamo.doc,
-    table: t.names.leases,
+    doc: env.t.dynamo.doc,
+    table: env.t.names.leases,
     owner,
     epoch: 0,
     durationMs: 10_000,
@@ -61,7 +39,7 @@ function contended(r: Result<Lease, Contended>): Contended {
   return r.error;
 }
 
-const lease = (key: string) => getItem(t, t.names.leases, key);
+const lease = (key: string) => getItem(env.t, env.t.names.leases, key);
 
 /** Polls (real time, 2 ms) until a background task has parked itself on a ManualClock or finished. */
 async function until(cond: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
@@ -126,7 +104,7 @@ describe('local deadlines', () => {
     const m = mgr('A', { doc, ...rule }); // system clock: the proxy delays in real time
     const l = granted(await m.tryAcquire(key));
     const D = 400;
-    const slow = proxy.delay({ target: 'DynamoDB_20120810.UpdateItem', when: targets(key) }, D);
+    const slow = env.proxy.delay({ target: 'DynamoDB_20120810.UpdateItem', when: targets(key) }, D);
 
     const sendTime = performance.now();
     const renewed = await m.renew(l);
@@ -150,7 +128,7 @@ describe('ambiguous renewal', () => {
     const counter = countRequests(client);
     const m = mgr('A', { doc });
     const l = granted(await m.tryAcquire(key));
-    const lost = proxy.drop({ target: 'UpdateItem', when: targets(key) });
+    const lost = env.proxy.drop({ target: 'UpdateItem', when: targets(key) });
     counter.reset();
 
     const renewed = await m.renew(l);
@@ -196,14 +174,14 @@ describe('generations', () => {
   it('sequence exhaustion: at epoch*2^32 + (2^32 - 1) tryAcquire throws SequenceExhaustedError and writes nothing', async () => {
     const epoch = 3;
     const full = 'job#exhausted';
-    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.leases, Item: { pk: full, generation: epochCeiling(epoch), version: 'v0' } }));
+    await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.leases, Item: { pk: full, generation: epochCeiling(epoch), version: 'v0' } }));
     const m = mgr('A', { epoch });
     const before = await lease(full);
     await expect(m.tryAcquire(full)).rejects.toBeInstanceOf(SequenceExhaustedError);
     expect(await lease(full)).toEqual(before);
 
     const almost = 'job#almost-exhausted';
-    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.leases, Item: { pk: almost, generation: epochCeiling(epoch) - 1 } }));
+    await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.leases, Item: { pk: almost, generation: epochCeiling(epoch) - 1 } }));
     const last = granted(await m.tryAcquire(almost));
     expect(last.generation).toBe(makeGeneration(epoch, MAX_SEQUENCE));
     await m.release(last);
@@ -214,7 +192,7 @@ describe('generations', () => {
 
   it('epoch raise without seal: epoch 1 over a counter at 0:5 issues exactly 1:1, and an epoch-0 process then gets EpochBehindError', async () => {
     const key = 'job#epoch-raise';
-    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.leases, Item: { pk: key, generation: 5 } }));
+    await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.leases, Item: { pk: key, generation: 5 } }));
     const { doc, client } = dynamo();
     const counter = countRequests(client);
     const raised = mgr('new', { doc, epoch: 1 });

@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDynamo } from '../../lib/dynamo.js';
 import { InvalidInputError } from '../../lib/errors.js';
+import { METRIC } from '../../lib/ports.js';
 import { startDynamoLocal } from '../../infra/local/dynamodb-local.js';
 import { intFlag as int } from '../../infra/local/flags.js';
 import { streamsClient } from '../../infra/local/streams.js';
@@ -24,6 +25,8 @@ export interface ChaosSummary {
   runs: number;
   violations: Record<InvariantName, number>;
   controls: Record<(typeof CONTROLS)[number], { runs: number; caught: number }>;
+  /** Real-protocol runs in which the fence refused at least one stale write, and how many it refused in all. */
+  fenceRefusals: { runs: number; writes: number };
   failedSeeds: number[];
   uncaughtControls: { variant: string; seed: number }[];
   elapsedMs: number;
@@ -51,6 +54,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
     runs: opts.runs,
     violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0 },
     controls: Object.fromEntries(CONTROLS.map((c) => [c, { runs: 0, caught: 0 }])) as ChaosSummary['controls'],
+    fenceRefusals: { runs: 0, writes: 0 },
     failedSeeds: [],
     uncaughtControls: [],
     elapsedMs: 0,
@@ -82,6 +86,9 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
             done++;
             if (task.variant === 'fenced') {
               for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
+              const refused = r.metrics[METRIC.staleGenerationRejected] ?? 0;
+              summary.fenceRefusals.writes += refused;
+              if (refused > 0) summary.fenceRefusals.runs++;
               if (!r.ok) {
                 summary.failedSeeds.push(r.seed);
                 save(r);
@@ -155,10 +162,11 @@ async function cli(argv: string[]): Promise<number> {
   });
   const { failedSeeds, uncaughtControls, ...core } = summary;
   if (json) {
-    process.stdout.write(JSON.stringify({ runs: core.runs, violations: core.violations, controls: core.controls, elapsedMs: core.elapsedMs, runsPerMinute: core.runsPerMinute, failedSeeds, uncaughtControls }) + '\n');
+    process.stdout.write(JSON.stringify({ runs: core.runs, violations: core.violations, controls: core.controls, fenceRefusals: core.fenceRefusals, elapsedMs: core.elapsedMs, runsPerMinute: core.runsPerMinute, failedSeeds, uncaughtControls }) + '\n');
   } else {
     const w = (s: string) => process.stdout.write(s + '\n');
     w(`\n${core.runs} runs of the real protocol: violations ${Object.entries(core.violations).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    w(`  the fence refused ${core.fenceRefusals.writes} stale writes, in ${core.fenceRefusals.runs} of ${core.runs} runs`);
     for (const [c, v] of Object.entries(core.controls)) w(`  control ${c.padEnd(20)} caught ${v.caught}/${v.runs} (${v.runs ? Math.round((v.caught / v.runs) * 100) : 0}%)`);
     w(`${Math.round(core.elapsedMs / 1000)} s, ${core.runsPerMinute} runs/min`);
     if (failedSeeds.length) w(`failing seeds (histories in .chaos/): ${failedSeeds.join(' ')}`);

@@ -85,12 +85,17 @@ export function makeSchedule(seed: number): Schedule {
  * A control's schedule must reach the code its mistake lives in: for check-then-act and the
  * separate fence write the incident's pause sits inside the broken commit (between the check and
  * the write); for the counter reset no crash may take away every release (the broken release is
- * what deletes the counter).
+ * what deletes the counter). The three write-side controls keep every commit response: the
+ * stale holder's late transaction first fails on a once-only charge the successor already made,
+ * and it is the worker's resend without that charge that overwrites the successor's invoices. A
+ * lost response there (seed 5003: "socket hang up", the worker gives up as uncertain) ends the
+ * stale holder before its mistake shows. The real protocol keeps its lost responses.
  */
 export function forControl(s: Schedule, variant: string): Schedule {
   const [first, ...rest] = s.faults;
   if (first === undefined) return s;
-  if (variant === 'checkThenAct' || variant === 'separateFenceWrite') return { ...s, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
+  if (variant === 'checkThenAct' || variant === 'separateFenceWrite') return { ...s, dropCommitP: 0, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
+  if (variant === 'leaseOnly') return { ...s, dropCommitP: 0 };
   if (variant === 'counterReset') return { ...s, faults: s.faults.filter((f) => f.action.kind !== 'crash') };
   return s;
 }

@@ -1,10 +1,11 @@
 /** Per-file tables on the run's shared DynamoDB Local. */
 import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
-import { afterEach, inject } from 'vitest';
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { createDynamo, type Dynamo, type DynamoOptions } from '../../lib/dynamo.js';
 import { tableNames, type TableNames } from '../../lib/schema.js';
 import { ensureTables } from '../../lib/tables.js';
+import { startFaultProxy, type FaultProxy } from './proxy.js';
 
 export interface TestTables {
   endpoint: string;
@@ -39,4 +40,50 @@ export function perTestTables(file: string): { tables: () => Promise<TestTables>
     return t;
   };
   return { tables, cleanups };
+}
+
+export interface ProxiedTables {
+  /** The file's tables (set in beforeAll). */
+  readonly t: TestTables;
+  /** A fault proxy in front of the run's DynamoDB Local (set in beforeAll). */
+  readonly proxy: FaultProxy;
+  /** A client of its own (its own request counter, its own retry settings), direct or through the proxy; destroyed after all. */
+  dynamo(opts?: DynamoOptions & { viaProxy?: boolean }): Dynamo;
+}
+
+/**
+ * Per-file tables plus a fault proxy, created in beforeAll and closed in afterAll, with a
+ * factory for clients of their own: `const env = proxiedTables(import.meta.filename);`.
+ */
+export function proxiedTables(file: string): ProxiedTables {
+  let t: TestTables | undefined;
+  let proxy: FaultProxy | undefined;
+  const clients: Dynamo[] = [];
+  beforeAll(async () => {
+    t = await makeTables(file);
+    proxy = await startFaultProxy(t.endpoint);
+  });
+  afterAll(async () => {
+    for (const c of clients) c.client.destroy();
+    await proxy?.close();
+    t?.dynamo.client.destroy();
+  });
+  const ready = <T>(x: T | undefined, what: string): T => {
+    if (x === undefined) throw new TypeError(`${what} is set in beforeAll`);
+    return x;
+  };
+  return {
+    get t() {
+      return ready(t, 'tables');
+    },
+    get proxy() {
+      return ready(proxy, 'the proxy');
+    },
+    dynamo(opts = {}) {
+      const { viaProxy, ...rest } = opts;
+      const d = createDynamo({ endpoint: viaProxy ? ready(proxy, 'the proxy').endpoint : ready(t, 'tables').endpoint, ...rest });
+      clients.push(d);
+      return d;
+    },
+  };
 }
