@@ -18,17 +18,7 @@ const dynamo = env.dynamo;
 const D = 9_000; // duration; margin 900, drift 1 %: a grant sent at s is usable until s + 8010
 const INTERVAL = D / 3;
 
-function mgr(owner: string, cfg: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager {
-  return new LeaseManager({
-    doc: env.t.dynamo.doc,
-    table: env.t.names.leases,
-    owner,
-    epoch: 0,
-    durationMs: D,
-    mode: { kind: 'wall-clock', maxClockSkewMs: 0 },
-    ...cfg,
-  });
-}
+const mgr = (owner: string, cfg: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager => env.leases(owner, { durationMs: D, ...cfg });
 
 async function acquire(m: LeaseManager, key: string): Promise<Lease> {
   const r = await m.tryAcquire(key);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { leaseDeadline, ManualClock, skewedClock } from '../lib/clock.js';
 import { AcquireTimeoutError, EpochBehindError, LeaseLostError, SequenceExhaustedError } from '../lib/errors.js';
 import { epochCeiling, makeGeneration, MAX_SEQUENCE, SEQUENCE_SPACE } from '../lib/generation.js';
-import { LeaseManager, type Contended, type Lease, type LeaseConfig } from '../lib/lease.js';
+import type { Contended, Lease } from '../lib/lease.js';
 import type { Result } from '../lib/result.js';
 import { getItem } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
@@ -17,17 +17,7 @@ import { proxiedTables } from './support/tables.js';
 const env = proxiedTables(import.meta.filename);
 const dynamo = env.dynamo;
 
-function mgr(owner: string, cfg: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager {
-  return new LeaseManager({
-    doc: env.t.dynamo.doc,
-    table: env.t.names.leases,
-    owner,
-    epoch: 0,
-    durationMs: 10_000,
-    mode: { kind: 'wall-clock', maxClockSkewMs: 0 },
-    ...cfg,
-  });
-}
+const mgr = env.leases;
 
 function granted(r: Result<Lease, Contended>): Lease {
   if (!r.ok) throw new Error(`expected a grant, but held by ${JSON.stringify(r.error.holder)}`);

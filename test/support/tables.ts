@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { createDynamo, type Dynamo, type DynamoOptions } from '../../lib/dynamo.js';
 import { tableNames, type TableNames } from '../../lib/schema.js';
+import { LeaseManager, type LeaseConfig } from '../../lib/lease.js';
 import { ensureTables } from '../../lib/tables.js';
 import { startFaultProxy, type FaultProxy } from './proxy.js';
 
@@ -49,6 +50,8 @@ export interface ProxiedTables {
   readonly proxy: FaultProxy;
   /** A client of its own (its own request counter, its own retry settings), direct or through the proxy; destroyed after all. */
   dynamo(opts?: DynamoOptions & { viaProxy?: boolean }): Dynamo;
+  /** A lease manager on the file's Leases table: epoch 0, wall-clock mode without skew, 10 s unless `cfg` says otherwise. */
+  leases(owner: string, cfg?: Partial<Omit<LeaseConfig, 'owner'>>): LeaseManager;
 }
 
 /**
@@ -78,6 +81,18 @@ export function proxiedTables(file: string): ProxiedTables {
     },
     get proxy() {
       return ready(proxy, 'the proxy');
+    },
+    leases(owner, cfg = {}) {
+      const tables = ready(t, 'tables');
+      return new LeaseManager({
+        doc: tables.dynamo.doc,
+        table: tables.names.leases,
+        owner,
+        epoch: 0,
+        durationMs: 10_000,
+        mode: { kind: 'wall-clock', maxClockSkewMs: 0 },
+        ...cfg,
+      });
     },
     dynamo(opts = {}) {
       const { viaProxy, ...rest } = opts;
