@@ -6,7 +6,7 @@
  * NodejsFunction default for Node >= 18 runtimes, for comparison, and the largest contributors.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -69,7 +69,8 @@ export function stackBundlingOptions(source = readFileSync(`${ROOT}infra/constru
   };
 }
 
-async function bundleSize(opts: BundleOptions, externals: string[], outfile?: string): Promise<{ bytes: number; metafile: Metafile }> {
+/** Bundles the worker to `outfile` with the stack's options; its size in bytes and esbuild's metafile. */
+async function bundleTo(outfile: string, opts: BundleOptions, externals: string[]): Promise<{ bytes: number; metafile: Metafile }> {
   const out = await build({
     entryPoints: [`${ROOT}functions/worker.ts`],
     bundle: true,
@@ -82,13 +83,11 @@ async function bundleSize(opts: BundleOptions, externals: string[], outfile?: st
     ...(opts.banner ? { banner: { js: opts.banner } } : {}),
     external: externals,
     tsconfig: `${ROOT}tsconfig.json`,
-    write: outfile !== undefined,
     metafile: true,
-    outfile: outfile ?? 'index.mjs',
+    outfile,
     logLevel: 'silent',
   });
-  const bytes = outfile === undefined ? out.outputFiles!.reduce((n, f) => n + f.contents.byteLength, 0) : readFileSync(outfile).byteLength;
-  return { bytes, metafile: out.metafile };
+  return { bytes: readFileSync(outfile).byteLength, metafile: out.metafile };
 }
 
 /** The configuration the worker reads at init (nothing is sent: init builds clients, it does not call them). */
@@ -116,55 +115,57 @@ async function initMs(file: string, env: Record<string, string>): Promise<number
 }
 
 /**
- * Writes both bundles to a temporary task root and times their init in alternating fresh
- * processes. The runtime-SDK variant finds `@aws-sdk/*` through a node_modules link beside its
- * task directory (Lambda's Node.js runtimes resolve ES module imports through NODE_PATH,
- * /var/runtime/node_modules; a link is the same lookup without Lambda's loader).
+ * Times the init of both bundles in alternating fresh processes. The runtime-SDK variant finds
+ * `@aws-sdk/*` through a node_modules link beside its task directory (Lambda's Node.js runtimes
+ * resolve ES module imports through NODE_PATH, /var/runtime/node_modules; a link is the same
+ * lookup without Lambda's loader).
  */
-async function measureInit(opts: BundleOptions, rounds: number, configEnv: Record<string, string>): Promise<BundleResult['init']> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-init-'));
-  try {
-    const bundled = join(dir, 'bundled', 'index.mjs');
-    const external = join(dir, 'runtime', 'task', 'index.mjs');
-    await bundleSize(opts, opts.bundleAwsSdk ? opts.externals : [...opts.externals, '@aws-sdk/*'], bundled);
-    await bundleSize(opts, [...opts.externals, '@aws-sdk/*'], external);
-    mkdirSync(join(dir, 'runtime'), { recursive: true });
-    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'runtime', 'node_modules'), 'dir');
-    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
-    const a: number[] = [];
-    const b: number[] = [];
-    // One discarded pair warms the page cache for both; then the order alternates.
-    for (let r = -1; r < rounds; r++) {
-      const bundledFirst = r % 2 === 0;
-      const first = await initMs(bundledFirst ? bundled : external, configEnv);
-      const second = await initMs(bundledFirst ? external : bundled, configEnv);
-      if (r < 0) continue;
-      a.push(bundledFirst ? first : second);
-      b.push(bundledFirst ? second : first);
-    }
-    return { rounds, bundledMs: median(a), runtimeSdkMs: median(b) };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+async function measureInit(bundled: string, external: string, rounds: number): Promise<BundleResult['init']> {
+  const a: number[] = [];
+  const b: number[] = [];
+  // One discarded pair warms the page cache for both; then the order alternates.
+  for (let r = -1; r < rounds; r++) {
+    const bundledFirst = r % 2 === 0;
+    const first = await initMs(bundledFirst ? bundled : external, INIT_ENV);
+    const second = await initMs(bundledFirst ? external : bundled, INIT_ENV);
+    if (r < 0) continue;
+    a.push(bundledFirst ? first : second);
+    b.push(bundledFirst ? second : first);
   }
+  return { rounds, bundledMs: median(a), runtimeSdkMs: median(b) };
 }
 
-export async function measureBundle(opts: { initRounds: number }): Promise<BundleResult> {
-  const options = stackBundlingOptions();
-  const deployedExternals = options.bundleAwsSdk ? options.externals : [...options.externals, '@aws-sdk/*'];
-  const deployed = await bundleSize(options, deployedExternals);
-  const sdkExternal = await bundleSize(options, [...options.externals, '@aws-sdk/*']);
+/** Largest packages in a bundle, by bytes in the output. */
+function largestPackages(metafile: Metafile, n: number): BundleResult['top'] {
   const byPackage = new Map<string, number>();
-  for (const output of Object.values(deployed.metafile.outputs)) {
+  for (const output of Object.values(metafile.outputs)) {
     for (const [file, input] of Object.entries(output.inputs)) {
       const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file);
       const name = m ? m[1]! : file.split('/')[0]!;
       byPackage.set(name, (byPackage.get(name) ?? 0) + input.bytesInOutput);
     }
   }
-  const top = [...byPackage]
+  return [...byPackage]
     .sort((a, b) => b[1] - a[1])
-    .slice(0, 8)
+    .slice(0, n)
     .map(([name, bytes]) => ({ name, kb: bytes / 1024 }));
-  const init = await measureInit(options, opts.initRounds, INIT_ENV);
-  return { options, kb: deployed.bytes / 1024, sdkExternalKb: sdkExternal.bytes / 1024, top, init };
+}
+
+/** Both bundles are built once, into a temporary task root, and measured for size and init there. */
+export async function measureBundle(opts: { initRounds: number }): Promise<BundleResult> {
+  const options = stackBundlingOptions();
+  const sdkExternals = [...options.externals, '@aws-sdk/*'];
+  const dir = mkdtempSync(join(tmpdir(), 'bench-bundle-'));
+  try {
+    const bundledFile = join(dir, 'deployed', 'index.mjs');
+    const externalFile = join(dir, 'runtime', 'task', 'index.mjs');
+    const deployed = await bundleTo(bundledFile, options, options.bundleAwsSdk ? options.externals : sdkExternals);
+    const sdkExternal = await bundleTo(externalFile, options, sdkExternals);
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'runtime', 'node_modules'), 'dir');
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    const init = await measureInit(bundledFile, externalFile, opts.initRounds);
+    return { options, kb: deployed.bytes / 1024, sdkExternalKb: sdkExternal.bytes / 1024, top: largestPackages(deployed.metafile, 8), init };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
