@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { TransactWriteItemsCommand, UpdateItemCommand, type AttributeValue, type TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall, type marshallOptions } from '@aws-sdk/util-dynamodb';
+import type { marshallOptions } from '@aws-sdk/util-dynamodb';
 import { defaultBackoff, fullJitter, type BackoffPolicy, type Random } from './backoff.js';
 import { systemClock, type Clock } from './clock.js';
 import { conditionFailureItem, fromAttributes, isConditionalCheckFailed, marshallOptionsOf, sendLowLevel, toAttributes } from './dynamo.js';
@@ -368,7 +368,7 @@ export function decodeCancellation(
   reasons: readonly CancellationReason[],
   cause: unknown,
 ): Error | 'conflict' | 'already-committed' {
-  const item = (r: CancellationReason | undefined) => (r?.Item ? unmarshall(r.Item) : undefined);
+  const item = (r: CancellationReason | undefined) => (r === undefined ? undefined : conditionFailureItem(r));
   const failed = (r: CancellationReason | undefined) => r?.Code === 'ConditionalCheckFailed';
 
   const [fence, checkpoint, ...effects] = reasons;

@@ -13,6 +13,7 @@ import type { Brand } from './brand.js';
 import { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Random } from './backoff.js';
 import { leaseDeadline, systemClock, validateDeadlineRule, type Clock, type DeadlineRule } from './clock.js';
 import { conditionFailureItem, fromAttributes, isConditionalCheckFailed, marshallOptionsOf, sendLowLevel, toAttributes } from './dynamo.js';
+import type { marshallOptions } from '@aws-sdk/util-dynamodb';
 import {
   AcquireTimeoutError,
   EpochBehindError,
@@ -144,6 +145,8 @@ export class LeaseManager {
   private readonly epoch: number;
   private readonly random: Random;
   private readonly backoff: BackoffPolicy;
+  /** The document client's marshalling options, for the low-level requests this class marshals itself. */
+  private readonly marshalling: marshallOptions | undefined;
 
   constructor(cfg: LeaseConfig) {
     this.owner = asOwnerId(cfg.owner);
@@ -162,6 +165,7 @@ export class LeaseManager {
     }
     this.mode = cfg.mode;
     this.doc = cfg.doc;
+    this.marshalling = marshallOptionsOf(cfg.doc);
     this.table = cfg.table;
     this.epoch = cfg.epoch;
     this.clock = cfg.clock ?? systemClock;
@@ -263,11 +267,11 @@ export class LeaseManager {
   }
 
   private keyOf(key: LeaseKey) {
-    return toAttributes({ [A.key]: key }, marshallOptionsOf(this.doc));
+    return this.values({ [A.key]: key });
   }
 
   private values(values: Item) {
-    return toAttributes(values, marshallOptionsOf(this.doc));
+    return toAttributes(values, this.marshalling);
   }
 
   private async claimNewEpoch(

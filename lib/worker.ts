@@ -218,8 +218,8 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   let cursor = job.cursor;
   const renewWhenBelow = deps.lease.durationMs / 2;
   const heartbeatEveryMs = deps.heartbeatEveryMs ?? deps.lease.durationMs / 4;
+  // -Infinity: the invocation's first unit always stamps the heartbeat (and the last one always does, below).
   let lastBeat = Number.NEGATIVE_INFINITY;
-  const firstCursor = job.cursor;
   const marshalling = marshallOptionsOf(deps.doc);
 
   // A unit, built and marshalled (prepareFencedUnit): pure CPU that needs nothing from the previous
@@ -227,15 +227,13 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
   // was built with (heartbeat, item stamps); one older than `draftMaxAgeMs` when its turn comes
   // (a pause, a slow renewal in between) is drafted again.
   interface Draft {
-    cursor: number;
     now: number;
     beat: boolean;
-    effects: Effect[];
     unit: FencedUnit;
     prepared?: PreparedUnit;
   }
   const draftMaxAgeMs = Math.min(1_000, deps.lease.durationMs / 10);
-  const unitOf = (at: number, now: number, beat: boolean, effects: Effect[], variant: string): FencedUnit => {
+  const unitOf = (at: number, now: number, beat: boolean, effects: readonly Effect[], variant: string): FencedUnit => {
     const last = at + 1 === totalUnits;
     return {
       fence,
@@ -245,7 +243,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
         key: jobId,
         expected: at,
         next: at + 1,
-        set: beat ? { [JOB_ATTR.heartbeatAt]: now, [JOB_ATTR.status]: last ? 'DONE' : 'RUNNING' } : { [JOB_ATTR.status]: 'RUNNING' },
+        set: { ...(beat ? { [JOB_ATTR.heartbeatAt]: now } : {}), [JOB_ATTR.status]: last ? 'DONE' : 'RUNNING' },
         ...(last ? { remove: [JOB_ATTR.unfinished] } : {}),
       },
       effects,
@@ -253,7 +251,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
     };
   };
   const draft = (at: number, now: number, lastBeatBefore: number): Draft => {
-    const beat = at === firstCursor || at + 1 === totalUnits || now - lastBeatBefore >= heartbeatEveryMs;
+    const beat = at + 1 === totalUnits || now - lastBeatBefore >= heartbeatEveryMs;
     const effects: Effect[] = deps.processor.unitEffects(input, { jobId, generation: g, unit: at, tables: deps.tables, now });
     const unit = unitOf(at, now, beat, effects, '');
     let prepared: PreparedUnit | undefined;
@@ -262,7 +260,7 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
     } catch {
       // Invalid: commitUnit builds it again and throws the typed error, at the unit's turn.
     }
-    return { cursor: at, now, beat, effects, unit, ...(prepared === undefined ? {} : { prepared }) };
+    return { now, beat, unit, ...(prepared === undefined ? {} : { prepared }) };
   };
   let ahead: Draft | undefined;
 
@@ -298,10 +296,11 @@ export async function runJob(deps: WorkerDeps, req: WorkRequest): Promise<WorkOu
     }
 
     const wall = deps.clock.wallNow();
-    const current = ahead !== undefined && ahead.cursor === cursor && wall - ahead.now <= draftMaxAgeMs ? ahead : draft(cursor, wall, lastBeat);
+    // `ahead` is only ever drafted for the unit after the one that then committed: this cursor.
+    const current = ahead !== undefined && wall - ahead.now <= draftMaxAgeMs ? ahead : draft(cursor, wall, lastBeat);
     ahead = undefined;
     const now = current.now;
-    let effects = current.effects;
+    let effects: readonly Effect[] = current.unit.effects;
     let variant = '';
     await hooks.at('before-commit', { jobId, owner, generation: g, unit: cursor });
 
