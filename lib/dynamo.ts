@@ -10,6 +10,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { marshall, unmarshall, type marshallOptions } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue, DynamoDBClientResolvedConfig, ServiceInputTypes, ServiceOutputTypes } from '@aws-sdk/client-dynamodb';
 import type { Command } from '@smithy/types';
+import { InvalidInputError } from './errors.js';
 
 export interface DynamoOptions {
   /** e.g. http://127.0.0.1:8000 for DynamoDB Local; absent for AWS. */
@@ -99,4 +100,36 @@ export const isConditionalCheckFailed = (e: unknown): e is Error & { Item?: Reco
  */
 export function conditionFailureItem(e: { Item?: Record<string, AttributeValue> }): Record<string, unknown> | undefined {
   return e.Item === undefined ? undefined : unmarshall(e.Item);
+}
+
+/** DynamoDB's item size limit. */
+export const MAX_ITEM_BYTES = 400 * 1024;
+
+/**
+ * An item's size as DynamoDB counts it (attribute names + values), never below it: sets,
+ * binary and nested values included. JSON.stringify is not that: a Set serialises as `{}`
+ * (a 500 KB string set would pass as 2 bytes) and a Buffer as an array of numbers.
+ */
+export function itemBytes(item: Readonly<Record<string, unknown>>, field = 'item'): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(item)) total += Buffer.byteLength(name) + valueBytes(value, field, 1);
+  return total;
+}
+
+/** DynamoDB's limit on nested attributes; also what stops a cyclic value here. */
+const MAX_NESTING = 32;
+
+/** Also refuses what DynamoDB cannot store (NaN, Infinity, symbols, functions, nesting past 32 levels, cycles). */
+function valueBytes(v: unknown, field: string, depth: number): number {
+  if (typeof v === 'string') return Buffer.byteLength(v);
+  if (typeof v === 'number' && !Number.isFinite(v)) throw new InvalidInputError(field, `${v} cannot be stored in DynamoDB`);
+  if (typeof v === 'number' || typeof v === 'bigint') return String(v).length + 1;
+  if (v === null || v === undefined || typeof v === 'boolean') return 1;
+  if (typeof v === 'symbol' || typeof v === 'function') throw new InvalidInputError(field, `a ${typeof v} cannot be stored in DynamoDB`);
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return v.byteLength;
+  if (depth > MAX_NESTING) throw new InvalidInputError(field, `nested more than ${MAX_NESTING} levels deep (or cyclic)`);
+  if (v instanceof Set) return [...v].reduce((n: number, e) => n + valueBytes(e, field, depth + 1), 0);
+  if (Array.isArray(v)) return v.reduce((n: number, e) => n + 1 + valueBytes(e, field, depth + 1), 3);
+  if (typeof v === 'object') return 3 + Object.entries(v).reduce((n, [k, e]) => n + Buffer.byteLength(k) + 1 + valueBytes(e, field, depth + 1), 0);
+  return Buffer.byteLength(String(v));
 }

@@ -15,7 +15,7 @@ import type { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-
 import type { marshallOptions } from '@aws-sdk/util-dynamodb';
 import { defaultBackoff, fullJitter, type BackoffPolicy, type Random } from './backoff.js';
 import { systemClock, type Clock } from './clock.js';
-import { conditionFailureItem, fromAttributes, isConditionalCheckFailed, marshallOptionsOf, sendLowLevel, toAttributes } from './dynamo.js';
+import { conditionFailureItem, fromAttributes, isConditionalCheckFailed, itemBytes, marshallOptionsOf, MAX_ITEM_BYTES, sendLowLevel, toAttributes } from './dynamo.js';
 import {
   CheckpointMovedError,
   EffectAlreadyExistsError,
@@ -30,7 +30,6 @@ import { FENCE_ATTR, JOB_ATTR } from './schema.js';
 
 export const MAX_TRANSACTION_ACTIONS = 100;
 export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
-export const MAX_ITEM_BYTES = 400 * 1024;
 
 export interface FenceRef {
   readonly table: string;
@@ -120,35 +119,6 @@ function assertFenceRef(fence: FenceRef): void {
   if (typeof fence.resource !== 'string' || fence.resource.length === 0) {
     throw new InvalidInputError('fence.resource', 'must be a non-empty string');
   }
-}
-
-/**
- * An item's size as DynamoDB counts it (attribute names + values), never below it: sets,
- * binary and nested values included. JSON.stringify is not that: a Set serialises as `{}`
- * (a 500 KB string set would pass as 2 bytes) and a Buffer as an array of numbers.
- */
-export function itemBytes(item: Readonly<Record<string, unknown>>, field = 'item'): number {
-  let total = 0;
-  for (const [name, value] of Object.entries(item)) total += Buffer.byteLength(name) + valueBytes(value, field, 1);
-  return total;
-}
-
-/** DynamoDB's limit on nested attributes; also what stops a cyclic value here. */
-const MAX_NESTING = 32;
-
-/** Also refuses what DynamoDB cannot store (NaN, Infinity, symbols, functions, nesting past 32 levels, cycles). */
-function valueBytes(v: unknown, field: string, depth: number): number {
-  if (typeof v === 'string') return Buffer.byteLength(v);
-  if (typeof v === 'number' && !Number.isFinite(v)) throw new InvalidInputError(field, `${v} cannot be stored in DynamoDB`);
-  if (typeof v === 'number' || typeof v === 'bigint') return String(v).length + 1;
-  if (v === null || v === undefined || typeof v === 'boolean') return 1;
-  if (typeof v === 'symbol' || typeof v === 'function') throw new InvalidInputError(field, `a ${typeof v} cannot be stored in DynamoDB`);
-  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return v.byteLength;
-  if (depth > MAX_NESTING) throw new InvalidInputError(field, `nested more than ${MAX_NESTING} levels deep (or cyclic)`);
-  if (v instanceof Set) return [...v].reduce((n: number, e) => n + valueBytes(e, field, depth + 1), 0);
-  if (Array.isArray(v)) return v.reduce((n: number, e) => n + 1 + valueBytes(e, field, depth + 1), 3);
-  if (typeof v === 'object') return 3 + Object.entries(v).reduce((n, [k, e]) => n + Buffer.byteLength(k) + 1 + valueBytes(e, field, depth + 1), 0);
-  return Buffer.byteLength(String(v));
 }
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];

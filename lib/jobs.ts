@@ -8,7 +8,7 @@ import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type Dynam
 import type { Clock } from './clock.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
 import { describeValue, InvalidInputError, StaleGenerationError } from './errors.js';
-import { itemBytes, MAX_ITEM_BYTES } from './fence.js';
+import { itemBytes, MAX_ITEM_BYTES } from './dynamo.js';
 import type { Generation } from './generation.js';
 import { FENCE_ATTR, JOB_ATTR as J, UNFINISHED } from './schema.js';
 
