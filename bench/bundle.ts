@@ -6,7 +6,7 @@
  * NodejsFunction default for Node >= 18 runtimes, for comparison, and the largest contributors.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -56,13 +56,14 @@ export function stackBundlingOptions(source = readFileSync(`${ROOT}infra/constru
       .map((x) => x.trim().replace(/^['"`]|['"`]$/g, ''))
       .filter((x) => x !== '');
   const format = pick(/format:\s*OutputFormat\.(\w+)/) === 'CJS' ? 'cjs' : 'esm';
+  const banner = pick(/banner:\s*"([^"]*)"/);
   return {
     format,
     target: pick(/target:\s*'([^']+)'/) ?? 'node20',
     minify: pick(/minify:\s*(true|false)/) === 'true',
     keepNames: pick(/keepNames:\s*(true|false)/) === 'true',
     mainFields: list(/mainFields:\s*\[([^\]]*)\]/),
-    ...(pick(/banner:\s*"([^"]*)"/) !== undefined ? { banner: pick(/banner:\s*"([^"]*)"/)! } : {}),
+    ...(banner !== undefined ? { banner } : {}),
     externals: list(/externalModules:\s*\[([^\]]*)\]/),
     // NodejsFunction bundles the SDK only when asked (bundleAwsSDK); otherwise @aws-sdk/* is external.
     bundleAwsSdk: pick(/bundleAwsSDK:\s*(true|false)/) === 'true',
@@ -162,7 +163,6 @@ export async function measureBundle(opts: { initRounds: number }): Promise<Bundl
     const deployed = await bundleTo(bundledFile, options, options.bundleAwsSdk ? options.externals : sdkExternals);
     const sdkExternal = await bundleTo(externalFile, options, sdkExternals);
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'runtime', 'node_modules'), 'dir');
-    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
     const init = await measureInit(bundledFile, externalFile, opts.initRounds);
     return { options, kb: deployed.bytes / 1024, sdkExternalKb: sdkExternal.bytes / 1024, top: largestPackages(deployed.metafile, 8), init };
   } finally {

@@ -5,14 +5,13 @@
  * controls, measured without the noise of a shared machine's DynamoDB Local.
  */
 import { Readable } from 'node:stream';
-import { BatchWriteItemCommand, DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { BatchWriteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { buildFencedUnit, commitFencedUnit, type FencedUnit } from '../lib/fence.js';
 import { asGeneration } from '../lib/generation.js';
 import { tableNames } from '../lib/schema.js';
 import { median } from './stats.js';
-import { unitEffects } from './workload.js';
+import { fencedBenchUnit, unsafeBatch } from './workload.js';
 
 const stubHandler = {
   handle: async () => ({
@@ -45,28 +44,13 @@ export async function measureClientCost(opts: { rounds: number; calls: number })
   const tables = tableNames('bench-client-');
   const g = asGeneration(2 ** 32 + 7);
   const input = { tag: 'client', units: Number.MAX_SAFE_INTEGER };
-  const unit = (u: number): FencedUnit => ({
-    fence: { table: tables.fences, resource: 'invoices#bench' },
-    generation: g,
-    checkpoint: { table: tables.jobs, key: 'bench', expected: u, next: u + 1, set: { heartbeatAt: Date.now(), status: 'RUNNING' } },
-    effects: unitEffects(input, { jobId: 'bench', generation: g, unit: u, tables, now: Date.now() }),
-    token: { job: 'bench', unit: u },
-  });
+  const unit = (u: number): FencedUnit => fencedBenchUnit(tables, input, 'bench', g, u, Date.now());
   const fenced = (u: number) => commitFencedUnit({ doc }, unit(u));
   const viaDocument = (u: number) => {
     const { items, token } = buildFencedUnit(unit(u), Date.now());
     return doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
   };
-  const unsafe = (u: number) =>
-    client.send(
-      new BatchWriteItemCommand({
-        RequestItems: {
-          [tables.invoices]: unitEffects(input, { jobId: 'bench', generation: asGeneration(0), unit: u, tables, now: Date.now() }).map((e) => ({
-            PutRequest: { Item: marshall(e.item) as Record<string, AttributeValue> },
-          })),
-        },
-      }),
-    );
+  const unsafe = (u: number) => client.send(new BatchWriteItemCommand({ RequestItems: unsafeBatch(tables, input, 'bench', u, Date.now()) }));
   const cpuPerCall = async (fn: (u: number) => Promise<unknown>): Promise<number> => {
     const c0 = process.cpuUsage();
     for (let u = 0; u < opts.calls; u++) await fn(u);
@@ -74,13 +58,14 @@ export async function measureClientCost(opts: { rounds: number; calls: number })
     return (c.user + c.system) / opts.calls;
   };
   const variants = { fenced, viaDocument, unsafe };
-  const samples: Record<keyof typeof variants, number[]> = { fenced: [], viaDocument: [], unsafe: [] };
+  type Name = keyof typeof variants;
+  const names = Object.keys(variants) as Name[];
+  const samples: Record<Name, number[]> = { fenced: [], viaDocument: [], unsafe: [] };
   for (const fn of Object.values(variants)) await cpuPerCall(fn); // warm-up
-  // Short interleaved slices: a burst of load on the machine hits every variant alike.
+  // Short interleaved slices: a burst of load on the machine hits every variant alike; the order
+  // rotates each round, so no variant always runs first (or last).
   for (let r = 0; r < opts.rounds; r++) {
-    for (const [name, fn] of Object.entries(variants) as [keyof typeof variants, (u: number) => Promise<unknown>][]) {
-      samples[name].push(await cpuPerCall(fn));
-    }
+    for (const name of names.map((_, i) => names[(i + r) % names.length]!)) samples[name].push(await cpuPerCall(variants[name]));
   }
   client.destroy();
   return { fencedUs: median(samples.fenced), documentClientUs: median(samples.viaDocument), unsafeUs: median(samples.unsafe) };

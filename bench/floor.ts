@@ -19,7 +19,7 @@ import type { Dynamo } from '../lib/dynamo.js';
 import type { TableNames } from '../lib/schema.js';
 import type { BenchEnv } from './env.js';
 import { median } from './stats.js';
-import { unitEffects } from './workload.js';
+import { fencedBenchUnit } from './workload.js';
 
 export type FloorKind = 'b25' | 't25' | 't27';
 export const FLOOR_KINDS: readonly FloorKind[] = ['b25', 't25', 't27'];
@@ -105,23 +105,13 @@ async function bodies(admin: Dynamo, tables: TableNames, kind: FloorKind, stream
   const out: { target: string; body: string }[] = [];
   for (let u = 0; u < count; u++) {
     const now = Date.now();
-    const effects = unitEffects({ tag: stream, units: count }, { jobId, generation: g, unit: u, tables, now });
+    const unit = fencedBenchUnit(tables, { tag: stream, units: count }, jobId, g, u, now);
     if (kind === 'b25') {
-      out.push({ target: 'BatchWriteItem', body: JSON.stringify({ RequestItems: { [tables.invoices]: effects.map((e) => ({ PutRequest: { Item: marshall(e.item) } })) } }) });
+      out.push({ target: 'BatchWriteItem', body: JSON.stringify({ RequestItems: { [tables.invoices]: unit.effects.map((e) => ({ PutRequest: { Item: marshall(e.item) } })) } }) });
     } else if (kind === 't25') {
-      out.push({ target: 'TransactWriteItems', body: JSON.stringify({ TransactItems: effects.map((e) => ({ Put: { TableName: e.table, Item: marshall(e.item) } })) }) });
+      out.push({ target: 'TransactWriteItems', body: JSON.stringify({ TransactItems: unit.effects.map((e) => ({ Put: { TableName: e.table, Item: marshall(e.item) } })) }) });
     } else {
-      const p = prepareFencedUnit(
-        {
-          fence: { table: tables.fences, resource: `invoices#${jobId}` },
-          generation: g,
-          checkpoint: { table: tables.jobs, key: jobId, expected: u, next: u + 1, set: { heartbeatAt: now, status: 'RUNNING' } },
-          effects,
-          token: { job: jobId, unit: u },
-        },
-        now,
-        { removeUndefinedValues: true },
-      );
+      const p = prepareFencedUnit(unit, now, { removeUndefinedValues: true });
       out.push({ target: 'TransactWriteItems', body: JSON.stringify({ TransactItems: p.items, ClientRequestToken: p.token }) });
     }
   }
@@ -169,7 +159,9 @@ export async function openFloor(env: BenchEnv, opts: { requests: number; paralle
     },
     async parallelRound(record = true) {
       const r = round++;
-      for (const k of FLOOR_KINDS) {
+      // The order rotates each round (as in bench/leases.ts): DynamoDB Local slows down with every
+      // stream record, so a fixed order would always hand the slowest turn to the same kind.
+      for (const k of FLOOR_KINDS.map((_, i) => FLOOR_KINDS[(i + r) % FLOOR_KINDS.length]!)) {
         const perStream = Math.max(2, Math.ceil(opts.requests / 2));
         const all = await Promise.all(Array.from({ length: opts.parallel }, (_, j) => bodies(admin, tables, k, `p${r}${k}${j}`, perStream)));
         const t0 = performance.now();

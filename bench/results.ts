@@ -33,7 +33,8 @@ export interface Goal {
   met: boolean | undefined;
 }
 
-const fmt = (x: number | undefined, digits = 2): string => (x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
+/** A figure for display with `digits` decimals; 'n/a' when absent or not finite (also bench/report.ts). */
+export const fmt = (x: number | undefined, digits = 2): string => (x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
 
 export function goals(run: BenchRun): Goal[] {
   const g = (key: string, label: string, goal: string, value: number | undefined, ok: (v: number) => boolean, digits = 2, unit = ''): Goal => ({

@@ -1,7 +1,7 @@
 /** Small statistics for noisy machines: medians and quantiles of repeated rounds, never a single run. */
-export const sorted = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
+const sorted = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
 
-export function quantile(xs: readonly number[], q: number): number {
+function quantile(xs: readonly number[], q: number): number {
   if (xs.length === 0) return Number.NaN;
   const s = sorted(xs);
   const pos = (s.length - 1) * q;
@@ -12,9 +12,6 @@ export function quantile(xs: readonly number[], q: number): number {
 
 export const median = (xs: readonly number[]): number => quantile(xs, 0.5);
 export const max = (xs: readonly number[]): number => (xs.length === 0 ? Number.NaN : Math.max(...xs));
-export const min = (xs: readonly number[]): number => (xs.length === 0 ? Number.NaN : Math.min(...xs));
-export const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
-export const mean = (xs: readonly number[]): number => (xs.length === 0 ? Number.NaN : sum(xs) / xs.length);
 
 /** Rounds to `digits` decimals (for the JSON report). */
 export const round = (x: number, digits = 2): number => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : x);

@@ -7,23 +7,22 @@
  * jobs, started `spacingMs` apart: they wait side by side, but their takeovers do not queue behind
  * each other on DynamoDB Local (which executes transactions one at a time). One warm-up trial on
  * the fresh tables is not counted. Expected ratio to the lease duration:
- * 1 + (skew bound + jitter (≤ min(250 ms, duration/10)) + 4 requests) / duration.
+ * 1 + (skew bound + jitter (≤ min(100 ms, duration/20), lib/lease.ts) + 4 requests) / duration.
  */
 import { randomUUID } from 'node:crypto';
 import { systemClock } from '../lib/clock.js';
 import { commitFencedUnit, raiseFence } from '../lib/fence.js';
-import { fenceKeyOf, leaseKeyOf, readJob } from '../lib/jobs.js';
+import { leaseKeyOf, readJob } from '../lib/jobs.js';
 import { LeaseManager, type LeaseMode } from '../lib/lease.js';
 import type { BenchEnv } from './env.js';
 import { max, median, sleep } from './stats.js';
-import { createBenchJob, unitEffects } from './workload.js';
+import { benchFence, createBenchJob, fencedBenchUnit } from './workload.js';
 
 export interface Takeover {
   trials: number;
   leaseMs: number;
   maxClockSkewMs: number;
-  /** Crash → successor's first fenced commit, ms. */
-  takeoverMs: number[];
+  /** Crash → successor's first fenced commit, ms: median and max over the trials. */
   medianMs: number;
   maxMs: number;
   medianRatio: number;
@@ -50,35 +49,22 @@ export async function measureTakeover(
     const crashedAt = performance.now(); // the holder stops here: no renewal, no release, ever
     const successor = manager(`successor-${i}`);
     const lease = await successor.acquire(leaseKeyOf(jobId), { timeoutMs: opts.leaseMs * 3 });
-    const fence = { table: tables.fences, resource: fenceKeyOf(jobId) };
-    await raiseFence({ doc: dynamo.doc }, fence, lease.generation);
+    await raiseFence({ doc: dynamo.doc }, benchFence(tables, jobId), lease.generation);
     const job = await readJob(dynamo.doc, tables.jobs, jobId);
     if (job === undefined) throw new Error(`takeover trial ${i}: job vanished`);
     const now = systemClock.wallNow();
-    await commitFencedUnit(
-      { doc: dynamo.doc },
-      {
-        fence,
-        generation: lease.generation,
-        checkpoint: { table: tables.jobs, key: jobId, expected: job.cursor, next: job.cursor + 1, set: { heartbeatAt: now, status: 'RUNNING' } },
-        effects: unitEffects(input, { jobId, generation: lease.generation, unit: job.cursor, tables, now }),
-        token: { job: jobId, unit: job.cursor },
-      },
-      { now },
-    );
+    await commitFencedUnit({ doc: dynamo.doc }, fencedBenchUnit(tables, input, jobId, lease.generation, job.cursor, now), { now });
     const ms = performance.now() - crashedAt;
-    opts.onProgress?.(`takeover trial ${++done}/${opts.trials}`);
+    if (i >= 0) opts.onProgress?.(`takeover trial ${++done}/${opts.trials}`); // the warm-up trial is not a tick
     return ms;
   };
   try {
     await trial(-1); // warm-up: first writes to fresh tables
-    done = 0;
     const takeoverMs = await Promise.all(Array.from({ length: opts.trials }, (_, i) => trial(i)));
     return {
       trials: opts.trials,
       leaseMs: opts.leaseMs,
       maxClockSkewMs: opts.maxClockSkewMs,
-      takeoverMs,
       medianMs: median(takeoverMs),
       maxMs: max(takeoverMs),
       medianRatio: median(takeoverMs) / opts.leaseMs,

@@ -21,11 +21,7 @@ import { bill, itemSize } from './wcu.js';
 import { EFFECTS_PER_UNIT, benchProcessor, createBenchJob, writeUnsafeUnit, type BenchInput } from './workload.js';
 
 export interface PhaseResult {
-  effects: number;
-  ms: number;
   effectsPerSec: number;
-  /** Process CPU (user + system) per unit, microseconds: the client's share of the work. */
-  cpuUsPerUnit: number;
 }
 
 export interface ThroughputResult {
@@ -119,21 +115,17 @@ async function fencedPhase(side: Side, tag: string, jobs: number, units: number)
       },
     },
   };
-  const cpu0 = process.cpuUsage();
   const outcomes = await Promise.all(
     ids.map((jobId) => runJob(deps, { message: { jobId }, remainingTimeMs: () => 3_600_000, safetyMarginMs: 0 })),
   );
-  const cpu = process.cpuUsage(cpu0);
   for (const o of outcomes) {
     if (o.kind !== 'done' || o.units !== units) throw new Error(`bench job did not finish cleanly: ${JSON.stringify(o, (_, v) => (v instanceof Error ? String(v) : v))}`);
   }
   const ms = Math.max(...ends) - Math.min(...starts);
-  const effects = jobs * units * EFFECTS_PER_UNIT;
-  return { effects, ms, effectsPerSec: effects / (ms / 1000), cpuUsPerUnit: (cpu.user + cpu.system) / (jobs * units) };
+  return { effectsPerSec: (jobs * units * EFFECTS_PER_UNIT) / (ms / 1000) };
 }
 
 async function unsafePhase(side: Side, tag: string, jobs: number, units: number): Promise<PhaseResult> {
-  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: jobs }, async (_, j) => {
@@ -142,9 +134,7 @@ async function unsafePhase(side: Side, tag: string, jobs: number, units: number)
     }),
   );
   const ms = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
-  const effects = jobs * units * EFFECTS_PER_UNIT;
-  return { effects, ms, effectsPerSec: effects / (ms / 1000), cpuUsPerUnit: (cpu.user + cpu.system) / (jobs * units) };
+  return { effectsPerSec: (jobs * units * EFFECTS_PER_UNIT) / (ms / 1000) };
 }
 
 export interface ThroughputOptions {
@@ -156,7 +146,7 @@ export interface ThroughputOptions {
   /** Discarded rounds before the measured ones, per mode. Default 1. */
   warmupRounds?: number;
   /** Run after each round (bench/floor.ts measures DynamoDB Local's floor here, on the same server state). */
-  between?: (mode: 'sequential' | 'parallel', round: number, record: boolean) => Promise<void>;
+  between?: (mode: 'sequential' | 'parallel', record: boolean) => Promise<void>;
 }
 
 export async function measureThroughput(
@@ -164,14 +154,13 @@ export async function measureThroughput(
   opts: ThroughputOptions,
 ): Promise<{ sequential: ThroughputResult; parallel: ThroughputResult; mix: RequestMix }> {
   const tables = await env.tables('thru');
-  const fenced: Side = (() => {
+  // One client per side, each with its own request log.
+  const side = (): Side => {
     const dynamo = env.dynamo();
     return { dynamo, tables, log: recordRequests(dynamo.client) };
-  })();
-  const unsafe: Side = (() => {
-    const dynamo = env.dynamo();
-    return { dynamo, tables, log: recordRequests(dynamo.client) };
-  })();
+  };
+  const fenced = side();
+  const unsafe = side();
 
   // Request mix: only the measured fenced and unsafe runs, job creation excluded (the starter's work).
   const fencedLog: LoggedRequest[] = [];
@@ -216,7 +205,7 @@ export async function measureThroughput(
         after(fenced, fencedLog, 'fenced');
       }
       if (record) rounds.push({ fenced: f, unsafe: u, ratio: f.effectsPerSec / u.effectsPerSec });
-      await opts.between?.(mode, r, record);
+      await opts.between?.(mode, record);
       opts.onProgress?.(record ? `${mode} round ${r + 1}/${opts.rounds}` : `${mode} warm-up`);
     }
     return {

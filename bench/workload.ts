@@ -6,9 +6,10 @@
  */
 import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { createJob } from '../lib/jobs.js';
+import { createJob, fenceKeyOf } from '../lib/jobs.js';
 import { systemClock } from '../lib/clock.js';
-import { asGeneration } from '../lib/generation.js';
+import type { FenceRef, FencedUnit } from '../lib/fence.js';
+import { asGeneration, type Generation } from '../lib/generation.js';
 import { onceOnly, upsert, type Effect } from '../lib/idempotency.js';
 import type { Processor, UnitContext } from '../lib/processor.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -53,17 +54,41 @@ export async function createBenchJob(doc: DynamoDBDocumentClient, tables: TableN
   await createJob(doc, tables.jobs, { id: jobId, totalUnits: input.units, input: { ...input } }, systemClock);
 }
 
+/** A bench job's fence: lib's own key for the job (fenceKeyOf), in the fences table. */
+export const benchFence = (tables: TableNames, jobId: string): FenceRef => ({ table: tables.fences, resource: fenceKeyOf(jobId) });
+
 /**
- * The unsafe baseline: the same effects, one BatchWriteItem per unit, no lease, no fence, no
- * checkpoint, no once-only condition (BatchWriteItem has none). Building and marshalling the items
- * is inside the measured time, as it is on the fenced side. Low-level client, pre-marshalled items:
- * the fastest way to write these effects with the SDK, so the baseline is not a straw man.
+ * One mid-job fenced unit of a bench job, shaped as the worker commits one (lib/worker.ts): the
+ * job's fence, the checkpoint advancing the cursor from `unit` to `unit + 1` with the heartbeat,
+ * the unit's 25 effects and the (job, unit) token.
+ */
+export function fencedBenchUnit(tables: TableNames, input: BenchInput, jobId: string, generation: Generation, unit: number, now: number): FencedUnit {
+  return {
+    fence: benchFence(tables, jobId),
+    generation,
+    checkpoint: { table: tables.jobs, key: jobId, expected: unit, next: unit + 1, set: { heartbeatAt: now, status: 'RUNNING' } },
+    effects: unitEffects(input, { jobId, generation, unit, tables, now }),
+    token: { job: jobId, unit },
+  };
+}
+
+/**
+ * The unsafe baseline's request: the same effects, one BatchWriteItem per unit, no lease, no
+ * fence, no checkpoint, no once-only condition (BatchWriteItem has none). Low-level client,
+ * pre-marshalled items: the fastest way to write these effects with the SDK, so the baseline is
+ * not a straw man.
+ */
+export function unsafeBatch(tables: TableNames, input: BenchInput, jobId: string, unit: number, now: number): Record<string, WriteRequest[]> {
+  const effects = unitEffects(input, { jobId, generation: asGeneration(0), unit, tables, now });
+  return { [tables.invoices]: effects.map((e) => ({ PutRequest: { Item: marshall(e.item) as Record<string, AttributeValue> } })) };
+}
+
+/**
+ * Writes one unit the unsafe way (unsafeBatch). Building and marshalling the items is inside the
+ * measured time, as it is on the fenced side.
  */
 export async function writeUnsafeUnit(client: DynamoDBClient, tables: TableNames, input: BenchInput, jobId: string, unit: number): Promise<void> {
-  const effects = unitEffects(input, { jobId, generation: asGeneration(0), unit, tables, now: Date.now() });
-  let pending: Record<string, WriteRequest[]> = {
-    [tables.invoices]: effects.map((e) => ({ PutRequest: { Item: marshall(e.item) as Record<string, AttributeValue> } })),
-  };
+  let pending = unsafeBatch(tables, input, jobId, unit, Date.now());
   // DynamoDB may hand back unprocessed items; correct unsafe code resends them.
   for (let attempt = 0; Object.keys(pending).length > 0; attempt++) {
     const out = await client.send(new BatchWriteItemCommand({ RequestItems: pending }));

