@@ -29,6 +29,7 @@ import { OPS_COMMANDS } from '../infra/local/ops.js';
 import { LocalQueue } from '../infra/local/queue.js';
 import { LocalRuntime } from '../infra/local/runtime.js';
 import { makeTables, type TestTables } from './support/tables.js';
+import { context, Recorder } from './support/workflow.js';
 
 let t: TestTables;
 beforeAll(async () => {
@@ -140,15 +141,6 @@ const badBodyArb: fc.Arbitrary<string> = fc
   )
   .filter((b) => !isValidMessage(b));
 
-class Events implements Telemetry {
-  events: { name: string; fields: Record<string, unknown> }[] = [];
-  count(): void {}
-  gauge(): void {}
-  event(name: string, fields: Record<string, unknown>): void {
-    this.events.push({ name, fields });
-  }
-}
-
 let recordSeq = 0;
 function sqsRecord(body: string): SQSRecord {
   const id = `fuzz-${++recordSeq}-${randomBytes(4).toString('hex')}`;
@@ -166,7 +158,6 @@ function sqsRecord(body: string): SQSRecord {
 }
 
 const lease = { epoch: 0, durationMs: 2_000, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 0 } };
-const ctx = (id: string) => ({ awsRequestId: id, getRemainingTimeInMillis: () => 60_000 });
 
 function workerHandler(telemetry: Telemetry, queue: LocalQueue): WorkerHandler {
   return createWorkerHandler({ doc: t.dynamo.doc, tables: t.names, clock: systemClock, queue, telemetry, processor: invoiceProcessor, lease });
@@ -179,9 +170,9 @@ describe('queue bodies: random and malformed → the record fails alone with an 
     await fc.assert(
       fc.asyncProperty(badBodyArb, async (body) => {
         cases++;
-        const telemetry = new Events();
+        const telemetry = new Recorder();
         const record = sqsRecord(body);
-        const response = await workerHandler(telemetry, queue)({ Records: [record] }, ctx(`bad-${cases}`));
+        const response = await workerHandler(telemetry, queue)({ Records: [record] }, context(`bad-${cases}`));
         expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
         // Refused at the edge as invalid (never an unexpected error), the field named, the reason clear.
         expect(telemetry.events.map((e) => e.name)).toEqual(['record-invalid']);
@@ -199,9 +190,9 @@ describe('queue bodies: random and malformed → the record fails alone with an 
     const queue = new LocalQueue({ clock: systemClock, visibilityTimeoutMs: 1_000, maxReceiveCount: 3 });
     await fc.assert(
       fc.asyncProperty(fc.array(badBodyArb, { minLength: 2, maxLength: 10 }), async (bodies) => {
-        const telemetry = new Events();
+        const telemetry = new Recorder();
         const records = bodies.map(sqsRecord);
-        const response = await workerHandler(telemetry, queue)({ Records: records }, ctx('batch'));
+        const response = await workerHandler(telemetry, queue)({ Records: records }, context('batch'));
         expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set(records.map((r) => r.messageId)));
         expect(response.batchItemFailures).toHaveLength(records.length);
         expect(telemetry.events.every((e) => e.name === 'record-invalid')).toBe(true);
@@ -215,7 +206,7 @@ describe('queue bodies: random and malformed → the record fails alone with an 
     await fc.assert(
       fc.asyncProperty(fc.array(badBodyArb, { minLength: 1, maxLength: 4 }), fc.integer({ min: 1, max: 3 }), async (bodies, maxReceiveCount) => {
         const queue = new LocalQueue({ clock: systemClock, visibilityTimeoutMs: 25, maxReceiveCount });
-        const telemetry = new Events();
+        const telemetry = new Recorder();
         const handler = workerHandler(telemetry, queue);
         const ids = bodies.map((b) => queue.sendRaw(b));
         const errors: unknown[] = [];

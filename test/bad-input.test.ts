@@ -41,7 +41,10 @@ describe('bad input: a specific InvalidInputError and nothing written', () => {
     observer = createDynamo({ endpoint: t.endpoint });
   });
   beforeEach(() => requests.reset());
-  afterAll(() => observer.client.destroy());
+  afterAll(() => {
+    observer?.client.destroy();
+    t?.dynamo.client.destroy();
+  });
 
   /** Nothing was sent through the library's client, and every table is still empty. */
   async function expectNothingWritten(): Promise<void> {
@@ -168,6 +171,9 @@ describe('the limits are DynamoDB\'s, not stricter', () => {
   let t: TestTables;
   beforeAll(async () => {
     t = await makeTables(import.meta.filename);
+  });
+  afterAll(() => {
+    t?.dynamo.client.destroy();
   });
 
   it('a unit of exactly 100 actions (98 effects), an item just under 400 KB, a 300 KB binary, a unit just under 4 MB all commit', async () => {

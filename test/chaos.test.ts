@@ -5,12 +5,22 @@
  */
 import { inject, describe, expect, it } from 'vitest';
 import { createDynamo } from '../lib/dynamo.js';
+import { METRIC } from '../lib/ports.js';
+import type { InvariantName } from '../infra/local/invariants.js';
 import { streamsClient } from '../infra/local/streams.js';
 import { CONTROLS } from './chaos/controls.js';
 import { chaosRun } from './chaos/harness.js';
 
 const endpoint = inject('dynamoEndpoint');
 const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClient(endpoint) };
+
+/** The invariant each control must break (docs/verification.md, negative controls). */
+const BREAKS: Record<(typeof CONTROLS)[number], InvariantName> = {
+  leaseOnly: 'FENCE',
+  checkThenAct: 'FENCE',
+  separateFenceWrite: 'FENCE',
+  counterReset: 'TOKENS',
+};
 
 describe('chaos (fixed seeds)', () => {
   it.concurrent.each([101, 102, 103])('seed %i: the real protocol keeps FENCE, ONCE, PROGRESS and TOKENS', async (seed) => {
@@ -19,11 +29,12 @@ describe('chaos (fixed seeds)', () => {
     expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations]))).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] });
     // The schedule's incident really happened: the paused worker's write met the fence.
     expect(r.faultsFired).toContain('paused between read and write');
-    expect(r.metrics.StaleGenerationRejected ?? 0).toBeGreaterThanOrEqual(1);
+    expect(r.metrics[METRIC.staleGenerationRejected] ?? 0).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
-  it.concurrent.each(CONTROLS.map((c) => [c]))('negative control %s is caught by the checker', async (variant) => {
+  it.concurrent.each(CONTROLS.map((c) => [c, BREAKS[c]] as const))('negative control %s is caught by the checker (%s)', async (variant, expected) => {
     const r = await chaosRun(env, 101, variant);
     expect(r.report.ok).toBe(false);
+    expect(r.report.invariants[expected].ok, JSON.stringify(r.report.invariants)).toBe(false);
   }, 60_000);
 });

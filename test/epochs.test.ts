@@ -3,31 +3,28 @@
  * sealing raises every fence and lease counter to the new epoch's floor so old tokens are
  * rejected at once, before any new holder arrives.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EPOCH_RECORD_KEY, raiseEpoch, readEpoch, seal } from '../lib/epochs.js';
-import { commitFencedUnit, raiseFence, type FenceRef } from '../lib/fence.js';
+import { commitFencedUnit, raiseFence } from '../lib/fence.js';
 import { EpochBehindError, InvalidInputError, LeaseLostError, StaleGenerationError } from '../lib/errors.js';
 import { epochFloor, epochOf, makeGeneration, type Generation } from '../lib/generation.js';
 import { ManualClock } from '../lib/clock.js';
-import type { Lease, LeaseManager } from '../lib/lease.js';
+import type { Lease } from '../lib/lease.js';
 import { upsert } from '../lib/idempotency.js';
 import { createDynamo } from '../lib/dynamo.js';
-import { makeTables, type TestTables } from './support/tables.js';
+import { makeTables, perTestTables, type TestTables } from './support/tables.js';
 import { countRequests } from './support/request-counter.js';
-import { getItem, manager, putJob, scanAll, unit } from './support/fixtures.js';
+import { acquire, fenceOf, getItem, manager, putJob, scanAll, unit } from './support/fixtures.js';
 
-const fenceOf = (t: TestTables, job: string): FenceRef => ({ table: t.names.fences, resource: `invoices#${job}` });
-
-async function acquire(m: LeaseManager, key: string): Promise<Lease> {
-  const r = await m.tryAcquire(key);
-  if (!r.ok) throw new Error(`${m.owner} could not acquire ${key}: held by ${r.error.holder.owner}`);
-  return r.value;
-}
+const { tables } = perTestTables(import.meta.filename);
 
 describe('raiseEpoch', () => {
   let t: TestTables;
   beforeAll(async () => {
     t = await makeTables(import.meta.filename);
+  });
+  afterAll(() => {
+    t?.dynamo.client.destroy();
   });
 
   it('records the epoch, is idempotent, and refuses to go backward with a typed error', async () => {
@@ -46,7 +43,7 @@ describe('raiseEpoch', () => {
 
 describe('seal', () => {
   it('after seal(epoch 1), an old epoch-0 token is rejected at once by the fence and the old holder\'s renew fails', async () => {
-    const t = await makeTables(import.meta.filename);
+    const t = await tables();
     const job = 'job-e1';
     await putJob(t, job);
     const clock = new ManualClock();
@@ -75,7 +72,7 @@ describe('seal', () => {
   });
 
   it('every token issued by a LeaseManager configured with epoch 1 is greater than every epoch-0 token', async () => {
-    const t = await makeTables(import.meta.filename);
+    const t = await tables();
     const clock = new ManualClock();
     const old = manager(t, 'old-worker', { epoch: 0, clock, durationMs: 10_000 });
     const oldTokens: number[] = [];
@@ -115,7 +112,7 @@ describe('seal', () => {
   });
 
   it('seal is idempotent and restartable: an interrupted run completes on rerun, a further rerun raises nothing, nothing above the floor is lowered', async () => {
-    const t = await makeTables(import.meta.filename);
+    const t = await tables();
     const doc = t.dynamo.doc;
     const ctx = { doc };
     await raiseFence(ctx, fenceOf(t, 'a'), makeGeneration(0, 5));
@@ -160,7 +157,7 @@ describe('seal', () => {
   });
 
   it('a counter a new holder raises while the seal runs (between its scan and its write) is never moved backward', async () => {
-    const t = await makeTables(import.meta.filename);
+    const t = await tables();
     const clock = new ManualClock();
     const old = manager(t, 'old', { epoch: 0, clock });
     await old.release(await acquire(old, 'job#race'));

@@ -1,7 +1,7 @@
 /**
  * The fence, on DynamoDB Local: the article's claims about where the generation is checked.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { commitFencedUnit, decodeCancellation, raiseFence, type FenceContext, type FencedUnit, type FenceRef } from '../lib/fence.js';
 import {
@@ -15,22 +15,20 @@ import {
 import { onceOnly, upsert, type Effect } from '../lib/idempotency.js';
 import { makeGeneration, type Generation } from '../lib/generation.js';
 import { ManualClock } from '../lib/clock.js';
-import { createDynamo } from '../lib/dynamo.js';
-import { makeTables, type TestTables } from './support/tables.js';
-import { getItem, invoiceEffects, manager, putJob, unit } from './support/fixtures.js';
+import { proxiedTables, type TestTables } from './support/tables.js';
+import { fenceOf, getItem, invoiceEffects, manager, putJob, unit } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
-import { startFaultProxy, type FaultProxy } from './support/proxy.js';
 import { checkThenAct, fenceThenSeparateWrite, type Pause } from './support/unsafe.js';
 
+const env = proxiedTables(import.meta.filename);
 let t: TestTables;
-beforeAll(async () => {
-  t = await makeTables(import.meta.filename);
+beforeAll(() => {
+  t = env.t;
 });
 
 const g7 = makeGeneration(0, 7);
 const g8 = makeGeneration(0, 8);
 
-const fenceOf = (job: string): FenceRef => ({ table: t.names.fences, resource: `invoices#${job}` });
 const invoice = (job: string, customer: string, generation: Generation, amountCents: number): Effect =>
   upsert(t.names.invoices, { pk: `invoice#${job}#${customer}`, jobId: job, customerId: customer, amountCents, currency: 'EUR', generation, unit: 0 });
 const fenceGeneration = async (job: string) => (await getItem(t, t.names.fences, `invoices#${job}`))?.generation;
@@ -59,7 +57,7 @@ describe('fenced unit', () => {
     const job = 'job-1';
     await putJob(t, job);
     const ctx = { doc: t.dynamo.doc };
-    await raiseFence(ctx, { table: t.names.fences, resource: `invoices#${job}` }, g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
     await commitFencedUnit(ctx, unit(t, job, g8, 0, invoiceEffects(t, '2026-11', ['c1', 'c2'], g8, 0, 800)));
 
     const stale = unit(t, job, g7, 1, invoiceEffects(t, '2026-11', ['c1', 'c3'], g7, 1, 700));
@@ -78,7 +76,7 @@ describe('fenced unit', () => {
     const job = 'job-equal';
     await putJob(t, job);
     const ctx = { doc: t.dynamo.doc };
-    await raiseFence(ctx, fenceOf(job), g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
 
     for (let u = 0; u < 3; u++) {
       const outcome = await commitFencedUnit(ctx, unit(t, job, g8, u, invoiceEffects(t, 'eq', [`c${u}`], g8, u, 100 + u)));
@@ -95,10 +93,10 @@ describe('fenced unit', () => {
   it('raiseFence never lowers the fence: a lower generation is refused (carrying the current one), an equal one is confirmed', async () => {
     const job = 'job-raise';
     const ctx = { doc: t.dynamo.doc };
-    expect(await raiseFence(ctx, fenceOf(job), g7)).toBeUndefined(); // a fresh fence
-    expect(await raiseFence(ctx, fenceOf(job), g8)).toBe(g7); // returns what it held before
-    expect(await raiseFence(ctx, fenceOf(job), g8)).toBe(g8); // equal: the same holder again
-    const error = await raiseFence(ctx, fenceOf(job), g7).catch((e: unknown) => e);
+    expect(await raiseFence(ctx, fenceOf(t, job), g7)).toBeUndefined(); // a fresh fence
+    expect(await raiseFence(ctx, fenceOf(t, job), g8)).toBe(g7); // returns what it held before
+    expect(await raiseFence(ctx, fenceOf(t, job), g8)).toBe(g8); // equal: the same holder again
+    const error = await raiseFence(ctx, fenceOf(t, job), g7).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StaleGenerationError);
     expect(error).toMatchObject({ attempted: g7, current: g8 });
     expect(await fenceGeneration(job)).toBe(g8);
@@ -116,7 +114,7 @@ describe('fenced unit', () => {
     if (!acquiredA.ok) throw new Error('A should acquire a free lease');
     const leaseA = acquiredA.value;
     const ctxA: FenceContext = { doc: t.dynamo.doc, clock: clockA };
-    await raiseFence(ctxA, fenceOf(job), leaseA.generation);
+    await raiseFence(ctxA, fenceOf(t, job), leaseA.generation);
     const cursorA = (await getItem(t, t.names.jobs, job))?.cursor as number;
     const unitA = unit(t, job, leaseA.generation, cursorA, [invoice(job, 'c1', leaseA.generation, 700)]);
 
@@ -130,7 +128,7 @@ describe('fenced unit', () => {
     expect(leaseB.generation).toBeGreaterThan(leaseA.generation);
     const ctxB: FenceContext = { doc: t.dynamo.doc, clock: clockB };
     // B raises the fence FIRST. It has not read anything nor written any invoice yet.
-    expect(await raiseFence(ctxB, fenceOf(job), leaseB.generation)).toBe(leaseA.generation);
+    expect(await raiseFence(ctxB, fenceOf(t, job), leaseB.generation)).toBe(leaseA.generation);
 
     // A resumes, checks its lease like a careful worker would, and commits.
     expect(A.isSafe(leaseA)).toBe(true);
@@ -151,11 +149,11 @@ describe('fenced unit', () => {
   it('a fenced unit is exactly one DynamoDB request (accepted or rejected), and raiseFence is one', async () => {
     const job = 'job-count';
     await putJob(t, job);
-    const counted = createDynamo({ endpoint: t.endpoint });
+    const counted = env.dynamo();
     const requests = countRequests(counted.client);
     const ctx = { doc: counted.doc };
 
-    await raiseFence(ctx, fenceOf(job), g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
     expect(Object.fromEntries(requests.counts)).toEqual({ UpdateItem: 1 });
 
     requests.reset();
@@ -170,7 +168,6 @@ describe('fenced unit', () => {
       StaleGenerationError,
     );
     expect(Object.fromEntries(requests.counts)).toEqual({ TransactWriteItems: 1 });
-    counted.client.destroy();
   });
 });
 
@@ -179,11 +176,11 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
   // B raises the fence to 8 and commits its invoice; then A resumes.
   async function setup(job: string) {
     await putJob(t, job);
-    await raiseFence({ doc: t.dynamo.doc }, fenceOf(job), g7);
+    await raiseFence({ doc: t.dynamo.doc }, fenceOf(t, job), g7);
   }
   async function bTakesOver(job: string) {
     const ctx = { doc: t.dynamo.doc };
-    await raiseFence(ctx, fenceOf(job), g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
     await commitFencedUnit(ctx, unit(t, job, g8, 0, [invoice(job, 'c1', g8, 800)]));
     expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ generation: g8, amountCents: 800 });
   }
@@ -198,7 +195,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     const job = 'job-cta-unsafe';
     await setup(job);
     const a = stopAt();
-    const running = checkThenAct(t.dynamo.doc, fenceOf(job), g7, [invoice(job, 'c1', g7, 700)], a.pause);
+    const running = checkThenAct(t.dynamo.doc, fenceOf(t, job), g7, [invoice(job, 'c1', g7, 700)], a.pause);
     await a.reached; // A read generation 7 and decided it may write
 
     await bTakesOver(job);
@@ -233,7 +230,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     const job = 'job-split-unsafe';
     await setup(job);
     const a = stopAt();
-    const running = fenceThenSeparateWrite(t.dynamo.doc, fenceOf(job), g7, [invoice(job, 'c1', g7, 700)], a.pause);
+    const running = fenceThenSeparateWrite(t.dynamo.doc, fenceOf(t, job), g7, [invoice(job, 'c1', g7, 700)], a.pause);
     await a.reached; // A's conditional fence write (7 <= 7) succeeded
 
     await bTakesOver(job);
@@ -249,7 +246,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     await setup(job);
     const a = stopAt();
     const running = (async () => {
-      await raiseFence({ doc: t.dynamo.doc }, fenceOf(job), g7); // A's fence write succeeds, as before
+      await raiseFence({ doc: t.dynamo.doc }, fenceOf(t, job), g7); // A's fence write succeeds, as before
       await a.pause('fenced');
       return aCommitsFenced(job); // the unit checks the fence again, in the same transaction as the effect
     })();
@@ -265,25 +262,17 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
 });
 
 describe('ambiguous commit: a retried unit is applied at most once', () => {
-  let proxy: FaultProxy;
-  beforeAll(async () => {
-    proxy = await startFaultProxy(t.endpoint);
-  });
-  afterAll(async () => {
-    await proxy.close();
-  });
-
   it('a unit whose response was lost, retried with the same token, returns committed (ClientRequestToken) and later duplicates change nothing', async () => {
     const job = 'job-ambiguous';
     await putJob(t, job);
     // No SDK retries: the caller sees the ambiguous failure itself.
-    const flaky = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    const flaky = env.dynamo({ viaProxy: true, maxAttempts: 1 });
     const clock = new ManualClock();
     const ctx: FenceContext = { doc: flaky.doc, clock };
-    await raiseFence(ctx, fenceOf(job), g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
 
     const unit0 = unit(t, job, g8, 0, invoiceEffects(t, job, ['c1', 'c2'], g8, 0, 800));
-    const lost = proxy.drop({ target: 'TransactWriteItems' });
+    const lost = env.proxy.drop({ target: 'TransactWriteItems' });
     const ambiguous = await commitFencedUnit(ctx, unit0).catch((e: unknown) => e);
     expect(lost.hits).toBe(1);
     expect(ambiguous).toBeInstanceOf(Error);
@@ -308,7 +297,6 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
       expect(await getItem(t, t.names.invoices, `charge#${job}#c2`)).toMatchObject({ amountCents: 800, unit: 0 });
     };
     await expectUnchanged();
-    flaky.client.destroy();
   });
 
   it('a retry whose parameters differ under the same token (the clock moved) is recognised from the checkpoint: already-committed', async () => {
@@ -316,7 +304,7 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
     await putJob(t, job);
     const clock = new ManualClock();
     const ctx: FenceContext = { doc: t.dynamo.doc, clock };
-    await raiseFence(ctx, fenceOf(job), g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
     const unit0 = unit(t, job, g8, 0, invoiceEffects(t, job, ['c1'], g8, 0, 800));
     expect(await commitFencedUnit(ctx, unit0)).toMatchObject({ status: 'committed' });
     await commitFencedUnit(ctx, unit(t, job, g8, 1, [upsert(t.names.invoices, { pk: `invoice#${job}#c1`, amountCents: 900, generation: g8, unit: 1 })]));
@@ -342,7 +330,7 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
     const job = 'job-ambiguous-other';
     await putJob(t, job);
     const ctx = { doc: t.dynamo.doc };
-    await raiseFence(ctx, fenceOf(job), g7);
+    await raiseFence(ctx, fenceOf(t, job), g7);
     await commitFencedUnit(ctx, unit(t, job, g7, 0, [invoice(job, 'c1', g7, 700)]));
     // Same cursor range, same fence generation accepted, but the checkpoint shows generation 7
     // moved it; a generation-8 unit for [0,1) did not commit: it is told the checkpoint moved.

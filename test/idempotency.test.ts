@@ -2,28 +2,30 @@
  * Fencing is not duplicate suppression: within one generation the fence accepts every unit
  * (equal generations pass), so a repeated once-only effect is stopped by its operation key.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { commitFencedUnit, raiseFence, type FenceRef } from '../lib/fence.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitFencedUnit, raiseFence } from '../lib/fence.js';
 import { EffectAlreadyExistsError } from '../lib/errors.js';
 import { onceOnly, putOnce, upsert } from '../lib/idempotency.js';
 import { makeGeneration } from '../lib/generation.js';
 import { makeTables, type TestTables } from './support/tables.js';
-import { getItem, putJob, scanAll, unit } from './support/fixtures.js';
+import { fenceOf, getItem, putJob, scanAll, unit } from './support/fixtures.js';
 
 let t: TestTables;
 beforeAll(async () => {
   t = await makeTables(import.meta.filename);
 });
+afterAll(() => {
+  t?.dynamo.client.destroy();
+});
 
 const g8 = makeGeneration(0, 8);
-const fenceOf = (job: string): FenceRef => ({ table: t.names.fences, resource: `invoices#${job}` });
 
 describe('fencing is not dedupe', () => {
   it('the same once-only charge twice within generation 8 is rejected by its operation key, and nothing of the second unit is written', async () => {
     const job = 'job-dup';
     await putJob(t, job);
     const ctx = { doc: t.dynamo.doc };
-    await raiseFence(ctx, fenceOf(job), g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
     const charge = (customer: string, amountCents: number, u: number) =>
       onceOnly(t.names.invoices, { pk: `charge#2026-11#${customer}`, customerId: customer, amountCents, currency: 'EUR', generation: g8, unit: u });
     const invoice = (customer: string, amountCents: number, u: number) =>
@@ -55,7 +57,7 @@ describe('fencing is not dedupe', () => {
     // The fence alone would have let it through: it is at 8 and accepts 8 again, and the same
     // unit without the repeated charges commits at generation 8.
     expect((await getItem(t, t.names.fences, `invoices#${job}`))?.generation).toBe(g8);
-    expect(await raiseFence(ctx, fenceOf(job), g8)).toBe(g8);
+    expect(await raiseFence(ctx, fenceOf(t, job), g8)).toBe(g8);
     const withoutRepeats = { ...second, effects: second.effects.filter((e) => e.kind !== 'once' || e.item.pk === 'charge#2026-11#c3') };
     expect(await commitFencedUnit(ctx, withoutRepeats)).toMatchObject({ status: 'committed' });
     expect(await getItem(t, t.names.invoices, 'invoice#2026-11#c1')).toMatchObject({ amountCents: 999, unit: 1 });
@@ -67,7 +69,7 @@ describe('fencing is not dedupe', () => {
     const job = 'job-upsert';
     await putJob(t, job);
     const ctx = { doc: t.dynamo.doc };
-    await raiseFence(ctx, fenceOf(job), g8);
+    await raiseFence(ctx, fenceOf(t, job), g8);
     const inv = (amountCents: number, u: number) => upsert(t.names.invoices, { pk: 'invoice#upsert#c1', amountCents, generation: g8, unit: u });
     await commitFencedUnit(ctx, unit(t, job, g8, 0, [inv(100, 0)]));
     await commitFencedUnit(ctx, unit(t, job, g8, 1, [inv(200, 1)]));

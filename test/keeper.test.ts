@@ -8,7 +8,7 @@ import { leaseDeadline, ManualClock, skewedClock } from '../lib/clock.js';
 import { InvalidInputError, LeaseExpiredError, LeaseLostError } from '../lib/errors.js';
 import { LeaseKeeper } from '../lib/keeper.js';
 import { LeaseManager, type Lease, type LeaseConfig } from '../lib/lease.js';
-import { getItem } from './support/fixtures.js';
+import { acquire, getItem, until } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
 import { proxiedTables } from './support/tables.js';
 
@@ -19,20 +19,6 @@ const D = 9_000; // duration; margin 900, drift 1 %: a grant sent at s is usable
 const INTERVAL = D / 3;
 
 const mgr = (owner: string, cfg: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager => env.leases(owner, { durationMs: D, ...cfg });
-
-async function acquire(m: LeaseManager, key: string): Promise<Lease> {
-  const r = await m.tryAcquire(key);
-  if (!r.ok) throw new Error(`expected a grant, held by ${JSON.stringify(r.error.holder)}`);
-  return r.value;
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 const lease = (key: string) => getItem(env.t, env.t.names.leases, key);
 

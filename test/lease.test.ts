@@ -10,7 +10,7 @@ import { AcquireTimeoutError, EpochBehindError, LeaseLostError, SequenceExhauste
 import { epochCeiling, makeGeneration, MAX_SEQUENCE, SEQUENCE_SPACE } from '../lib/generation.js';
 import type { Contended, Lease } from '../lib/lease.js';
 import type { Result } from '../lib/result.js';
-import { getItem } from './support/fixtures.js';
+import { getItem, granted, until } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
 import { proxiedTables } from './support/tables.js';
 
@@ -19,26 +19,12 @@ const dynamo = env.dynamo;
 
 const mgr = env.leases;
 
-function granted(r: Result<Lease, Contended>): Lease {
-  if (!r.ok) throw new Error(`expected a grant, but held by ${JSON.stringify(r.error.holder)}`);
-  return r.value;
-}
-
 function contended(r: Result<Lease, Contended>): Contended {
   if (r.ok) throw new Error(`expected contention, but was granted generation ${r.value.generation}`);
   return r.error;
 }
 
 const lease = (key: string) => getItem(env.t, env.t.names.leases, key);
-
-/** Polls (real time, 2 ms) until a background task has parked itself on a ManualClock or finished. */
-async function until(cond: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 const targets = (key: string) => (req: { json: any }) => req.json?.Key?.pk?.S === key;
 

@@ -6,7 +6,7 @@
  * Replay a failure: FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/property.test.ts
  */
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coverage, leaseFenceProperty } from './fuzz/model.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
@@ -16,6 +16,9 @@ describe('lease + fence API against a reference model (fast-check commands)', ()
   let t: TestTables;
   beforeAll(async () => {
     t = await makeTables(import.meta.filename);
+  });
+  afterAll(() => {
+    t?.dynamo.client.destroy();
   });
 
   it(`${RUNS} random command sequences agree with the model, outcome by outcome and item by item`, async () => {

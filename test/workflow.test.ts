@@ -6,14 +6,14 @@
  * Each test ends with the invariant checker reading the tables and their streams back.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createDynamo, type Dynamo } from '../lib/dynamo.js';
+import { describe, expect, it } from 'vitest';
+import { createDynamo } from '../lib/dynamo.js';
 import { customerId } from '../lib/invoices.js';
 import { createJob, readJob } from '../lib/jobs.js';
 import { METRIC } from '../lib/ports.js';
 import { JOB_ATTR, UNFINISHED, UNFINISHED_INDEX } from '../lib/schema.js';
 import { getItem, scanAll } from './support/fixtures.js';
-import { startFaultProxy, type FaultProxy, type ProxiedRequest } from './support/proxy.js';
+import { startFaultProxy, type ProxiedRequest } from './support/proxy.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { chargesOf, createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
 
@@ -173,18 +173,14 @@ describe('recovery: crashes, pauses, time running out', () => {
 });
 
 describe('ambiguous commits', () => {
-  let proxy: FaultProxy | undefined;
-  let flaky: Dynamo | undefined;
-  afterEach(async () => {
-    flaky?.client.destroy();
-    await proxy?.close();
-  });
 
   it('a commit whose response is lost after DynamoDB applied it is resent with the same ClientRequestToken: harmless, no double charge', async () => {
     const t = await tables();
-    proxy = await startFaultProxy(t.endpoint);
+    const proxy = await startFaultProxy(t.endpoint);
+    cleanups.push(() => proxy.close());
     // No SDK retries: the worker itself sees the lost response and resends.
-    flaky = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    const flaky = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    cleanups.push(() => flaky.client.destroy());
     const w = workflow(t, { workerDoc: flaky.doc });
     const input = invoiceInput('2026-08', 6, 2); // 3 units
     const job = await createInvoiceJob(t, w.clock, input);

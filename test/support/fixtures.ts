@@ -1,33 +1,58 @@
-/** Small builders shared by protocol tests: a lease manager, a job row, a unit of invoice effects. */
+/**
+ * Small builders shared by protocol tests: a lease manager and its grants, a job row, a fence
+ * reference, a unit of invoice effects, a poll.
+ */
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { scanAll as scanTable } from '../../lib/scan.js';
-import type { Clock } from '../../lib/clock.js';
 import type { Generation } from '../../lib/generation.js';
 import { onceOnly, upsert, type Effect } from '../../lib/idempotency.js';
-import { LeaseManager, type LeaseMode } from '../../lib/lease.js';
-import type { FencedUnit } from '../../lib/fence.js';
+import { LeaseManager, type Contended, type Lease, type LeaseConfig } from '../../lib/lease.js';
+import type { FencedUnit, FenceRef } from '../../lib/fence.js';
+import type { Result } from '../../lib/result.js';
 import type { TestTables } from './tables.js';
 
-export function manager(
-  t: TestTables,
-  owner: string,
-  opts: { durationMs?: number; epoch?: number; mode?: LeaseMode; clock?: Clock; marginMs?: number; maxDrift?: number } = {},
-): LeaseManager {
+/** A lease manager on the Leases table: epoch 0, wall-clock mode without skew, 10 s unless `opts` says otherwise. */
+export function manager(t: TestTables, owner: string, opts: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager {
   return new LeaseManager({
     doc: t.dynamo.doc,
     table: t.names.leases,
     owner,
-    epoch: opts.epoch ?? 0,
-    durationMs: opts.durationMs ?? 10_000,
-    mode: opts.mode ?? { kind: 'wall-clock', maxClockSkewMs: 0 },
-    ...(opts.clock ? { clock: opts.clock } : {}),
-    ...(opts.marginMs !== undefined ? { marginMs: opts.marginMs } : {}),
-    ...(opts.maxDrift !== undefined ? { maxDrift: opts.maxDrift } : {}),
+    epoch: 0,
+    durationMs: 10_000,
+    mode: { kind: 'wall-clock', maxClockSkewMs: 0 },
+    ...opts,
   });
 }
 
-export async function putJob(t: TestTables, jobId: string, cursor = 0): Promise<void> {
-  await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { pk: jobId, status: 'RUNNING', cursor, totalUnits: 100, heartbeatAt: 0, requeues: 0 } }));
+/** The grant in a tryAcquire result; throws, naming the holder, if the lease was held. */
+export function granted(r: Result<Lease, Contended>): Lease {
+  if (!r.ok) throw new Error(`expected a grant, but held by ${JSON.stringify(r.error.holder)}`);
+  return r.value;
+}
+
+/** tryAcquire that must grant; throws, naming the holder, if the lease was held. */
+export async function acquire(m: LeaseManager, key: string): Promise<Lease> {
+  const r = await m.tryAcquire(key);
+  if (!r.ok) throw new Error(`${m.owner} could not acquire ${key}: held by ${JSON.stringify(r.error.holder)}`);
+  return r.value;
+}
+
+/** Polls (real time, 2 ms) until a background task has parked itself on a ManualClock or finished. */
+export async function until(cond: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  while (!cond()) {
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+export async function putJob(t: TestTables, jobId: string): Promise<void> {
+  await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { pk: jobId, status: 'RUNNING', cursor: 0, totalUnits: 100, heartbeatAt: 0, requeues: 0 } }));
+}
+
+/** The fence protecting a job's invoices. */
+export function fenceOf(t: TestTables, jobId: string): FenceRef {
+  return { table: t.names.fences, resource: `invoices#${jobId}` };
 }
 
 export function invoiceEffects(t: TestTables, period: string, customers: string[], generation: Generation, unit: number, amount = 100): Effect[] {
@@ -45,7 +70,7 @@ export function unit(
   effects: Effect[],
 ): FencedUnit {
   return {
-    fence: { table: t.names.fences, resource: `invoices#${jobId}` },
+    fence: fenceOf(t, jobId),
     generation,
     checkpoint: { table: t.names.jobs, key: jobId, expected: cursor, next: cursor + 1, set: { heartbeatAt: Date.now() } },
     effects,

@@ -56,22 +56,13 @@ export interface Fault {
   remove(): void;
 }
 
-export interface ProxyLogEntry {
-  readonly operation: string;
-  readonly fault?: FaultAction['kind'];
-}
-
 export interface FaultProxy {
   /** `http://127.0.0.1:<port>`: give it to createDynamo({ endpoint }). */
   readonly endpoint: string;
-  /** Every request seen, in arrival order, with the fault applied to it (if any). */
-  readonly log: readonly ProxyLogEntry[];
   inject(match: FaultMatch, action: FaultAction): Fault;
   delay(match: FaultMatch, ms: number): Fault;
   drop(match?: FaultMatch): Fault;
   blackhole(match?: FaultMatch): Fault;
-  /** Disarms every rule. */
-  clear(): void;
   close(): Promise<void>;
 }
 
@@ -107,7 +98,6 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   const up = new URL(upstream);
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const rules: Rule[] = [];
-  const log: ProxyLogEntry[] = [];
   const timers = new Set<NodeJS.Timeout>();
   let closed = false;
 
@@ -165,7 +155,6 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
         json = undefined;
       }
       const rule = closed ? undefined : pick({ target, operation, body: text, json });
-      log.push(rule === undefined ? { operation } : { operation, fault: rule.action.kind });
 
       if (rule?.action.kind === 'blackhole') return; // held until the caller gives up or close()
       let answer;
@@ -220,14 +209,10 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
 
   return {
     endpoint: `http://127.0.0.1:${port}`,
-    log,
     inject,
     delay: (match, ms) => inject(match, { kind: 'delay', ms }),
     drop: (match = {}) => inject(match, { kind: 'drop' }),
     blackhole: (match = {}) => inject(match, { kind: 'blackhole' }),
-    clear() {
-      rules.length = 0;
-    },
     async close() {
       if (closed) return;
       closed = true;

@@ -4,8 +4,10 @@ import { basename } from 'node:path';
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { createDynamo, type Dynamo, type DynamoOptions } from '../../lib/dynamo.js';
 import { tableNames, type TableNames } from '../../lib/schema.js';
-import { LeaseManager, type LeaseConfig } from '../../lib/lease.js';
+import type { LeaseConfig, LeaseManager } from '../../lib/lease.js';
 import { ensureTables } from '../../lib/tables.js';
+// fixtures.ts imports only types from this file: no runtime cycle.
+import { manager } from './fixtures.js';
 import { startFaultProxy, type FaultProxy } from './proxy.js';
 
 export interface TestTables {
@@ -83,16 +85,7 @@ export function proxiedTables(file: string): ProxiedTables {
       return ready(proxy, 'the proxy');
     },
     leases(owner, cfg = {}) {
-      const tables = ready(t, 'tables');
-      return new LeaseManager({
-        doc: tables.dynamo.doc,
-        table: tables.names.leases,
-        owner,
-        epoch: 0,
-        durationMs: 10_000,
-        mode: { kind: 'wall-clock', maxClockSkewMs: 0 },
-        ...cfg,
-      });
+      return manager(ready(t, 'tables'), owner, cfg);
     },
     dynamo(opts = {}) {
       const { viaProxy, ...rest } = opts;

@@ -13,10 +13,9 @@
  * Tests use them to show the race is real (the overwrite happens) before showing that the
  * fenced unit (lib/fence.ts: fence check and effect in ONE transaction) closes it.
  */
-import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { conditionFailureItem, isConditionalCheckFailed } from '../../lib/dynamo.js';
+import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { StaleGenerationError } from '../../lib/errors.js';
-import type { FenceRef } from '../../lib/fence.js';
+import { raiseFence, type FenceRef } from '../../lib/fence.js';
 import type { Generation } from '../../lib/generation.js';
 import type { Effect } from '../../lib/idempotency.js';
 
@@ -54,23 +53,7 @@ export async function fenceThenSeparateWrite(
   effects: readonly Effect[],
   pause: Pause = noPause,
 ): Promise<void> {
-  try {
-    await doc.send(
-      new UpdateCommand({
-        TableName: fence.table,
-        Key: { pk: fence.resource },
-        ConditionExpression: 'attribute_not_exists(#g) OR #g <= :g',
-        UpdateExpression: 'SET #g = :g',
-        ExpressionAttributeNames: { '#g': 'generation' },
-        ExpressionAttributeValues: { ':g': generation },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-    );
-  } catch (e) {
-    if (!isConditionalCheckFailed(e)) throw e;
-    const current = conditionFailureItem(e)?.generation;
-    throw new StaleGenerationError(fence.resource, generation, typeof current === 'number' ? (current as Generation) : undefined);
-  }
+  await raiseFence({ doc }, fence, generation); // correct on its own: lib's conditional raise
   await pause('fenced');
   await writeUnconditionally(doc, effects);
 }

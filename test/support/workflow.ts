@@ -5,7 +5,7 @@
  * - `holdRequests`: parks matching DynamoDB requests of one client (SDK middleware, the real
  *   request goes out unchanged once released), to force "both read before either writes".
  * - `Recorder`: telemetry that keeps every count and event for assertions.
- * - `workflow()`: tables, a ManualClock, a LocalQueue, and the real handlers wired to them.
+ * - `workflow()`: the real handlers wired to one set of tables, a ManualClock and a LocalQueue.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
@@ -21,7 +21,6 @@ import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-
 import { checkInvariants, type InvariantReport } from '../../infra/local/invariants.js';
 import { LocalQueue, sqsEvent, type QueuedMessage } from '../../infra/local/queue.js';
 import { streamsClient } from '../../infra/local/streams.js';
-import type { SweepReport } from '../../lib/sweeper.js';
 import { scanAll } from './fixtures.js';
 import type { TestTables } from './tables.js';
 
@@ -124,7 +123,6 @@ export interface Hold {
   waitFor(n: number): Promise<void>;
   /** Sends every parked request (and every later one) on. */
   release(): void;
-  readonly parked: number;
 }
 
 /**
@@ -165,9 +163,6 @@ export function holdRequests(client: DynamoDBClient, when: (operation: string, b
       open = true;
       release();
     },
-    get parked() {
-      return parked;
-    },
   };
 }
 
@@ -196,7 +191,6 @@ export interface WorkflowOptions {
   mode?: LeaseMode;
   staleAfterMs?: number;
   sweepIntervalMs?: number;
-  clock?: ManualClock;
   /** The worker's DynamoDB client (e.g. one through the fault proxy); default the tables' client. */
   workerDoc?: TestTables['dynamo']['doc'];
   safetyMarginMs?: number;
@@ -204,7 +198,7 @@ export interface WorkflowOptions {
 
 /** The real handlers on one set of tables, a ManualClock and a LocalQueue (visibility 60 s: no redelivery unless a test advances that far). */
 export function workflow(t: TestTables, opts: WorkflowOptions = {}) {
-  const clock = opts.clock ?? new ManualClock({ wall: Date.UTC(2026, 11, 1) });
+  const clock = new ManualClock({ wall: Date.UTC(2026, 11, 1) });
   const leaseMs = opts.leaseMs ?? 400;
   const mode: LeaseMode = opts.mode ?? { kind: 'wall-clock', maxClockSkewMs: 0 };
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: 60_000, maxReceiveCount: 5 });
@@ -239,7 +233,7 @@ export function workflow(t: TestTables, opts: WorkflowOptions = {}) {
     return { batch, done, bodies: batch.map((m: QueuedMessage) => JSON.parse(m.body) as Record<string, unknown>) };
   };
 
-  return { t, clock, queue, telemetry, hooks, worker, sweeper, sweeperDeps, deliver, lease, leaseMs };
+  return { clock, queue, telemetry, hooks, worker, sweeper, sweeperDeps, deliver };
 }
 
 export async function invariants(t: TestTables): Promise<InvariantReport> {
@@ -262,5 +256,3 @@ export async function snapshot(t: TestTables): Promise<Record<string, Record<str
   const sorted = (items: Record<string, unknown>[]) => items.sort((a, b) => String(a.pk).localeCompare(String(b.pk)));
   return Object.fromEntries(await Promise.all(roles.map(async (r) => [r, sorted(await scanAll(t, t.names[r]))] as const)));
 }
-
-export type SweepResult = SweepReport;
