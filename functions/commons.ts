@@ -10,6 +10,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { ENV, httpUrl, integer, leaseSettingsFromEnv, tablesFromEnv, type LeaseSettings } from '../lib/config.js';
 import { createDynamo } from '../lib/dynamo.js';
+import { MAX_UNIT_SIZE } from '../lib/invoices.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { MetricName, Telemetry, WorkMessage, WorkQueue } from '../lib/ports.js';
 import type { TableNames } from '../lib/schema.js';
@@ -48,7 +49,7 @@ export function commonsFromEnv(env: Env): Commons {
     lease,
     queue: new SqsWorkQueue(new SQSClient({}), queueUrl),
     clock: systemClock,
-    unitSize: integer(env, ENV.unitSize, 25, 1, 49),
+    unitSize: integer(env, ENV.unitSize, 25, 1, MAX_UNIT_SIZE),
   };
 }
 

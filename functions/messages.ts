@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import { InvalidInputError } from '../lib/errors.js';
+import { MAX_CUSTOMERS } from '../lib/invoices.js';
 import type { WorkMessage } from '../lib/ports.js';
 
 /**
@@ -46,7 +47,7 @@ export function parseWorkMessage(body: string): WorkMessage {
 /** The starter's optional payload (EventBridge Scheduler input) for a manual or backfill run. */
 export const StartPayloadSchema = v.strictObject({
   period: v.optional(v.pipe(v.string(), v.regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'period must be YYYY-MM'))),
-  customers: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(10_000_000))),
+  customers: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_CUSTOMERS))),
   seed: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(2 ** 31 - 1))),
 });
 export type StartPayload = v.InferOutput<typeof StartPayloadSchema>;

@@ -1,5 +1,6 @@
 /** Lambda entry: the starter (EventBridge Scheduler, monthly cron). */
 import { ENV, integer } from '../lib/config.js';
+import { MAX_CUSTOMERS } from '../lib/invoices.js';
 import { commonsFromEnv, powertoolsTelemetry } from './commons.js';
 import { createStarterHandler } from './starter-handler.js';
 
@@ -7,6 +8,6 @@ const commons = commonsFromEnv(process.env);
 const telemetry = powertoolsTelemetry('starter');
 
 export const handler = createStarterHandler(
-  { ...commons, telemetry, customers: integer(process.env, ENV.customers, 1_000, 0, 10_000_000) },
+  { ...commons, telemetry, customers: integer(process.env, ENV.customers, 1_000, 0, MAX_CUSTOMERS) },
   { onFlush: () => telemetry.metrics.publishStoredMetrics() },
 );

@@ -23,24 +23,12 @@ import { ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { FencedWorkflow, TABLE_IDS, type AdoptedTable, type FencedWorkflowProps } from './constructs/fenced-workflow.js';
-import { TABLE_ROLES } from '../lib/schema.js';
+import { ConfigError } from '../lib/errors.js';
+import { TABLE_NAME, TABLE_ROLES } from '../lib/schema.js';
+import { OUTPUTS } from './outputs.js';
 
-/** Stack output keys: the CLI's ops commands read the deployed stack by these names. */
-export const OUTPUTS = {
-  leases: 'LeasesTableName',
-  fences: 'FencesTableName',
-  jobs: 'JobsTableName',
-  invoices: 'InvoicesTableName',
-  invoicesStreamArn: 'InvoicesStreamArn',
-  queueUrl: 'WorkQueueUrl',
-  /** An ARN, not a URL: the CLI finds the work queue as the one output matching /queue.*url/i. */
-  deadLetterQueueArn: 'DeadLetterQueueArn',
-  dashboardUrl: 'DashboardUrl',
-  fenceEpoch: 'FenceEpoch',
-  workerFunction: 'WorkerFunctionName',
-  sweeperFunction: 'SweeperFunctionName',
-  starterFunction: 'StarterFunctionName',
-} as const;
+/** Stack output keys (infra/outputs.ts, free of CDK imports for the CLI). */
+export { OUTPUTS };
 
 export class FencedWorkflowStack extends Stack {
   readonly workflow: FencedWorkflow;
@@ -58,16 +46,16 @@ export class FencedWorkflowStack extends Stack {
       const v = ctx(key);
       if (v === undefined) return undefined;
       const n = Number(v);
-      if (!Number.isSafeInteger(n) || n < 0) throw new Error(`context ${key} must be a non-negative integer, got "${v}"`);
+      if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(key, `context ${key} must be a non-negative integer, got "${v}"`);
       return n;
     };
     const fenceEpoch = num('fenceEpoch');
     if (fenceEpoch === undefined) {
-      throw new Error('context fenceEpoch is required (cdk.json has 0; after a restore raise it, see docs/runbook-dr.md)');
+      throw new ConfigError('fenceEpoch', 'context fenceEpoch is required (cdk.json has 0; after a restore raise it, see docs/runbook-dr.md)');
     }
     const leaseMode = ctx('leaseMode');
     if (leaseMode !== undefined && leaseMode !== 'wall-clock' && leaseMode !== 'version-watch') {
-      throw new Error(`context leaseMode must be "wall-clock" or "version-watch", got "${leaseMode}"`);
+      throw new ConfigError('leaseMode', `context leaseMode must be "wall-clock" or "version-watch", got "${leaseMode}"`);
     }
     const sweepMinutes = num('sweepIntervalMinutes');
     const alarmMinutes = num('unfinishedJobAlarmMinutes');
@@ -113,16 +101,16 @@ function parseAdoptTables(raw: unknown): FencedWorkflowProps['adoptTables'] {
     try {
       value = JSON.parse(raw);
     } catch {
-      throw new Error(`context adoptTables must be JSON like {"jobs":{"tableName":"..."}}, got ${raw}`);
+      throw new ConfigError('adoptTables', `context adoptTables must be JSON like {"jobs":{"tableName":"..."}}, got ${raw}`);
     }
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('context adoptTables must be an object keyed by table role');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError('adoptTables', 'context adoptTables must be an object keyed by table role');
   const out: Record<string, AdoptedTable> = {};
   for (const [role, v] of Object.entries(value)) {
-    if (!(TABLE_ROLES as string[]).includes(role)) throw new Error(`context adoptTables: unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
+    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('adoptTables', `context adoptTables: unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
     const t = (typeof v === 'string' ? { tableName: v } : v) as Partial<AdoptedTable> | null;
-    if (t === null || typeof t.tableName !== 'string' || !/^[a-zA-Z0-9_.-]{3,255}$/.test(t.tableName)) {
-      throw new Error(`context adoptTables.${role}.tableName must be a DynamoDB table name`);
+    if (t === null || typeof t.tableName !== 'string' || !TABLE_NAME.test(t.tableName)) {
+      throw new ConfigError(`adoptTables.${role}.tableName`, `context adoptTables.${role}.tableName must be a DynamoDB table name`);
     }
     out[role] = { tableName: t.tableName, ...(typeof t.tableStreamArn === 'string' ? { tableStreamArn: t.tableStreamArn } : {}) };
   }

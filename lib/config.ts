@@ -5,7 +5,7 @@
 import { ConfigError } from './errors.js';
 import { MAX_EPOCH } from './generation.js';
 import type { LeaseMode } from './lease.js';
-import type { TableNames } from './schema.js';
+import { TABLE_NAME, type TableNames } from './schema.js';
 
 export const ENV = {
   leasesTable: 'LEASES_TABLE',
@@ -46,25 +46,32 @@ export function integer(env: Env, name: string, fallback: number | undefined, mi
   return v;
 }
 
-/** An http(s) URL (a queue URL, an endpoint); `undefined` when optional and absent or blank. */
+/**
+ * An absolute http(s) URL with a host and no whitespace anywhere (a queue URL, an endpoint).
+ * Checked before any client exists: the SDK accepts any string and fails only at the first
+ * request, with a bare TypeError. Shared by the environment (httpUrl) and the CLI flags (urlFlag).
+ */
+export function isHttpUrl(s: string): boolean {
+  // The WHATWG parser drops tabs and newlines and percent-encodes spaces in a path: test the raw string.
+  if (/\s/.test(s)) return false;
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** An http(s) URL (isHttpUrl); `undefined` when optional and absent or blank. */
 export function httpUrl(env: Env, name: string, opts: { optional: true }): string | undefined;
 export function httpUrl(env: Env, name: string, opts?: { optional?: false }): string;
 export function httpUrl(env: Env, name: string, opts: { optional?: boolean } = {}): string | undefined {
   const raw = env[name];
   if (opts.optional && (raw === undefined || raw.trim() === '')) return undefined;
   const v = required(env, name);
-  let ok = false;
-  try {
-    const u = new URL(v);
-    ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '' && v === v.trim();
-  } catch {
-    ok = false;
-  }
-  if (!ok) throw new ConfigError(name, `${name} must be an http(s) URL, got "${v}"`);
+  if (!isHttpUrl(v)) throw new ConfigError(name, `${name} must be an http(s) URL, got "${v}"`);
   return v;
 }
-
-const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
 
 function tableName(env: Env, name: string): string {
   const v = required(env, name);

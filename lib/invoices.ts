@@ -22,6 +22,8 @@ export const invoiceJobId = (period: string): string => `invoice-run#${period}`;
 
 const PERIOD = /^\d{4}-(0[1-9]|1[0-2])$/;
 export const MAX_UNIT_SIZE = 49; // 2 effects per customer + fence + checkpoint <= 100 actions
+/** Customers in one invoice run: the starter's setting and payload, the stack's synth check, the job input. */
+export const MAX_CUSTOMERS = 10_000_000;
 
 export function parseInvoiceInput(raw: unknown): InvoiceRunInput {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError('input', 'must be an object');
@@ -38,7 +40,7 @@ export function parseInvoiceInput(raw: unknown): InvoiceRunInput {
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw new InvalidInputError('input.currency', 'must be an ISO 4217 code');
   return {
     period: r.period,
-    customers: int('customers', 0, 10_000_000),
+    customers: int('customers', 0, MAX_CUSTOMERS),
     seed: int('seed', 0, 2 ** 31 - 1),
     unitSize: int('unitSize', 1, MAX_UNIT_SIZE),
     currency,

@@ -113,7 +113,8 @@ export const TABLE_ROLES = Object.keys(TABLES) as TableRole[];
 
 export type TableNames = Readonly<Record<TableRole, string>>;
 
-const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
+/** DynamoDB's table naming rule: 3-255 characters of [a-zA-Z0-9_.-]. */
+export const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
 
 /** Physical names for a prefix (stage, test file, run). Every name contains its role. */
 export function tableNames(prefix: string): TableNames {

@@ -17,7 +17,9 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ENV, integer, leaseSettingsFromEnv } from '../../lib/config.js';
-import { TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/schema.js';
+import { ConfigError } from '../../lib/errors.js';
+import { MAX_CUSTOMERS, MAX_UNIT_SIZE } from '../../lib/invoices.js';
+import { TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/schema.js';
 import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { denyCounterDestruction, refuseReplication } from './guards.js';
@@ -31,9 +33,10 @@ export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases'
 
 /**
  * A fenced unit is one TransactWriteItems of at most 100 items: the fence, the checkpoint and two
- * effects per customer (invoice upsert, once-only charge). 2 + 2 * 49 = 100.
+ * effects per customer (invoice upsert, once-only charge). 2 + 2 * 49 = 100. Defined with the
+ * invoice workload (lib/invoices.ts), re-exported here for a fork's stack code.
  */
-export const MAX_UNIT_SIZE = 49;
+export { MAX_UNIT_SIZE };
 
 export interface FunctionSettings {
   /** Handler module (exports `handler`), absolute or relative to the project root. */
@@ -147,7 +150,7 @@ export class FencedWorkflow extends Construct {
 
     // ---- State --------------------------------------------------------------------------------
     const tables = {} as Record<TableRole, Table>;
-    for (const role of Object.keys(TABLE_IDS) as TableRole[]) {
+    for (const role of TABLE_ROLES) {
       const schema = TABLES[role];
       const table = durableTable(this, TABLE_IDS[role], schema, props.replicationRegions?.[role]);
       if (schema.permanent) {
@@ -160,8 +163,9 @@ export class FencedWorkflow extends Construct {
     const active = { ...tables } as Record<TableRole, ITable>;
     for (const [role, adopted] of Object.entries(props.adoptTables ?? {}) as [TableRole, AdoptedTable][]) {
       if (!ADOPTABLE.includes(role)) {
-        throw new Error(
-          `adoptTables.${role}: the ${TABLE_IDS[role]} table cannot be replaced by a restored copy. Its live table holds the ` +
+        throw new ConfigError(
+          `adoptTables.${role}`,
+          `the ${TABLE_IDS[role]} table cannot be replaced by a restored copy. Its live table holds the ` +
             `highest generations ever issued or accepted; a restore is older and would let obsolete tokens pass. Keep it, ` +
             `raise the epoch and seal (docs/runbook-dr.md).`,
         );
@@ -259,19 +263,29 @@ export class FencedWorkflow extends Construct {
     const send = (f: FencedFunction) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }));
     const unfinishedIndexArn = `${active.jobs.tableArn}/index/${UNFINISHED_INDEX}`;
 
-    // Worker: lease acquire/renew/release (UpdateItem, GetItem for version-watch), fence raise,
-    // checkpoint read and advance, and the unit's effects. TransactWriteItems is authorized per
-    // item action (Update, Put, ConditionCheckItem), so it needs no action of its own.
-    allow(this.worker, ['GetItem', 'UpdateItem', 'ConditionCheckItem'], [arn('leases'), arn('fences'), arn('jobs')]);
-    allow(this.worker, ['PutItem', 'UpdateItem', 'ConditionCheckItem'], [arn('invoices')]);
+    // Worker (lib/worker.ts and what it calls):
+    // - Leases: acquire, renew, release: conditional UpdateItem (lib/lease.ts), in both lease modes.
+    // - Fences: the raise (UpdateItem, lib/fence.ts raiseFence), the fence item of every unit's
+    //   transaction (Update), and markFailed's ConditionCheck (lib/jobs.ts).
+    // - Jobs: the consistent checkpoint read (GetItem, readJob), the checkpoint advance in every
+    //   unit's transaction and markFailed's Update (UpdateItem).
+    // - Invoices: the effects, upsert and once-only alike, are Puts in the unit's transaction.
+    // TransactWriteItems is authorized per item action, so it needs no action of its own; the
+    // ReturnValues* options need no GetItem.
+    allow(this.worker, ['UpdateItem'], [arn('leases')]);
+    allow(this.worker, ['UpdateItem', 'ConditionCheckItem'], [arn('fences')]);
+    allow(this.worker, ['GetItem', 'UpdateItem'], [arn('jobs')]);
+    allow(this.worker, ['PutItem'], [arn('invoices')]);
     send(this.worker); // continuations
-    // Sweeper: the unfinished-jobs index, the conditional requeue, the lease liveness check.
+    // Sweeper (lib/sweeper.ts): the unfinished-jobs index, the lease liveness check (consistent
+    // GetItem), the conditional requeue claim and the version-watch observation (UpdateItem).
     allow(this.sweeper, ['Query'], [unfinishedIndexArn]);
-    allow(this.sweeper, ['GetItem', 'UpdateItem'], [arn('jobs')]);
+    allow(this.sweeper, ['UpdateItem'], [arn('jobs')]);
     allow(this.sweeper, ['GetItem'], [arn('leases')]);
     send(this.sweeper);
-    // Starter: create the period's job (conditional PutItem), read it back, mark it queued.
-    allow(this.starter, ['PutItem', 'GetItem', 'UpdateItem'], [arn('jobs')]);
+    // Starter (lib/jobs.ts createJob): one conditional PutItem; an existing job comes back with the
+    // condition failure (ReturnValuesOnConditionCheckFailure), not from a read.
+    allow(this.starter, ['PutItem'], [arn('jobs')]);
     send(this.starter);
 
     // ---- Schedules (EventBridge Scheduler) ----------------------------------------------------
@@ -362,9 +376,10 @@ export class FencedWorkflow extends Construct {
 function validateSettings(env: Record<string, string>, lease: Duration, skew: Duration, staleAfter: Duration): void {
   leaseSettingsFromEnv(env);
   integer(env, ENV.unitSize, undefined, 1, MAX_UNIT_SIZE);
-  integer(env, ENV.customers, undefined, 0, 10_000_000);
+  integer(env, ENV.customers, undefined, 0, MAX_CUSTOMERS);
   if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {
-    throw new Error(
+    throw new ConfigError(
+      'staleAfter',
       `staleAfter (${staleAfter.toMilliseconds()} ms) must exceed the lease duration plus the clock-skew bound ` +
         `(${lease.toMilliseconds() + skew.toMilliseconds()} ms): the sweeper would requeue jobs whose holder is still live`,
     );

@@ -36,17 +36,15 @@ export function denyCounterDestruction(): PolicyStatement {
   });
 }
 
-export class ReplicationRefusedError extends Error {
-  constructor(path: string, role: string, regions: string) {
-    super(
-      `${path}: the ${role} table must not be replicated to another region (${regions}). DynamoDB global tables ` +
-        `replicate asynchronously: after a failover the replica's ${role === 'Leases' ? 'lease generations' : 'fence generations'} ` +
-        `can be lower than tokens already issued or accepted, and an obsolete holder's writes would pass the fence again. ` +
-        `Keep Leases and Fences in one region (with every table that shares their transactions); for disaster recovery ` +
-        `restore from backup and raise the epoch (docs/runbook-dr.md).`,
-    );
-    this.name = 'ReplicationRefusedError';
-  }
+/** The synth error for a Leases or Fences table that would be replicated to `regions`. */
+function replicationRefused(path: string, role: string, regions: string): string {
+  return (
+    `${path}: the ${role} table must not be replicated to another region (${regions}). DynamoDB global tables ` +
+    `replicate asynchronously: after a failover the replica's ${role === 'Leases' ? 'lease generations' : 'fence generations'} ` +
+    `can be lower than tokens already issued or accepted, and an obsolete holder's writes would pass the fence again. ` +
+    `Keep Leases and Fences in one region (with every table that shares their transactions); for disaster recovery ` +
+    `restore from backup and raise the epoch (docs/runbook-dr.md).`
+  );
 }
 
 /**
@@ -75,7 +73,7 @@ export function refuseReplication(table: Table, role: string): void {
   table.node.addValidation({
     validate: () => {
       const regions = replicaRegions(table);
-      return regions.length === 0 ? [] : [new ReplicationRefusedError(table.node.path, role, regions.join(', ')).message];
+      return regions.length === 0 ? [] : [replicationRefused(table.node.path, role, regions.join(', '))];
     },
   });
 }

@@ -24,17 +24,21 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { METRIC } from '../../lib/ports.js';
 
-/** The metric names the handlers emit (lib/ports.ts METRIC; a test keeps the two in step), by emitter. */
+/**
+ * The metrics the handlers emit (lib/ports.ts METRIC), grouped by emitter and dashboard graph. A
+ * test checks that the dashboard shows every METRIC name, so a new metric must be placed here.
+ */
 export const WORKFLOW_METRICS = {
   /** Emitted by the worker. */
-  leases: ['LeaseAcquired', 'LeaseTakeover', 'LeaseBusy', 'LeaseLost', 'StaleGenerationRejected'],
-  units: ['UnitsCommitted', 'DuplicatesSuppressed'],
-  jobs: ['JobsCompleted', 'JobsFailed'],
+  leases: [METRIC.leaseAcquired, METRIC.leaseTakeover, METRIC.leaseBusy, METRIC.leaseLost, METRIC.staleGenerationRejected],
+  units: [METRIC.unitsCommitted, METRIC.duplicatesSuppressed],
+  jobs: [METRIC.jobsCompleted, METRIC.jobsFailed],
   /** Emitted by the sweeper. */
-  requeues: 'JobsRequeued',
+  requeues: METRIC.jobsRequeued,
   /** A gauge in ms, emitted by every sweep. */
-  oldestUnfinishedJobAge: 'OldestUnfinishedJobAgeMs',
+  oldestUnfinishedJobAge: METRIC.oldestUnfinishedJobAgeMs,
 } as const;
 
 export interface WorkflowMonitoringProps {

@@ -73,8 +73,4 @@ export class FaultPlan implements WorkerHooks {
     }
     this.timeline?.add(lane, 'resume', `resumed after ${fault.name}`);
   }
-
-  get unfired(): readonly Fault[] {
-    return this.pending;
-  }
 }

@@ -17,7 +17,7 @@ import { putOnce, type Effect } from '../../lib/idempotency.js';
 import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../../lib/invoices.js';
 import { createJob, fenceKeyOf, leaseKeyOf, readJob } from '../../lib/jobs.js';
 import { LeaseManager } from '../../lib/lease.js';
-import type { TableNames } from '../../lib/schema.js';
+import { JOB_ATTR as J, type TableNames } from '../../lib/schema.js';
 import { Timeline } from './timeline.js';
 
 export interface IncidentOptions {
@@ -25,8 +25,6 @@ export interface IncidentOptions {
   tables: TableNames;
   clock: Clock;
   fenced: boolean;
-  leaseMs?: number;
-  pauseMs?: number;
   log?: (line: string) => void;
 }
 
@@ -40,19 +38,20 @@ export interface IncidentResult {
 }
 
 const INPUT: InvoiceRunInput = { period: '2026-10', customers: 6, seed: 7, unitSize: 3, currency: 'EUR' };
+const LEASE_MS = 1_000;
+/** A's GC pause: well past its lease, so B takes over meanwhile. */
+const PAUSE_MS = LEASE_MS * 3;
 
 export async function replayIncident(opts: IncidentOptions): Promise<IncidentResult> {
   const { doc, tables, clock } = opts;
-  const leaseMs = opts.leaseMs ?? 1_000;
-  const pauseMs = opts.pauseMs ?? leaseMs * 3;
   const tl = new Timeline(() => clock.monotonicNow());
   const say = (actor: string, kind: Parameters<Timeline['add']>[1], text: string, g?: number) => {
-    const e = tl.add(actor, kind, text, g, kind === 'acquire' ? leaseMs : undefined);
+    const e = tl.add(actor, kind, text, g, kind === 'acquire' ? LEASE_MS : undefined);
     opts.log?.(`  t=${String(e.t).padStart(5)} ms  ${actor.padEnd(8)} ${text}`);
   };
   const jobId = invoiceJobId(INPUT.period);
   const mk = (owner: string) =>
-    new LeaseManager({ doc, table: tables.leases, owner, epoch: 0, durationMs: leaseMs, mode: { kind: 'wall-clock', maxClockSkewMs: 0 }, clock });
+    new LeaseManager({ doc, table: tables.leases, owner, epoch: 0, durationMs: LEASE_MS, mode: { kind: 'wall-clock', maxClockSkewMs: 0 }, clock });
   const A = mk('worker-A');
   const B = mk('worker-B');
 
@@ -69,7 +68,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
 
   // A: acquire, (fence), read, then the pause.
   const a = await A.acquire(leaseKeyOf(jobId));
-  say('worker-A', 'acquire', `acquired lease, generation ${formatGeneration(a.generation)} (${leaseMs} ms)`, a.generation);
+  say('worker-A', 'acquire', `acquired lease, generation ${formatGeneration(a.generation)} (${LEASE_MS} ms)`, a.generation);
   if (opts.fenced) {
     await raiseFence({ doc, clock }, fence, a.generation);
     say('worker-A', 'fence', `raised fence to ${formatGeneration(a.generation)}`, a.generation);
@@ -77,12 +76,11 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   const aJob = await readJob(doc, tables.jobs, jobId);
   say('worker-A', 'read', `read checkpoint: cursor ${aJob?.cursor}`);
   const aEffects = effectsOf(a.generation, 0, 'worker-A');
-  say('worker-A', 'pause', `paused ${pauseMs} ms (GC) with unit 0 built; lease expires meanwhile`);
+  say('worker-A', 'pause', `paused ${PAUSE_MS} ms (GC) with unit 0 built; lease expires meanwhile`);
   const pausedAt = clock.monotonicNow();
 
   // B: waits for A's lease to expire, takes generation 8, raises the fence, runs the job.
-  const bStarted = B.acquire(leaseKeyOf(jobId));
-  const b = await bStarted;
+  const b = await B.acquire(leaseKeyOf(jobId));
   say('worker-B', 'acquire', `acquired expired lease, generation ${formatGeneration(b.generation)}`, b.generation);
   if (opts.fenced) {
     await raiseFence({ doc, clock }, fence, b.generation);
@@ -97,7 +95,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
       await commitFencedUnit({ doc, clock }, {
         fence,
         generation: b.generation,
-        checkpoint: { table: tables.jobs, key: jobId, expected: unit, next: unit + 1, set: { status: last ? 'DONE' : 'RUNNING', heartbeatAt: clock.wallNow() }, ...(last ? { remove: ['unfinished'] } : {}) },
+        checkpoint: { table: tables.jobs, key: jobId, expected: unit, next: unit + 1, set: { [J.status]: last ? 'DONE' : 'RUNNING', [J.heartbeatAt]: clock.wallNow() }, ...(last ? { remove: [J.unfinished] } : {}) },
         effects,
         token: { job: jobId, unit },
       });
@@ -110,7 +108,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   await B.release(b);
 
   // A wakes up, still believing in its lease, and writes what it built before the pause.
-  await clock.sleep(Math.max(0, pauseMs - (clock.monotonicNow() - pausedAt)));
+  await clock.sleep(Math.max(0, PAUSE_MS - (clock.monotonicNow() - pausedAt)));
   say('worker-A', 'resume', 'woke up; writes unit 0 built from its stale read');
   let aRejected = false;
   let overwritten: string[] = [];
@@ -120,7 +118,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
       await commitFencedUnit({ doc, clock }, {
         fence,
         generation: a.generation,
-        checkpoint: { table: tables.jobs, key: jobId, expected: 0, next: 1, set: { heartbeatAt: clock.wallNow() } },
+        checkpoint: { table: tables.jobs, key: jobId, expected: 0, next: 1, set: { [J.heartbeatAt]: clock.wallNow() } },
         effects: aEffects,
         token: { job: jobId, unit: 0 },
       });
@@ -167,9 +165,9 @@ async function unsafeWrite(
   await doc.send(
     new UpdateCommand({
       TableName: tables.jobs,
-      Key: { pk: jobId },
+      Key: { [J.key]: jobId },
       UpdateExpression: last ? 'SET #c = :n, #s = :done REMOVE #u' : 'SET #c = :n',
-      ExpressionAttributeNames: last ? { '#c': 'cursor', '#s': 'status', '#u': 'unfinished' } : { '#c': 'cursor' },
+      ExpressionAttributeNames: last ? { '#c': J.cursor, '#s': J.status, '#u': J.unfinished } : { '#c': J.cursor },
       ExpressionAttributeValues: last ? { ':n': unit + 1, ':done': 'DONE' } : { ':n': unit + 1 },
     }),
   );

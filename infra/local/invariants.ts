@@ -35,14 +35,12 @@ export interface InvariantReport {
   };
 }
 
-
 const MAX_LISTED = 20;
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 export async function checkInvariants(
   clients: { client: DynamoDBClient; doc: DynamoDBDocumentClient; streams: DynamoDBStreamsClient },
   tables: TableNames,
-  opts: { requireDone?: boolean } = {},
 ): Promise<InvariantReport> {
   const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] };
   const add = (name: InvariantName, msg: string) => {
@@ -123,7 +121,7 @@ export async function checkInvariants(
       continue;
     }
     // PROGRESS
-    if (opts.requireDone !== false && (job.status !== 'DONE' || job.cursor !== job.totalUnits)) {
+    if (job.status !== 'DONE' || job.cursor !== job.totalUnits) {
       add('PROGRESS', `job ${id}: status ${String(job.status)} at cursor ${String(job.cursor)}/${String(job.totalUnits)}`);
     }
     knownPeriods.add(input.period);

@@ -57,7 +57,6 @@ interface DemoFlags {
   json: boolean;
 }
 
-
 export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
   const { values } = parseArgs({
     args: argv,
@@ -195,7 +194,7 @@ async function demo(flags: DemoFlags): Promise<number> {
         metrics: run.metrics,
         jobs: run.jobs,
       },
-      invariants: Object.fromEntries(Object.entries(run.invariants.invariants).map(([k, r]) => [k, r])),
+      invariants: run.invariants.invariants,
       stats: run.invariants.stats,
       timelineSvg: svgPath,
     };

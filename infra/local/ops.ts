@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanAll } from '../../lib/scan.js';
 import { systemClock } from '../../lib/clock.js';
@@ -14,7 +14,8 @@ import { raiseEpoch, seal, EPOCH_RECORD_KEY } from '../../lib/epochs.js';
 import { ConfigError, InvalidInputError } from '../../lib/errors.js';
 import { assertEpoch, formatGeneration, MAX_EPOCH, type Generation } from '../../lib/generation.js';
 import { assertJobId, claimRequeue, readJob } from '../../lib/jobs.js';
-import { tableNames, TABLE_ROLES, type TableNames, type TableRole } from '../../lib/schema.js';
+import { TABLE_NAME, tableNames, TABLE_ROLES, type TableNames, type TableRole } from '../../lib/schema.js';
+import { OUTPUTS } from '../outputs.js';
 import { urlFlag } from './flags.js';
 
 export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal'] as const;
@@ -42,7 +43,10 @@ interface Target {
   region?: string;
 }
 
-/** Finds table names and the queue URL in `cdk deploy --outputs-file` JSON, by output name. */
+/**
+ * Finds table names and the queue URL in `cdk deploy --outputs-file` JSON: by this stack's output
+ * names (infra/outputs.ts), else by pattern, for a fork's stack that names its outputs its own way.
+ */
 export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl?: string } {
   if (typeof json !== 'object' || json === null) throw new InvalidInputError('--outputs', 'must be a JSON object');
   const flat: Record<string, string> = {};
@@ -54,15 +58,14 @@ export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl
   const find = (re: RegExp) => Object.entries(flat).find(([k]) => re.test(k))?.[1];
   const tables = {} as Record<TableRole, string>;
   for (const role of TABLE_ROLES) {
-    const name = find(new RegExp(`${role}.*table.*name|${role}table`, 'i'));
+    const name = flat[OUTPUTS[role]] ?? find(new RegExp(`${role}.*table.*name|${role}table`, 'i'));
     if (name === undefined) throw new InvalidInputError('--outputs', `no output for the ${role} table name`);
     tables[role] = name;
   }
-  const queueUrl = flat.WorkQueueUrl ?? find(/^work.*queue.*url/i);
+  const queueUrl = flat[OUTPUTS.queueUrl] ?? find(/^work.*queue.*url/i);
   return queueUrl === undefined ? { tables } : { tables, queueUrl };
 }
 
-const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
 const REGION = /^[a-z0-9-]{1,63}$/;
 
 function target(values: Record<string, string | boolean | undefined>): Target {
@@ -97,7 +100,6 @@ function target(values: Record<string, string | boolean | undefined>): Target {
   const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
   return { doc, tables, ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
 }
-
 
 const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
 
@@ -136,9 +138,10 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
   const claimed = await claimRequeue(t.doc, t.tables.jobs, job, systemClock);
   let sent = false;
   if (claimed) {
-    await new SQSClient(t.region ? { region: t.region } : {}).send(
-      new SendMessageCommand({ QueueUrl: t.queueUrl, MessageBody: JSON.stringify({ jobId, reason: 'requeue' }) }),
-    );
+    // The handlers' queue adapter, so the message is the WorkMessage they send. Imported on use:
+    // functions/commons.ts also loads Powertools (~50 ms) that no other command, nor `npm start`, needs.
+    const { SqsWorkQueue } = await import('../../functions/commons.js');
+    await new SqsWorkQueue(new SQSClient(t.region ? { region: t.region } : {}), t.queueUrl).send({ jobId, reason: 'requeue' });
     sent = true;
   }
   const result = { jobId, claimed, sent, note: claimed ? 'requeued' : 'the job moved meanwhile (live worker); not requeued' };

@@ -21,7 +21,7 @@ import { createWorkerHandler } from '../../functions/worker-handler.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { checkInvariants, type InvariantReport } from './invariants.js';
 import { LocalQueue } from './queue.js';
-import { LocalRuntime } from './runtime.js';
+import { LocalRuntime, slotOf } from './runtime.js';
 import { LocalTelemetry } from './telemetry.js';
 import { Timeline } from './timeline.js';
 
@@ -32,13 +32,7 @@ export interface RunOptions {
   customers: number;
   workers: number;
   seed: number;
-  periods?: string[];
-  unitSize?: number;
-  leaseMs?: number;
-  faults?: boolean;
-  timeoutMs?: number;
   onProgress?: (done: number, total: number) => void;
-  log?: (line: string) => void;
 }
 
 export interface RunResult {
@@ -56,7 +50,12 @@ export interface RunResult {
   timeline: Timeline;
 }
 
-export const DEFAULT_PERIODS = ['2026-09', '2026-10', '2026-11'];
+/** One job per billing period. */
+const PERIODS = ['2026-09', '2026-10', '2026-11'];
+const UNIT_SIZE = 10;
+const LEASE_MS = 1_500;
+/** The run gives up waiting for its jobs after this long (then reports what it found). */
+const TIMEOUT_MS = 90_000;
 
 export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsPerJob: number): Fault[] {
   const [j1, j2 = j1, j3 = j2] = jobIds;
@@ -73,27 +72,22 @@ export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsP
 
 export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const clock = systemClock;
-  const leaseMs = opts.leaseMs ?? 1_500;
-  const unitSize = opts.unitSize ?? 10;
-  const invocationTimeoutMs = leaseMs * 8;
-  const sweepIntervalMs = Math.round(leaseMs / 3);
+  const invocationTimeoutMs = LEASE_MS * 8;
+  const sweepIntervalMs = Math.round(LEASE_MS / 3);
   const timeline = new Timeline(() => clock.monotonicNow());
-  const telemetry = new LocalTelemetry(timeline, opts.log, leaseMs);
+  const telemetry = new LocalTelemetry(timeline, undefined, LEASE_MS);
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: invocationTimeoutMs * 6, maxReceiveCount: 5 });
-  const periods = opts.periods ?? DEFAULT_PERIODS;
-  const jobIds = periods.map(invoiceJobId);
+  const jobIds = PERIODS.map(invoiceJobId);
   let runtime: LocalRuntime | undefined;
-  // A crash ends its invocation at once (the owner id starts with the request id).
-  const unitsPerJob = invoiceProcessor.totalUnits({ period: '2026-01', customers: opts.customers, seed: 0, unitSize, currency: 'EUR' });
-  const plan = new FaultPlan(opts.faults === false ? [] : defaultFaults(jobIds, leaseMs, unitsPerJob), clock, timeline, (owner) =>
-    runtime?.crash(owner.split('/')[0] ?? owner),
-  );
-  const lease = { epoch: 0, durationMs: leaseMs, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 50 } };
+  const unitsPerJob = invoiceProcessor.totalUnits({ period: '2026-01', customers: opts.customers, seed: 0, unitSize: UNIT_SIZE, currency: 'EUR' });
+  // A crash ends its invocation at once.
+  const plan = new FaultPlan(defaultFaults(jobIds, LEASE_MS, unitsPerJob), clock, timeline, (owner) => runtime?.crash(owner));
+  const lease = { epoch: 0, durationMs: LEASE_MS, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 50 } };
   const base = { doc: opts.dynamo.doc, tables: opts.tables, clock, queue, telemetry };
 
-  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan }, { safetyMarginMs: Math.round(leaseMs / 2) });
-  const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: leaseMs * 2, sweepIntervalMs });
-  const starter = createStarterHandler({ ...base, unitSize, customers: opts.customers });
+  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
+  const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
+  const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers });
   runtime = new LocalRuntime({
     clock,
     queue,
@@ -103,33 +97,32 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     batchSize: 1,
     invocationTimeoutMs,
     sweepIntervalMs,
-    onError: (e) => opts.log?.(JSON.stringify({ level: 'ERROR', message: 'invocation-error', error: String(e) })),
   });
 
   const started = clock.monotonicNow();
   // The scheduler's starter, once per period (the local stand-in for the monthly schedule).
-  for (const [i, period] of periods.entries()) {
+  for (const [i, period] of PERIODS.entries()) {
     await starter({ period, customers: opts.customers, seed: opts.seed + i });
   }
   // A duplicate delivery of the first job's message.
-  if (opts.faults !== false && jobIds[0] !== undefined) {
+  if (jobIds[0] !== undefined) {
     await queue.send({ jobId: jobIds[0], reason: 'start' });
     timeline.add('queue', 'duplicate', `duplicate delivery of ${jobIds[0]}`);
   }
-  const totalUnits = unitsPerJob * periods.length;
+  const totalUnits = unitsPerJob * PERIODS.length;
 
   runtime.start();
-  const deadline = started + (opts.timeoutMs ?? 90_000);
-  let jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
+  const deadline = started + TIMEOUT_MS;
+  let jobs: Awaited<ReturnType<typeof readJob>>[];
   for (;;) {
+    jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
     const done = jobs.reduce((n, j) => n + (j?.cursor ?? 0), 0);
     opts.onProgress?.(done, totalUnits);
     if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') || clock.monotonicNow() > deadline) break;
     await clock.sleep(100);
-    jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
   }
   // Let paused workers wake up and try their (stale) writes before we read the tables back.
-  while (plan.activePauses > 0 && clock.monotonicNow() < deadline + leaseMs * 3) await clock.sleep(50);
+  while (plan.activePauses > 0 && clock.monotonicNow() < deadline + LEASE_MS * 3) await clock.sleep(50);
   await clock.sleep(200);
   await runtime.stop();
   const elapsedMs = Math.round(clock.monotonicNow() - started);
@@ -151,7 +144,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     sweeps: runtime.sweeps,
     deadLetters: queue.deadLetters.length,
     metrics: Object.fromEntries(telemetry.counts),
-    faults: plan.fired.map((f) => ({ name: f.name, lane: f.owner.split('-')[0] ?? f.owner, atMs: Math.round(f.at - started) })),
+    faults: plan.fired.map((f) => ({ name: f.name, lane: slotOf(f.owner), atMs: Math.round(f.at - started) })),
     invariants,
     timeline,
   };

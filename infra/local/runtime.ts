@@ -29,6 +29,15 @@ export interface LocalRuntimeOptions {
   onError?: (e: unknown) => void;
 }
 
+/**
+ * Owner ids of the workers this runtime invokes: `<request id>/<record index>` (functions/worker-handler.ts),
+ * and a request id names its concurrency slot first: `w3-17-ab12cd34/0`.
+ */
+const requestIdOf = (owner: string): string => owner.split('/')[0] ?? owner;
+
+/** The concurrency slot of an owner id or request id: `w3-17-ab12cd34/0` → `w3`. */
+export const slotOf = (owner: string): string => owner.split('-')[0] ?? owner;
+
 export class LocalRuntime {
   private running = false;
   private loops: Promise<void>[] = [];
@@ -51,9 +60,10 @@ export class LocalRuntime {
   /**
    * The process behind this invocation died (fault injection): the invocation ends now, its
    * records are not deleted and come back after the visibility timeout, the slot is free.
+   * `owner`: a worker's owner id (or the invocation's request id).
    */
-  crash(requestId: string): void {
-    this.crashSignals.get(requestId)?.();
+  crash(owner: string): void {
+    this.crashSignals.get(requestIdOf(owner))?.();
   }
 
   async stop(): Promise<void> {

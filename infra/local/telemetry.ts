@@ -4,6 +4,7 @@
  */
 import { formatGeneration, type Generation } from '../../lib/generation.js';
 import type { MetricName, Telemetry } from '../../lib/ports.js';
+import { slotOf } from './runtime.js';
 import type { Timeline, TimelineKind } from './timeline.js';
 
 const KIND: Record<string, TimelineKind> = {
@@ -26,7 +27,7 @@ const KIND: Record<string, TimelineKind> = {
 };
 
 /** `w3-17-ab12cd34/0` → `lambda w3`: one lane per concurrency slot. */
-export const laneOf = (owner: unknown): string => (typeof owner === 'string' ? `lambda ${owner.split('-')[0]}` : 'sweeper');
+export const laneOf = (owner: unknown): string => (typeof owner === 'string' ? `lambda ${slotOf(owner)}` : 'sweeper');
 
 const g = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '?');
 
@@ -55,7 +56,6 @@ function describe(name: string, f: Record<string, unknown>): string {
 
 export class LocalTelemetry implements Telemetry {
   readonly counts = new Map<MetricName, number>();
-  readonly gauges = new Map<MetricName, number>();
   constructor(
     private readonly timeline: Timeline | undefined,
     private readonly log?: (line: string) => void,
@@ -64,9 +64,8 @@ export class LocalTelemetry implements Telemetry {
   count(metric: MetricName, n = 1): void {
     this.counts.set(metric, (this.counts.get(metric) ?? 0) + n);
   }
-  gauge(metric: MetricName, value: number): void {
-    this.gauges.set(metric, value);
-  }
+  /** Gauges (the sweeper's oldest-job age) are not kept: nothing local reads them. */
+  gauge(): void {}
   event(name: string, fields: Record<string, unknown>): void {
     this.log?.(JSON.stringify({ level: 'INFO', message: name, ...fields }));
     const kind = KIND[name];

@@ -71,7 +71,7 @@ export async function chaosRun(
     undefined,
     (owner) => {
       history.push(`${Math.round(clock.monotonicNow() - started)} CRASH ${owner}`);
-      runtime?.crash(owner.split('/')[0] ?? owner);
+      runtime?.crash(owner);
     },
     async (jobId, unit) => ((await readJob(env.direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit,
   );

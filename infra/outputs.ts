@@ -1,0 +1,20 @@
+/**
+ * The stack's output keys: infra/stack.ts creates them, the CLI's ops commands (infra/local/ops.ts)
+ * read a deployed stack's `cdk deploy --outputs-file` by these names. No CDK import here, so the
+ * CLI does not load aws-cdk-lib.
+ */
+export const OUTPUTS = {
+  leases: 'LeasesTableName',
+  fences: 'FencesTableName',
+  jobs: 'JobsTableName',
+  invoices: 'InvoicesTableName',
+  invoicesStreamArn: 'InvoicesStreamArn',
+  queueUrl: 'WorkQueueUrl',
+  /** The work queue's dead-letter queue, as an ARN (what start-message-move-task takes). */
+  deadLetterQueueArn: 'DeadLetterQueueArn',
+  dashboardUrl: 'DashboardUrl',
+  fenceEpoch: 'FenceEpoch',
+  workerFunction: 'WorkerFunctionName',
+  sweeperFunction: 'SweeperFunctionName',
+  starterFunction: 'StarterFunctionName',
+} as const;
