@@ -13,10 +13,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CreateTableCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { startDynamoLocal, type DynamoLocal } from '../infra/local/dynamodb-local.js';
-import { createDynamo, type Dynamo } from '../lib/dynamo.js';
-import { tableNames, type TableNames } from '../lib/schema.js';
-import { ensureTables } from '../lib/tables.js';
+import { startDynamoLocal, type DynamoLocal } from '../cli/dynamodb-local.js';
+import { createDynamo, type Dynamo } from '../lib/protocol/dynamo.js';
+import { tableNames, type TableNames } from '../lib/workflow/schema.js';
+import { ensureTables } from '../lib/workflow/tables.js';
 
 export interface BenchEnv {
   readonly endpoint: string;

@@ -16,8 +16,8 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { urlFlag } from '../infra/local/flags.js';
-import { InvalidInputError } from '../lib/errors.js';
+import { urlFlag } from '../cli/flags.js';
+import { InvalidInputError } from '../lib/protocol/errors.js';
 import { measureBundle } from './bundle.js';
 import { measureClientCost } from './client.js';
 import { measureContention } from './contention.js';
@@ -204,7 +204,7 @@ main().then(
   // The SDK's kept-alive sockets and the peers' timers are closed; exit anyway, whatever a library left behind.
   () => process.exit(0),
   (e: unknown) => {
-    // A bad flag gets the other CLIs' short message and exit status 2 (test/chaos/main.ts, infra/local/main.ts).
+    // A bad flag gets the other CLIs' short message and exit status 2 (test/chaos/main.ts, cli/main.ts).
     if (e instanceof InvalidInputError) {
       process.stderr.write(`error: ${e.message}\n(--help for usage)\n`);
       process.exit(2);

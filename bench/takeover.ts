@@ -10,10 +10,10 @@
  * 1 + (skew bound + jitter (≤ min(100 ms, duration/20), lib/lease.ts) + 4 requests) / duration.
  */
 import { randomUUID } from 'node:crypto';
-import { systemClock } from '../lib/clock.js';
-import { commitFencedUnit, raiseFence } from '../lib/fence.js';
-import { leaseKeyOf, readJob } from '../lib/jobs.js';
-import { LeaseManager, type LeaseMode } from '../lib/lease.js';
+import { systemClock } from '../lib/protocol/clock.js';
+import { commitFencedUnit, raiseFence } from '../lib/protocol/fence.js';
+import { leaseKeyOf, readJob } from '../lib/workflow/jobs.js';
+import { LeaseManager, type LeaseMode } from '../lib/protocol/lease.js';
 import type { BenchEnv } from './env.js';
 import { max, median, sleep } from './stats.js';
 import { benchFence, createBenchJob, fencedBenchUnit } from './workload.js';

@@ -7,13 +7,13 @@
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { systemClock, type Clock } from '../lib/clock.js';
-import { ENV, httpUrl, integer, leaseSettingsFromEnv, tablesFromEnv, type LeaseSettings } from '../lib/config.js';
-import { createDynamo } from '../lib/dynamo.js';
-import { MAX_UNIT_SIZE } from '../lib/invoices.js';
+import { systemClock, type Clock } from '../lib/protocol/clock.js';
+import { ENV, httpUrl, integer, leaseSettingsFromEnv, tablesFromEnv, type LeaseSettings } from '../lib/workflow/config.js';
+import { createDynamo } from '../lib/protocol/dynamo.js';
+import { MAX_UNIT_SIZE } from '../lib/workloads/invoices.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { MetricName, Telemetry, WorkMessage, WorkQueue } from '../lib/ports.js';
-import type { TableNames } from '../lib/schema.js';
+import type { MetricName, Telemetry, WorkMessage, WorkQueue } from '../lib/workflow/ports.js';
+import type { TableNames } from '../lib/workflow/schema.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 

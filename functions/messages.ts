@@ -4,9 +4,9 @@
  * queue's retries, with nothing written.
  */
 import * as v from 'valibot';
-import { InvalidInputError } from '../lib/errors.js';
-import { MAX_CUSTOMERS } from '../lib/invoices.js';
-import type { WorkMessage } from '../lib/ports.js';
+import { InvalidInputError } from '../lib/protocol/errors.js';
+import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
+import type { WorkMessage } from '../lib/workflow/ports.js';
 
 /**
  * The first validation issue as an InvalidInputError naming the field. A key the schema does not

@@ -4,12 +4,12 @@
  * and at most re-enqueues it, which the worker treats as a duplicate.
  */
 import { createHash } from 'node:crypto';
-import type { Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/protocol/clock.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createJob } from '../lib/jobs.js';
-import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/invoices.js';
-import type { Telemetry, WorkQueue } from '../lib/ports.js';
-import type { TableNames } from '../lib/schema.js';
+import { createJob } from '../lib/workflow/jobs.js';
+import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import type { Telemetry, WorkQueue } from '../lib/workflow/ports.js';
+import type { TableNames } from '../lib/workflow/schema.js';
 import { parseStartPayload } from './messages.js';
 
 export interface StarterDeps {

@@ -1,6 +1,6 @@
 /** Lambda entry: the starter (EventBridge Scheduler, monthly cron). */
-import { ENV, integer } from '../lib/config.js';
-import { MAX_CUSTOMERS } from '../lib/invoices.js';
+import { ENV, integer } from '../lib/workflow/config.js';
+import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
 import { commonsFromEnv, powertoolsTelemetry } from './commons.js';
 import { createStarterHandler } from './starter-handler.js';
 

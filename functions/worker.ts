@@ -1,5 +1,5 @@
 /** Lambda entry: the worker. Clients and config are built once per container. */
-import { invoiceProcessor } from '../lib/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { commonsFromEnv, powertoolsTelemetry } from './commons.js';
 import { createWorkerHandler } from './worker-handler.js';
 

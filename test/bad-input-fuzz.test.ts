@@ -11,23 +11,23 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../lib/clock.js';
-import { ENV, integer, leaseSettingsFromEnv, tablesFromEnv } from '../lib/config.js';
-import { ConfigError, FencedError, InvalidInputError } from '../lib/errors.js';
-import { buildFencedUnit, commitFencedUnit, type FencedUnit } from '../lib/fence.js';
-import { MAX_EPOCH, makeGeneration } from '../lib/generation.js';
-import { onceOnly, upsert, type Effect } from '../lib/idempotency.js';
-import { parseInvoiceInput } from '../lib/invoices.js';
-import { createJob } from '../lib/jobs.js';
-import type { Telemetry } from '../lib/ports.js';
-import { TABLE_ROLES } from '../lib/schema.js';
+import { systemClock } from '../lib/protocol/clock.js';
+import { ENV, integer, leaseSettingsFromEnv, tablesFromEnv } from '../lib/workflow/config.js';
+import { ConfigError, FencedError, InvalidInputError } from '../lib/protocol/errors.js';
+import { buildFencedUnit, commitFencedUnit, type FencedUnit } from '../lib/protocol/fence.js';
+import { MAX_EPOCH, makeGeneration } from '../lib/protocol/generation.js';
+import { onceOnly, upsert, type Effect } from '../lib/protocol/idempotency.js';
+import { parseInvoiceInput } from '../lib/workloads/invoices.js';
+import { createJob } from '../lib/workflow/jobs.js';
+import type { Telemetry } from '../lib/workflow/ports.js';
+import { TABLE_ROLES } from '../lib/workflow/schema.js';
 import { commonsFromEnv } from '../functions/commons.js';
 import { createWorkerHandler, type WorkerHandler } from '../functions/worker-handler.js';
-import { invoiceProcessor } from '../lib/invoices.js';
-import { main } from '../infra/local/main.js';
-import { OPS_COMMANDS } from '../infra/local/ops.js';
-import { LocalQueue } from '../infra/local/queue.js';
-import { LocalRuntime } from '../infra/local/runtime.js';
+import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { main } from '../cli/main.js';
+import { OPS_COMMANDS } from '../cli/ops.js';
+import { LocalQueue } from '../cli/queue.js';
+import { LocalRuntime } from '../cli/runtime.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { context, Recorder } from './support/workflow.js';
 
@@ -500,7 +500,7 @@ describe('environment configuration → ConfigError naming the variable', () => 
 });
 
 // ---------------------------------------------------------------------------------------------
-// CLI arguments (infra/local/main.ts)
+// CLI arguments (cli/main.ts)
 
 /** Runs main(argv) with stdout and stderr captured. */
 async function runCli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

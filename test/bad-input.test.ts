@@ -4,13 +4,13 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { commitFencedUnit, raiseFence, type FencedUnit } from '../lib/fence.js';
-import { InvalidInputError } from '../lib/errors.js';
-import { onceOnly, putOnce, upsert, type Effect } from '../lib/idempotency.js';
-import { MAX_EPOCH, makeGeneration, parseGeneration, type Generation } from '../lib/generation.js';
-import { raiseEpoch, seal } from '../lib/epochs.js';
-import { createDynamo, type Dynamo } from '../lib/dynamo.js';
-import { TABLE_ROLES } from '../lib/schema.js';
+import { commitFencedUnit, raiseFence, type FencedUnit } from '../lib/protocol/fence.js';
+import { InvalidInputError } from '../lib/protocol/errors.js';
+import { onceOnly, putOnce, upsert, type Effect } from '../lib/protocol/idempotency.js';
+import { MAX_EPOCH, makeGeneration, parseGeneration, type Generation } from '../lib/protocol/generation.js';
+import { raiseEpoch, seal } from '../lib/protocol/epochs.js';
+import { createDynamo, type Dynamo } from '../lib/protocol/dynamo.js';
+import { TABLE_ROLES } from '../lib/workflow/schema.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { getItem, manager, putJob } from './support/fixtures.js';
 import { countRequests, type RequestCounter } from './support/request-counter.js';

@@ -4,10 +4,10 @@
  * independent checker — the evidence that the checker has teeth.
  */
 import { inject, describe, expect, it } from 'vitest';
-import { createDynamo } from '../lib/dynamo.js';
-import { METRIC } from '../lib/ports.js';
-import type { InvariantName } from '../infra/local/invariants.js';
-import { streamsClient } from '../infra/local/streams.js';
+import { createDynamo } from '../lib/protocol/dynamo.js';
+import { METRIC } from '../lib/workflow/ports.js';
+import type { InvariantName } from '../cli/invariants.js';
+import { streamsClient } from '../cli/streams.js';
 import { CONTROLS } from './chaos/controls.js';
 import { chaosRun } from './chaos/harness.js';
 

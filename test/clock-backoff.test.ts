@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ManualClock, leaseDeadline, skewedClock, systemClock, validateDeadlineRule } from '../lib/clock.js';
-import { defaultBackoff, fullJitter, untilExpiry } from '../lib/backoff.js';
-import { InvalidInputError } from '../lib/errors.js';
+import { ManualClock, leaseDeadline, skewedClock, systemClock, validateDeadlineRule } from '../lib/protocol/clock.js';
+import { defaultBackoff, fullJitter, untilExpiry } from '../lib/protocol/backoff.js';
+import { InvalidInputError } from '../lib/protocol/errors.js';
 
 describe('leaseDeadline', () => {
   it('is sendTime + duration * (1 - maxDrift) - margin', () => {

@@ -4,14 +4,14 @@
  * rejected at once, before any new holder arrives.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EPOCH_RECORD_KEY, raiseEpoch, readEpoch, seal } from '../lib/epochs.js';
-import { commitFencedUnit, raiseFence } from '../lib/fence.js';
-import { EpochBehindError, InvalidInputError, LeaseLostError, StaleGenerationError } from '../lib/errors.js';
-import { epochFloor, epochOf, makeGeneration, type Generation } from '../lib/generation.js';
-import { ManualClock } from '../lib/clock.js';
-import type { Lease } from '../lib/lease.js';
-import { upsert } from '../lib/idempotency.js';
-import { createDynamo } from '../lib/dynamo.js';
+import { EPOCH_RECORD_KEY, raiseEpoch, readEpoch, seal } from '../lib/protocol/epochs.js';
+import { commitFencedUnit, raiseFence } from '../lib/protocol/fence.js';
+import { EpochBehindError, InvalidInputError, LeaseLostError, StaleGenerationError } from '../lib/protocol/errors.js';
+import { epochFloor, epochOf, makeGeneration, type Generation } from '../lib/protocol/generation.js';
+import { ManualClock } from '../lib/protocol/clock.js';
+import type { Lease } from '../lib/protocol/lease.js';
+import { upsert } from '../lib/protocol/idempotency.js';
+import { createDynamo } from '../lib/protocol/dynamo.js';
 import { makeTables, perTestTables, type TestTables } from './support/tables.js';
 import { countRequests } from './support/request-counter.js';
 import { acquire, fenceOf, getItem, manager, putJob, scanAll, unit } from './support/fixtures.js';

@@ -3,7 +3,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { commitFencedUnit, decodeCancellation, raiseFence, type FenceContext, type FencedUnit, type FenceRef } from '../lib/fence.js';
+import { commitFencedUnit, decodeCancellation, raiseFence, type FenceContext, type FencedUnit, type FenceRef } from '../lib/protocol/fence.js';
 import {
   CheckpointMovedError,
   EffectAlreadyExistsError,
@@ -11,10 +11,10 @@ import {
   LeaseLostError,
   StaleGenerationError,
   TransactionFailedError,
-} from '../lib/errors.js';
-import { onceOnly, upsert, type Effect } from '../lib/idempotency.js';
-import { makeGeneration, type Generation } from '../lib/generation.js';
-import { ManualClock } from '../lib/clock.js';
+} from '../lib/protocol/errors.js';
+import { onceOnly, upsert, type Effect } from '../lib/protocol/idempotency.js';
+import { makeGeneration, type Generation } from '../lib/protocol/generation.js';
+import { ManualClock } from '../lib/protocol/clock.js';
 import { proxiedTables, type TestTables } from './support/tables.js';
 import { fenceOf, getItem, invoiceEffects, manager, putJob, unit } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';

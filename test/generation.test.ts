@@ -17,8 +17,8 @@ import {
   makeGeneration,
   parseGeneration,
   sequenceOf,
-} from '../lib/generation.js';
-import { InvalidInputError } from '../lib/errors.js';
+} from '../lib/protocol/generation.js';
+import { InvalidInputError } from '../lib/protocol/errors.js';
 
 const epochs = fc.integer({ min: 0, max: MAX_EPOCH });
 const sequences = fc.integer({ min: 0, max: MAX_SEQUENCE });

@@ -6,15 +6,15 @@
  */
 import type { ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ManualClock, systemClock } from '../lib/clock.js';
-import { ConfigError, InvalidInputError } from '../lib/errors.js';
-import { invoiceJobId, invoiceProcessor } from '../lib/invoices.js';
-import { readJob } from '../lib/jobs.js';
-import { METRIC } from '../lib/ports.js';
+import { ManualClock, systemClock } from '../lib/protocol/clock.js';
+import { ConfigError, InvalidInputError } from '../lib/protocol/errors.js';
+import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
+import { readJob } from '../lib/workflow/jobs.js';
+import { METRIC } from '../lib/workflow/ports.js';
 import { createStarterHandler, previousPeriod } from '../functions/starter-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
-import { LocalQueue } from '../infra/local/queue.js';
-import { LocalRuntime } from '../infra/local/runtime.js';
+import { LocalQueue } from '../cli/queue.js';
+import { LocalRuntime } from '../cli/runtime.js';
 import { scanAll } from './support/fixtures.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { context, createInvoiceJob, invariants, invoiceInput, Recorder, snapshot, workflow } from './support/workflow.js';

@@ -4,10 +4,10 @@
  * fault proxy.
  */
 import { describe, expect, it } from 'vitest';
-import { leaseDeadline, ManualClock, skewedClock } from '../lib/clock.js';
-import { InvalidInputError, LeaseExpiredError, LeaseLostError } from '../lib/errors.js';
-import { LeaseKeeper } from '../lib/keeper.js';
-import { LeaseManager, type Lease, type LeaseConfig } from '../lib/lease.js';
+import { leaseDeadline, ManualClock, skewedClock } from '../lib/protocol/clock.js';
+import { InvalidInputError, LeaseExpiredError, LeaseLostError } from '../lib/protocol/errors.js';
+import { LeaseKeeper } from '../lib/protocol/keeper.js';
+import { LeaseManager, type Lease, type LeaseConfig } from '../lib/protocol/lease.js';
 import { acquire, getItem, until } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
 import { proxiedTables } from './support/tables.js';

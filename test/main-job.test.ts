@@ -1,5 +1,5 @@
 /**
- * The main job end to end, as a user runs it (`npx tsx infra/local/main.ts --json ...`, a child
+ * The main job end to end, as a user runs it (`npx tsx cli/main.ts --json ...`, a child
  * process against the test run's DynamoDB Local), then the ops CLI against the tables it left.
  */
 import { spawn } from 'node:child_process';
@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { main } from '../infra/local/main.js';
+import { main } from '../cli/main.js';
 
 const root = resolve(import.meta.dirname, '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done, fail) => {
-    const child = spawn(tsx, ['infra/local/main.ts', ...args], { cwd: root, env: { ...process.env, FORCE_COLOR: '0' } });
+    const child = spawn(tsx, ['cli/main.ts', ...args], { cwd: root, env: { ...process.env, FORCE_COLOR: '0' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

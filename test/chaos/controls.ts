@@ -5,11 +5,11 @@
  * which is the evidence that a clean run of the real protocol means something.
  */
 import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { StaleGenerationError } from '../../lib/errors.js';
-import { buildFencedUnit, decodeCancellation, type CommitOutcome, type FenceContext, type FencedUnit } from '../../lib/fence.js';
-import { asGeneration } from '../../lib/generation.js';
-import { fencedProtocol, type ProtocolOps } from '../../lib/worker.js';
-import type { FaultPoint } from '../../infra/local/faults.js';
+import { StaleGenerationError } from '../../lib/protocol/errors.js';
+import { buildFencedUnit, decodeCancellation, type CommitOutcome, type FenceContext, type FencedUnit } from '../../lib/protocol/fence.js';
+import { asGeneration } from '../../lib/protocol/generation.js';
+import { fencedProtocol, type ProtocolOps } from '../../lib/workflow/worker.js';
+import type { FaultPoint } from '../../cli/faults.js';
 
 export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset'] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];

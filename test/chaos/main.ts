@@ -9,13 +9,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createDynamo } from '../../lib/dynamo.js';
-import { InvalidInputError } from '../../lib/errors.js';
-import { METRIC } from '../../lib/ports.js';
-import { startDynamoLocal } from '../../infra/local/dynamodb-local.js';
-import { intFlag as int } from '../../infra/local/flags.js';
-import { streamsClient } from '../../infra/local/streams.js';
-import type { InvariantName } from '../../infra/local/invariants.js';
+import { createDynamo } from '../../lib/protocol/dynamo.js';
+import { InvalidInputError } from '../../lib/protocol/errors.js';
+import { METRIC } from '../../lib/workflow/ports.js';
+import { startDynamoLocal } from '../../cli/dynamodb-local.js';
+import { intFlag as int } from '../../cli/flags.js';
+import { streamsClient } from '../../cli/streams.js';
+import type { InvariantName } from '../../cli/invariants.js';
 import { CONTROLS, type Variant } from './controls.js';
 import { chaosRun, type RunRecord } from './harness.js';
 

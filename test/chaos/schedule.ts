@@ -3,8 +3,8 @@
  * faults where. The same seed gives the same schedule (`--runs 1 --seed S` replays it); the
  * exact interleaving still depends on real time, so the history of every failing run is saved.
  */
-import type { Fault, FaultPoint } from '../../infra/local/faults.js';
-import { invoiceJobId, mulberry32 } from '../../lib/invoices.js';
+import type { Fault, FaultPoint } from '../../cli/faults.js';
+import { invoiceJobId, mulberry32 } from '../../lib/workloads/invoices.js';
 
 /** The schedule's random source: the same PRNG that makes invoice amounts reproducible. */
 export const rng = mulberry32;

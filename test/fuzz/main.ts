@@ -8,10 +8,10 @@
  */
 import { parseArgs } from 'node:util';
 import fc from 'fast-check';
-import { createDynamo } from '../../lib/dynamo.js';
-import { tableNames } from '../../lib/schema.js';
-import { ensureTables } from '../../lib/tables.js';
-import { startDynamoLocal, type DynamoLocal } from '../../infra/local/dynamodb-local.js';
+import { createDynamo } from '../../lib/protocol/dynamo.js';
+import { tableNames } from '../../lib/workflow/schema.js';
+import { ensureTables } from '../../lib/workflow/tables.js';
+import { startDynamoLocal, type DynamoLocal } from '../../cli/dynamodb-local.js';
 import { coverage, leaseFenceProperty, MAX_COMMANDS, MIN_COMMANDS } from './model.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';

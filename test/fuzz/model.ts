@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual, inspect } from 'node:util';
 import fc from 'fast-check';
 import { BatchGetCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ManualClock, type Clock } from '../../lib/clock.js';
+import { ManualClock, type Clock } from '../../lib/protocol/clock.js';
 import {
   AcquireTimeoutError,
   CheckpointMovedError,
@@ -27,12 +27,12 @@ import {
   EpochBehindError,
   LeaseLostError,
   StaleGenerationError,
-} from '../../lib/errors.js';
-import { commitFencedUnit, raiseFence, type FencedUnit } from '../../lib/fence.js';
-import type { Generation } from '../../lib/generation.js';
-import { onceOnly, upsert } from '../../lib/idempotency.js';
-import { LeaseManager, type Lease, type Observation } from '../../lib/lease.js';
-import type { TableNames } from '../../lib/schema.js';
+} from '../../lib/protocol/errors.js';
+import { commitFencedUnit, raiseFence, type FencedUnit } from '../../lib/protocol/fence.js';
+import type { Generation } from '../../lib/protocol/generation.js';
+import { onceOnly, upsert } from '../../lib/protocol/idempotency.js';
+import { LeaseManager, type Lease, type Observation } from '../../lib/protocol/lease.js';
+import type { TableNames } from '../../lib/workflow/schema.js';
 
 // ---------------------------------------------------------------------------------------------
 // Configuration

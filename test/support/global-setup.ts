@@ -3,7 +3,7 @@
  * own prefix (test/support/tables.ts), so files run in parallel against one Java process.
  */
 import type { TestProject } from 'vitest/node';
-import { startDynamoLocal } from '../../infra/local/dynamodb-local.js';
+import { startDynamoLocal } from '../../cli/dynamodb-local.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

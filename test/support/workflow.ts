@@ -9,18 +9,18 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import { ManualClock, type Clock } from '../../lib/clock.js';
-import type { Generation } from '../../lib/generation.js';
-import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from '../../lib/invoices.js';
-import { createJob, type Job } from '../../lib/jobs.js';
-import type { LeaseMode } from '../../lib/lease.js';
-import type { MetricName, Telemetry } from '../../lib/ports.js';
-import type { WorkerHooks, WorkerPoint } from '../../lib/worker.js';
+import { ManualClock, type Clock } from '../../lib/protocol/clock.js';
+import type { Generation } from '../../lib/protocol/generation.js';
+import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from '../../lib/workloads/invoices.js';
+import { createJob, type Job } from '../../lib/workflow/jobs.js';
+import type { LeaseMode } from '../../lib/protocol/lease.js';
+import type { MetricName, Telemetry } from '../../lib/workflow/ports.js';
+import type { WorkerHooks, WorkerPoint } from '../../lib/workflow/worker.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
-import { checkInvariants, type InvariantReport } from '../../infra/local/invariants.js';
-import { LocalQueue, sqsEvent, type QueuedMessage } from '../../infra/local/queue.js';
-import { streamsClient } from '../../infra/local/streams.js';
+import { checkInvariants, type InvariantReport } from '../../cli/invariants.js';
+import { LocalQueue, sqsEvent, type QueuedMessage } from '../../cli/queue.js';
+import { streamsClient } from '../../cli/streams.js';
 import { scanAll } from './fixtures.js';
 import type { TestTables } from './tables.js';
 

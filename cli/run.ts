@@ -9,15 +9,15 @@
  * invocation timeout, pause > lease).
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { systemClock } from '../../lib/clock.js';
-import type { Dynamo } from '../../lib/dynamo.js';
-import { invoiceJobId, invoiceProcessor } from '../../lib/invoices.js';
-import { readJob } from '../../lib/jobs.js';
-import { METRIC } from '../../lib/ports.js';
-import type { TableNames } from '../../lib/schema.js';
-import { createStarterHandler } from '../../functions/starter-handler.js';
-import { createSweeperHandler } from '../../functions/sweeper-handler.js';
-import { createWorkerHandler } from '../../functions/worker-handler.js';
+import { systemClock } from '../lib/protocol/clock.js';
+import type { Dynamo } from '../lib/protocol/dynamo.js';
+import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
+import { readJob } from '../lib/workflow/jobs.js';
+import { METRIC } from '../lib/workflow/ports.js';
+import type { TableNames } from '../lib/workflow/schema.js';
+import { createStarterHandler } from '../functions/starter-handler.js';
+import { createSweeperHandler } from '../functions/sweeper-handler.js';
+import { createWorkerHandler } from '../functions/worker-handler.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { checkInvariants, type InvariantReport } from './invariants.js';
 import { LocalQueue } from './queue.js';

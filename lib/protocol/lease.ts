@@ -23,7 +23,7 @@ import {
 } from './errors.js';
 import { assertEpoch, epochCeiling, epochFloor, type Generation } from './generation.js';
 import { err, ok, type Result } from './result.js';
-import { LEASE_ATTR as A } from './schema.js';
+import { LEASE_ATTR as A } from '../workflow/schema.js';
 
 export type LeaseKey = Brand<string, 'LeaseKey'>;
 export type OwnerId = Brand<string, 'OwnerId'>;

@@ -13,11 +13,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { FencedError, InvalidInputError } from '../../lib/errors.js';
-import { createDynamo } from '../../lib/dynamo.js';
-import { tableNames } from '../../lib/schema.js';
-import { ensureTables } from '../../lib/tables.js';
-import { systemClock } from '../../lib/clock.js';
+import { FencedError, InvalidInputError } from '../lib/protocol/errors.js';
+import { createDynamo } from '../lib/protocol/dynamo.js';
+import { tableNames } from '../lib/workflow/schema.js';
+import { ensureTables } from '../lib/workflow/tables.js';
+import { systemClock } from '../lib/protocol/clock.js';
 import { startDynamoLocal, type DynamoLocal } from './dynamodb-local.js';
 import { intFlag, urlFlag } from './flags.js';
 import { replayIncident } from './incident.js';
@@ -234,7 +234,7 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('infra/local/main.ts')) {
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('cli/main.ts')) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e: unknown) => {

@@ -10,8 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import type { Clock } from '../../lib/clock.js';
-import type { WorkMessage, WorkQueue } from '../../lib/ports.js';
+import type { Clock } from '../lib/protocol/clock.js';
+import type { WorkMessage, WorkQueue } from '../lib/workflow/ports.js';
 
 export interface QueuedMessage {
   readonly messageId: string;

@@ -7,15 +7,15 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { scanAll } from '../../lib/scan.js';
-import { systemClock } from '../../lib/clock.js';
-import { createDynamo } from '../../lib/dynamo.js';
-import { raiseEpoch, seal, EPOCH_RECORD_KEY } from '../../lib/epochs.js';
-import { ConfigError, InvalidInputError } from '../../lib/errors.js';
-import { assertEpoch, formatGeneration, MAX_EPOCH, type Generation } from '../../lib/generation.js';
-import { assertJobId, claimRequeue, readJob } from '../../lib/jobs.js';
-import { TABLE_NAME, tableNames, TABLE_ROLES, type TableNames, type TableRole } from '../../lib/schema.js';
-import { OUTPUTS } from '../outputs.js';
+import { scanAll } from '../lib/protocol/scan.js';
+import { systemClock } from '../lib/protocol/clock.js';
+import { createDynamo } from '../lib/protocol/dynamo.js';
+import { raiseEpoch, seal, EPOCH_RECORD_KEY } from '../lib/protocol/epochs.js';
+import { ConfigError, InvalidInputError } from '../lib/protocol/errors.js';
+import { assertEpoch, formatGeneration, MAX_EPOCH, type Generation } from '../lib/protocol/generation.js';
+import { assertJobId, claimRequeue, readJob } from '../lib/workflow/jobs.js';
+import { TABLE_NAME, tableNames, TABLE_ROLES, type TableNames, type TableRole } from '../lib/workflow/schema.js';
+import { OUTPUTS } from '../infra/outputs.js';
 import { urlFlag } from './flags.js';
 
 export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal'] as const;
@@ -140,7 +140,7 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
   if (claimed) {
     // The handlers' queue adapter, so the message is the WorkMessage they send. Imported on use:
     // functions/commons.ts also loads Powertools (~50 ms) that no other command, nor `npm start`, needs.
-    const { SqsWorkQueue } = await import('../../functions/commons.js');
+    const { SqsWorkQueue } = await import('../functions/commons.js');
     await new SqsWorkQueue(new SQSClient(t.region ? { region: t.region } : {}), t.queueUrl).send({ jobId, reason: 'requeue' });
     sent = true;
   }

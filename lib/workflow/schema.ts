@@ -4,7 +4,7 @@
  *
  * Attribute names are a contract: tools outside this code read these tables (DESIGN.md).
  */
-import { InvalidInputError } from './errors.js';
+import { InvalidInputError } from '../protocol/errors.js';
 
 export type TableRole = 'leases' | 'fences' | 'jobs' | 'invoices';
 export type KeyType = 'S' | 'N';

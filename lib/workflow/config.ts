@@ -2,9 +2,9 @@
  * Configuration from environment variables, validated once at start-up. Every handler, the
  * CDK stack (which sets these) and the local runtime share these names.
  */
-import { ConfigError } from './errors.js';
-import { MAX_EPOCH } from './generation.js';
-import type { LeaseMode } from './lease.js';
+import { ConfigError } from '../protocol/errors.js';
+import { MAX_EPOCH } from '../protocol/generation.js';
+import type { LeaseMode } from '../protocol/lease.js';
 import { TABLE_NAME, type TableNames } from './schema.js';
 
 export const ENV = {

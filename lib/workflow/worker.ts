@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from './clock.js';
+import type { Clock } from '../protocol/clock.js';
 import {
   CheckpointMovedError,
   EffectAlreadyExistsError,
@@ -18,13 +18,13 @@ import {
   InvalidInputError,
   LeaseLostError,
   StaleGenerationError,
-} from './errors.js';
-import { marshallOptionsOf } from './dynamo.js';
-import { commitFencedUnit, prepareFencedUnit, raiseFence, type FencedUnit, type PreparedUnit } from './fence.js';
-import type { Generation } from './generation.js';
-import type { Effect } from './idempotency.js';
+} from '../protocol/errors.js';
+import { marshallOptionsOf } from '../protocol/dynamo.js';
+import { commitFencedUnit, prepareFencedUnit, raiseFence, type FencedUnit, type PreparedUnit } from '../protocol/fence.js';
+import type { Generation } from '../protocol/generation.js';
+import type { Effect } from '../protocol/idempotency.js';
 import { fenceKeyOf, leaseKeyOf, markFailed, readJob, type Job } from './jobs.js';
-import { LeaseManager, type Lease, type LeaseMode } from './lease.js';
+import { LeaseManager, type Lease, type LeaseMode } from '../protocol/lease.js';
 import { METRIC, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 import type { Processor } from './processor.js';
 import { JOB_ATTR, type TableNames } from './schema.js';

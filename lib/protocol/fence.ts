@@ -26,7 +26,7 @@ import {
 } from './errors.js';
 import { asGeneration, type Generation } from './generation.js';
 import { assertEffectItem, ONCE_CONDITION, type Effect } from './idempotency.js';
-import { FENCE_ATTR, JOB_ATTR } from './schema.js';
+import { FENCE_ATTR, JOB_ATTR } from '../workflow/schema.js';
 
 export const MAX_TRANSACTION_ACTIONS = 100;
 export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;

@@ -14,11 +14,11 @@
  *   worker can claim exactly that version.
  */
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from './clock.js';
-import { isConditionalCheckFailed } from './dynamo.js';
-import { InvalidInputError } from './errors.js';
+import type { Clock } from '../protocol/clock.js';
+import { isConditionalCheckFailed } from '../protocol/dynamo.js';
+import { InvalidInputError } from '../protocol/errors.js';
 import { claimRequeue, jobFromItem, leaseKeyOf, type Job } from './jobs.js';
-import type { LeaseMode } from './lease.js';
+import type { LeaseMode } from '../protocol/lease.js';
 import { METRIC, type Telemetry, type WorkQueue } from './ports.js';
 import { JOB_ATTR as J, LEASE_ATTR as L, UNFINISHED, UNFINISHED_INDEX, type TableNames } from './schema.js';
 
