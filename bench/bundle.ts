@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { build, type Metafile } from 'esbuild';
-import { ENV } from '../lib/workflow/config.js';
+import { ENV } from '../lib/workflow/index.js';
 import { median } from './stats.js';
 
 const run = promisify(execFile);

@@ -7,9 +7,8 @@
 import { Readable } from 'node:stream';
 import { BatchWriteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { buildFencedUnit, commitFencedUnit, type FencedUnit } from '../lib/protocol/fence.js';
-import { asGeneration } from '../lib/protocol/generation.js';
-import { tableNames } from '../lib/workflow/schema.js';
+import { asGeneration, buildFencedUnit, commitFencedUnit, type FencedUnit } from '../lib/protocol/index.js';
+import { tableNames } from '../lib/workflow/index.js';
 import { median } from './stats.js';
 import { fencedBenchUnit, unsafeBatch } from './workload.js';
 

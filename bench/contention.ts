@@ -9,8 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { AcquireTimeoutError } from '../lib/protocol/errors.js';
-import { LeaseManager } from '../lib/protocol/lease.js';
+import { AcquireTimeoutError, LeaseManager } from '../lib/protocol/index.js';
 import type { BenchEnv } from './env.js';
 import { countRequests } from '../test/support/request-counter.js';
 import { max, median, sleep } from './stats.js';

@@ -14,9 +14,8 @@
 import { randomBytes } from 'node:crypto';
 import { CreateTableCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { startDynamoLocal, type DynamoLocal } from '../cli/dynamodb-local.js';
-import { createDynamo, type Dynamo } from '../lib/protocol/dynamo.js';
-import { tableNames, type TableNames } from '../lib/workflow/schema.js';
-import { ensureTables } from '../lib/workflow/tables.js';
+import { createDynamo, type Dynamo } from '../lib/protocol/index.js';
+import { ensureTables, tableNames, type TableNames } from '../lib/workflow/index.js';
 
 export interface BenchEnv {
   readonly endpoint: string;

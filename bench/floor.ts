@@ -13,10 +13,8 @@
 import { Agent, request } from 'node:http';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { prepareFencedUnit } from '../lib/protocol/fence.js';
-import { asGeneration } from '../lib/protocol/generation.js';
-import type { Dynamo } from '../lib/protocol/dynamo.js';
-import type { TableNames } from '../lib/workflow/schema.js';
+import { asGeneration, prepareFencedUnit, type Dynamo } from '../lib/protocol/index.js';
+import type { TableNames } from '../lib/workflow/index.js';
 import type { BenchEnv } from './env.js';
 import { median } from './stats.js';
 import { fencedBenchUnit } from './workload.js';

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { urlFlag } from '../cli/flags.js';
-import { InvalidInputError } from '../lib/protocol/errors.js';
+import { InvalidInputError } from '../lib/protocol/index.js';
 import { measureBundle } from './bundle.js';
 import { measureClientCost } from './client.js';
 import { measureContention } from './contention.js';

@@ -11,7 +11,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { DynamoDBDocument } from '@aws-sdk/lib-dynamodb';
-import { LeaseManager } from '../lib/protocol/lease.js';
+import { LeaseManager } from '../lib/protocol/index.js';
 import type { BenchEnv } from './env.js';
 
 export interface LeaseAdapter {

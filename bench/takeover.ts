@@ -10,10 +10,8 @@
  * 1 + (skew bound + jitter (≤ min(100 ms, duration/20), lib/lease.ts) + 4 requests) / duration.
  */
 import { randomUUID } from 'node:crypto';
-import { systemClock } from '../lib/protocol/clock.js';
-import { commitFencedUnit, raiseFence } from '../lib/protocol/fence.js';
-import { leaseKeyOf, readJob } from '../lib/workflow/jobs.js';
-import { LeaseManager, type LeaseMode } from '../lib/protocol/lease.js';
+import { commitFencedUnit, LeaseManager, raiseFence, systemClock, type LeaseMode } from '../lib/protocol/index.js';
+import { leaseKeyOf, readJob } from '../lib/workflow/index.js';
 import type { BenchEnv } from './env.js';
 import { max, median, sleep } from './stats.js';
 import { benchFence, createBenchJob, fencedBenchUnit } from './workload.js';

@@ -9,11 +9,8 @@
  * renewals counted apart), per-job requests, WCU per effect, and the time split.
  */
 import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { systemClock } from '../lib/protocol/clock.js';
-import type { Dynamo } from '../lib/protocol/dynamo.js';
-import { silentTelemetry } from '../lib/workflow/ports.js';
-import { TABLES, TABLE_ROLES, type TableNames } from '../lib/workflow/schema.js';
-import { runJob, type WorkerDeps } from '../lib/workflow/worker.js';
+import { systemClock, type Dynamo } from '../lib/protocol/index.js';
+import { runJob, silentTelemetry, TABLE_ROLES, TABLES, type TableNames, type WorkerDeps } from '../lib/workflow/index.js';
 import type { BenchEnv } from './env.js';
 import { gapsBetween, recordRequests, type LoggedRequest, type RequestLog } from './requests.js';
 import { median } from './stats.js';

@@ -6,14 +6,18 @@
  */
 import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { createJob, fenceKeyOf } from '../lib/workflow/jobs.js';
-import { systemClock } from '../lib/protocol/clock.js';
-import type { FenceRef, FencedUnit } from '../lib/protocol/fence.js';
-import { asGeneration, type Generation } from '../lib/protocol/generation.js';
-import { onceOnly, upsert, type Effect } from '../lib/protocol/idempotency.js';
-import type { Processor, UnitContext } from '../lib/workflow/processor.js';
+import { createJob, fenceKeyOf, type Processor, type TableNames, type UnitContext } from '../lib/workflow/index.js';
+import {
+  asGeneration,
+  onceOnly,
+  systemClock,
+  upsert,
+  type Effect,
+  type FencedUnit,
+  type FenceRef,
+  type Generation,
+} from '../lib/protocol/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { TableNames } from '../lib/workflow/schema.js';
 
 export const EFFECTS_PER_UNIT = 25;
 const CUSTOMERS_PER_UNIT = 13;

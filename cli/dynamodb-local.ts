@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { ConfigError } from '../lib/protocol/errors.js';
+import { ConfigError } from '../lib/protocol/index.js';
 
 export interface DynamoLocal {
   endpoint: string;

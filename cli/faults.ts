@@ -3,8 +3,8 @@
  * plan pause a worker (a GC pause: resolve later) or crash it (never resolve: nothing after it
  * runs and nothing is released, exactly like a process that died). Each fault fires once.
  */
-import type { Clock } from '../lib/protocol/clock.js';
-import type { WorkerHooks, WorkerPoint } from '../lib/workflow/worker.js';
+import type { Clock } from '../lib/protocol/index.js';
+import type { WorkerHooks, WorkerPoint } from '../lib/workflow/index.js';
 import { laneOf } from './telemetry.js';
 import type { Timeline } from './timeline.js';
 

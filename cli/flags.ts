@@ -1,6 +1,6 @@
 /** Command-line flag parsing shared by the CLIs (npm start, chaos, bench, fuzz). */
-import { isHttpUrl } from '../lib/workflow/config.js';
-import { InvalidInputError } from '../lib/protocol/errors.js';
+import { isHttpUrl } from '../lib/workflow/index.js';
+import { InvalidInputError } from '../lib/protocol/index.js';
 
 /** An integer flag in [min, max], or the fallback when absent; anything else is an InvalidInputError naming the flag. */
 export function intFlag(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {

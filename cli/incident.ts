@@ -9,15 +9,19 @@
  * duplicate charges: idempotency is not the fence, and the fence is not idempotency.
  */
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from '../lib/protocol/clock.js';
-import { StaleGenerationError } from '../lib/protocol/errors.js';
-import { commitFencedUnit, raiseFence } from '../lib/protocol/fence.js';
-import { formatGeneration, type Generation } from '../lib/protocol/generation.js';
-import { putOnce, type Effect } from '../lib/protocol/idempotency.js';
+import {
+  commitFencedUnit,
+  formatGeneration,
+  LeaseManager,
+  putOnce,
+  raiseFence,
+  StaleGenerationError,
+  type Clock,
+  type Effect,
+  type Generation,
+} from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
-import { createJob, fenceKeyOf, leaseKeyOf, readJob } from '../lib/workflow/jobs.js';
-import { LeaseManager } from '../lib/protocol/lease.js';
-import { JOB_ATTR as J, type TableNames } from '../lib/workflow/schema.js';
+import { createJob, fenceKeyOf, JOB_ATTR as J, leaseKeyOf, readJob, type TableNames } from '../lib/workflow/index.js';
 import { Timeline } from './timeline.js';
 
 export interface IncidentOptions {

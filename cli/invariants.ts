@@ -14,9 +14,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { scanAll as scan } from '../lib/protocol/scan.js';
+import { scanAll as scan } from '../lib/protocol/index.js';
 import { amountCents, customerId, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
-import type { TableNames } from '../lib/workflow/schema.js';
+import type { TableNames } from '../lib/workflow/index.js';
 import { readStream, type StreamChange } from './streams.js';
 
 export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS';

@@ -13,11 +13,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { FencedError, InvalidInputError } from '../lib/protocol/errors.js';
-import { createDynamo } from '../lib/protocol/dynamo.js';
-import { tableNames } from '../lib/workflow/schema.js';
-import { ensureTables } from '../lib/workflow/tables.js';
-import { systemClock } from '../lib/protocol/clock.js';
+import { createDynamo, FencedError, InvalidInputError, systemClock } from '../lib/protocol/index.js';
+import { ensureTables, tableNames } from '../lib/workflow/index.js';
 import { startDynamoLocal, type DynamoLocal } from './dynamodb-local.js';
 import { intFlag, urlFlag } from './flags.js';
 import { replayIncident } from './incident.js';

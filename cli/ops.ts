@@ -7,14 +7,30 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { scanAll } from '../lib/protocol/scan.js';
-import { systemClock } from '../lib/protocol/clock.js';
-import { createDynamo } from '../lib/protocol/dynamo.js';
-import { raiseEpoch, seal, EPOCH_RECORD_KEY } from '../lib/protocol/epochs.js';
-import { ConfigError, InvalidInputError } from '../lib/protocol/errors.js';
-import { assertEpoch, formatGeneration, MAX_EPOCH, type Generation } from '../lib/protocol/generation.js';
-import { assertJobId, claimRequeue, readJob } from '../lib/workflow/jobs.js';
-import { TABLE_NAME, tableNames, TABLE_ROLES, type TableNames, type TableRole } from '../lib/workflow/schema.js';
+import {
+  assertEpoch,
+  ConfigError,
+  createDynamo,
+  EPOCH_RECORD_KEY,
+  formatGeneration,
+  InvalidInputError,
+  MAX_EPOCH,
+  raiseEpoch,
+  scanAll,
+  seal,
+  systemClock,
+  type Generation,
+} from '../lib/protocol/index.js';
+import {
+  assertJobId,
+  claimRequeue,
+  readJob,
+  TABLE_NAME,
+  TABLE_ROLES,
+  tableNames,
+  type TableNames,
+  type TableRole,
+} from '../lib/workflow/index.js';
 import { OUTPUTS } from '../infra/outputs.js';
 import { urlFlag } from './flags.js';
 

@@ -10,8 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import type { Clock } from '../lib/protocol/clock.js';
-import type { WorkMessage, WorkQueue } from '../lib/workflow/ports.js';
+import type { Clock } from '../lib/protocol/index.js';
+import type { WorkMessage, WorkQueue } from '../lib/workflow/index.js';
 
 export interface QueuedMessage {
   readonly messageId: string;

@@ -9,12 +9,9 @@
  * invocation timeout, pause > lease).
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { systemClock } from '../lib/protocol/clock.js';
-import type { Dynamo } from '../lib/protocol/dynamo.js';
+import { systemClock, type Dynamo } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
-import { readJob } from '../lib/workflow/jobs.js';
-import { METRIC } from '../lib/workflow/ports.js';
-import type { TableNames } from '../lib/workflow/schema.js';
+import { METRIC, readJob, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';

@@ -9,7 +9,7 @@
  * - a scheduler that runs the sweeper at a fixed rate.
  */
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../lib/protocol/clock.js';
+import type { Clock } from '../lib/protocol/index.js';
 import type { SweeperHandler } from '../functions/sweeper-handler.js';
 import type { WorkerHandler } from '../functions/worker-handler.js';
 import { sqsEvent, type LocalQueue } from './queue.js';

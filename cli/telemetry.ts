@@ -2,8 +2,8 @@
  * Local telemetry: counts metrics like CloudWatch would and turns the handlers' structured
  * events into timeline entries, with an optional JSON log line per event (what Lambda logs).
  */
-import { formatGeneration, type Generation } from '../lib/protocol/generation.js';
-import type { MetricName, Telemetry } from '../lib/workflow/ports.js';
+import { formatGeneration, type Generation } from '../lib/protocol/index.js';
+import type { MetricName, Telemetry } from '../lib/workflow/index.js';
 import { slotOf } from './runtime.js';
 import type { Timeline, TimelineKind } from './timeline.js';
 

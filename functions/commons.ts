@@ -7,13 +7,22 @@
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { systemClock, type Clock } from '../lib/protocol/clock.js';
-import { ENV, httpUrl, integer, leaseSettingsFromEnv, tablesFromEnv, type LeaseSettings } from '../lib/workflow/config.js';
-import { createDynamo } from '../lib/protocol/dynamo.js';
+import { createDynamo, systemClock, type Clock } from '../lib/protocol/index.js';
+import {
+  ENV,
+  httpUrl,
+  integer,
+  leaseSettingsFromEnv,
+  tablesFromEnv,
+  type LeaseSettings,
+  type MetricName,
+  type TableNames,
+  type Telemetry,
+  type WorkMessage,
+  type WorkQueue,
+} from '../lib/workflow/index.js';
 import { MAX_UNIT_SIZE } from '../lib/workloads/invoices.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { MetricName, Telemetry, WorkMessage, WorkQueue } from '../lib/workflow/ports.js';
-import type { TableNames } from '../lib/workflow/schema.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 

@@ -4,9 +4,9 @@
  * queue's retries, with nothing written.
  */
 import * as v from 'valibot';
-import { InvalidInputError } from '../lib/protocol/errors.js';
+import { InvalidInputError } from '../lib/protocol/index.js';
 import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
-import type { WorkMessage } from '../lib/workflow/ports.js';
+import type { WorkMessage } from '../lib/workflow/index.js';
 
 /**
  * The first validation issue as an InvalidInputError naming the field. A key the schema does not

@@ -4,12 +4,10 @@
  * and at most re-enqueues it, which the worker treats as a duplicate.
  */
 import { createHash } from 'node:crypto';
-import type { Clock } from '../lib/protocol/clock.js';
+import type { Clock } from '../lib/protocol/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createJob } from '../lib/workflow/jobs.js';
+import { createJob, type TableNames, type Telemetry, type WorkQueue } from '../lib/workflow/index.js';
 import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
-import type { Telemetry, WorkQueue } from '../lib/workflow/ports.js';
-import type { TableNames } from '../lib/workflow/schema.js';
 import { parseStartPayload } from './messages.js';
 
 export interface StarterDeps {

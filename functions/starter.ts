@@ -1,5 +1,5 @@
 /** Lambda entry: the starter (EventBridge Scheduler, monthly cron). */
-import { ENV, integer } from '../lib/workflow/config.js';
+import { ENV, integer } from '../lib/workflow/index.js';
 import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
 import { commonsFromEnv, powertoolsTelemetry } from './commons.js';
 import { createStarterHandler } from './starter-handler.js';

@@ -1,5 +1,5 @@
 /** The sweeper Lambda: a scheduled event in, a sweep, a summary out. */
-import { sweep, type SweeperDeps, type SweepReport } from '../lib/workflow/sweeper.js';
+import { sweep, type SweeperDeps, type SweepReport } from '../lib/workflow/index.js';
 
 export type SweeperHandler = (event?: unknown) => Promise<SweepReport>;
 

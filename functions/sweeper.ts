@@ -1,5 +1,5 @@
 /** Lambda entry: the sweeper (EventBridge Scheduler, rate). */
-import { ENV, integer } from '../lib/workflow/config.js';
+import { ENV, integer } from '../lib/workflow/index.js';
 import { commonsFromEnv, powertoolsTelemetry } from './commons.js';
 import { createSweeperHandler } from './sweeper-handler.js';
 

@@ -4,8 +4,8 @@
  * reaches the DLQ after the queue's max receives). Thin: parse → lib/worker → shape.
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { InvalidInputError } from '../lib/protocol/errors.js';
-import { runJob, shouldRetry, type WorkerDeps } from '../lib/workflow/worker.js';
+import { InvalidInputError } from '../lib/protocol/index.js';
+import { runJob, shouldRetry, type WorkerDeps } from '../lib/workflow/index.js';
 import { parseWorkMessage } from './messages.js';
 
 export type WorkerHandler = (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>) => Promise<SQSBatchResponse>;

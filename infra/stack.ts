@@ -23,8 +23,8 @@ import { ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { FencedWorkflow, TABLE_IDS, type AdoptedTable, type FencedWorkflowProps } from './constructs/fenced-workflow.js';
-import { ConfigError } from '../lib/protocol/errors.js';
-import { TABLE_NAME, TABLE_ROLES } from '../lib/workflow/schema.js';
+import { ConfigError } from '../lib/protocol/index.js';
+import { TABLE_NAME, TABLE_ROLES } from '../lib/workflow/index.js';
 import { OUTPUTS } from './outputs.js';
 
 /** Stack output keys (infra/outputs.ts, free of CDK imports for the CLI). */

@@ -11,16 +11,22 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../lib/protocol/clock.js';
-import { ENV, integer, leaseSettingsFromEnv, tablesFromEnv } from '../lib/workflow/config.js';
-import { ConfigError, FencedError, InvalidInputError } from '../lib/protocol/errors.js';
-import { buildFencedUnit, commitFencedUnit, type FencedUnit } from '../lib/protocol/fence.js';
-import { MAX_EPOCH, makeGeneration } from '../lib/protocol/generation.js';
-import { onceOnly, upsert, type Effect } from '../lib/protocol/idempotency.js';
+import {
+  buildFencedUnit,
+  commitFencedUnit,
+  ConfigError,
+  FencedError,
+  InvalidInputError,
+  makeGeneration,
+  MAX_EPOCH,
+  onceOnly,
+  systemClock,
+  upsert,
+  type Effect,
+  type FencedUnit,
+} from '../lib/protocol/index.js';
+import { createJob, ENV, integer, leaseSettingsFromEnv, TABLE_ROLES, tablesFromEnv, type Telemetry } from '../lib/workflow/index.js';
 import { parseInvoiceInput } from '../lib/workloads/invoices.js';
-import { createJob } from '../lib/workflow/jobs.js';
-import type { Telemetry } from '../lib/workflow/ports.js';
-import { TABLE_ROLES } from '../lib/workflow/schema.js';
 import { commonsFromEnv } from '../functions/commons.js';
 import { createWorkerHandler, type WorkerHandler } from '../functions/worker-handler.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';

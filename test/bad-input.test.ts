@@ -4,13 +4,25 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { commitFencedUnit, raiseFence, type FencedUnit } from '../lib/protocol/fence.js';
-import { InvalidInputError } from '../lib/protocol/errors.js';
-import { onceOnly, putOnce, upsert, type Effect } from '../lib/protocol/idempotency.js';
-import { MAX_EPOCH, makeGeneration, parseGeneration, type Generation } from '../lib/protocol/generation.js';
-import { raiseEpoch, seal } from '../lib/protocol/epochs.js';
-import { createDynamo, type Dynamo } from '../lib/protocol/dynamo.js';
-import { TABLE_ROLES } from '../lib/workflow/schema.js';
+import {
+  commitFencedUnit,
+  createDynamo,
+  InvalidInputError,
+  makeGeneration,
+  MAX_EPOCH,
+  onceOnly,
+  parseGeneration,
+  putOnce,
+  raiseEpoch,
+  raiseFence,
+  seal,
+  upsert,
+  type Dynamo,
+  type Effect,
+  type FencedUnit,
+  type Generation,
+} from '../lib/protocol/index.js';
+import { TABLE_ROLES } from '../lib/workflow/index.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { getItem, manager, putJob } from './support/fixtures.js';
 import { countRequests, type RequestCounter } from './support/request-counter.js';

@@ -4,8 +4,8 @@
  * independent checker — the evidence that the checker has teeth.
  */
 import { inject, describe, expect, it } from 'vitest';
-import { createDynamo } from '../lib/protocol/dynamo.js';
-import { METRIC } from '../lib/workflow/ports.js';
+import { createDynamo } from '../lib/protocol/index.js';
+import { METRIC } from '../lib/workflow/index.js';
 import type { InvariantName } from '../cli/invariants.js';
 import { streamsClient } from '../cli/streams.js';
 import { CONTROLS } from './chaos/controls.js';

@@ -5,9 +5,17 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ManualClock, leaseDeadline, skewedClock, systemClock, validateDeadlineRule } from '../lib/protocol/clock.js';
-import { defaultBackoff, fullJitter, untilExpiry } from '../lib/protocol/backoff.js';
-import { InvalidInputError } from '../lib/protocol/errors.js';
+import {
+  defaultBackoff,
+  fullJitter,
+  InvalidInputError,
+  leaseDeadline,
+  ManualClock,
+  skewedClock,
+  systemClock,
+  untilExpiry,
+  validateDeadlineRule,
+} from '../lib/protocol/index.js';
 
 describe('leaseDeadline', () => {
   it('is sendTime + duration * (1 - maxDrift) - margin', () => {

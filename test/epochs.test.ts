@@ -4,14 +4,26 @@
  * rejected at once, before any new holder arrives.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EPOCH_RECORD_KEY, raiseEpoch, readEpoch, seal } from '../lib/protocol/epochs.js';
-import { commitFencedUnit, raiseFence } from '../lib/protocol/fence.js';
-import { EpochBehindError, InvalidInputError, LeaseLostError, StaleGenerationError } from '../lib/protocol/errors.js';
-import { epochFloor, epochOf, makeGeneration, type Generation } from '../lib/protocol/generation.js';
-import { ManualClock } from '../lib/protocol/clock.js';
-import type { Lease } from '../lib/protocol/lease.js';
-import { upsert } from '../lib/protocol/idempotency.js';
-import { createDynamo } from '../lib/protocol/dynamo.js';
+import {
+  commitFencedUnit,
+  createDynamo,
+  EPOCH_RECORD_KEY,
+  EpochBehindError,
+  epochFloor,
+  epochOf,
+  InvalidInputError,
+  LeaseLostError,
+  makeGeneration,
+  ManualClock,
+  raiseEpoch,
+  raiseFence,
+  readEpoch,
+  seal,
+  StaleGenerationError,
+  upsert,
+  type Generation,
+  type Lease,
+} from '../lib/protocol/index.js';
 import { makeTables, perTestTables, type TestTables } from './support/tables.js';
 import { countRequests } from './support/request-counter.js';
 import { acquire, fenceOf, getItem, manager, putJob, scanAll, unit } from './support/fixtures.js';

@@ -3,18 +3,26 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { commitFencedUnit, decodeCancellation, raiseFence, type FenceContext, type FencedUnit, type FenceRef } from '../lib/protocol/fence.js';
 import {
   CheckpointMovedError,
+  commitFencedUnit,
+  decodeCancellation,
   EffectAlreadyExistsError,
   FencedError,
   LeaseLostError,
+  makeGeneration,
+  ManualClock,
+  onceOnly,
+  raiseFence,
   StaleGenerationError,
   TransactionFailedError,
-} from '../lib/protocol/errors.js';
-import { onceOnly, upsert, type Effect } from '../lib/protocol/idempotency.js';
-import { makeGeneration, type Generation } from '../lib/protocol/generation.js';
-import { ManualClock } from '../lib/protocol/clock.js';
+  upsert,
+  type Effect,
+  type FenceContext,
+  type FencedUnit,
+  type FenceRef,
+  type Generation,
+} from '../lib/protocol/index.js';
 import { proxiedTables, type TestTables } from './support/tables.js';
 import { fenceOf, getItem, invoiceEffects, manager, putJob, unit } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';

@@ -5,20 +5,20 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
-  MAX_EPOCH,
-  MAX_SEQUENCE,
-  SEQUENCE_SPACE,
   asGeneration,
   compareGenerations,
   epochCeiling,
   epochFloor,
   epochOf,
   formatGeneration,
+  InvalidInputError,
   makeGeneration,
+  MAX_EPOCH,
+  MAX_SEQUENCE,
   parseGeneration,
+  SEQUENCE_SPACE,
   sequenceOf,
-} from '../lib/protocol/generation.js';
-import { InvalidInputError } from '../lib/protocol/errors.js';
+} from '../lib/protocol/index.js';
 
 const epochs = fc.integer({ min: 0, max: MAX_EPOCH });
 const sequences = fc.integer({ min: 0, max: MAX_SEQUENCE });

@@ -6,11 +6,9 @@
  */
 import type { ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ManualClock, systemClock } from '../lib/protocol/clock.js';
-import { ConfigError, InvalidInputError } from '../lib/protocol/errors.js';
+import { ConfigError, InvalidInputError, ManualClock, systemClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
-import { readJob } from '../lib/workflow/jobs.js';
-import { METRIC } from '../lib/workflow/ports.js';
+import { METRIC, readJob } from '../lib/workflow/index.js';
 import { createStarterHandler, previousPeriod } from '../functions/starter-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
 import { LocalQueue } from '../cli/queue.js';

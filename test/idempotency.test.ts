@@ -3,10 +3,15 @@
  * (equal generations pass), so a repeated once-only effect is stopped by its operation key.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitFencedUnit, raiseFence } from '../lib/protocol/fence.js';
-import { EffectAlreadyExistsError } from '../lib/protocol/errors.js';
-import { onceOnly, putOnce, upsert } from '../lib/protocol/idempotency.js';
-import { makeGeneration } from '../lib/protocol/generation.js';
+import {
+  commitFencedUnit,
+  EffectAlreadyExistsError,
+  makeGeneration,
+  onceOnly,
+  putOnce,
+  raiseFence,
+  upsert,
+} from '../lib/protocol/index.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { fenceOf, getItem, putJob, scanAll, unit } from './support/fixtures.js';
 

@@ -4,10 +4,18 @@
  * fault proxy.
  */
 import { describe, expect, it } from 'vitest';
-import { leaseDeadline, ManualClock, skewedClock } from '../lib/protocol/clock.js';
-import { InvalidInputError, LeaseExpiredError, LeaseLostError } from '../lib/protocol/errors.js';
-import { LeaseKeeper } from '../lib/protocol/keeper.js';
-import { LeaseManager, type Lease, type LeaseConfig } from '../lib/protocol/lease.js';
+import {
+  InvalidInputError,
+  leaseDeadline,
+  LeaseExpiredError,
+  LeaseKeeper,
+  LeaseLostError,
+  LeaseManager,
+  ManualClock,
+  skewedClock,
+  type Lease,
+  type LeaseConfig,
+} from '../lib/protocol/index.js';
 import { acquire, getItem, until } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
 import { proxiedTables } from './support/tables.js';

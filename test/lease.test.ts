@@ -5,11 +5,22 @@
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { leaseDeadline, ManualClock, skewedClock } from '../lib/protocol/clock.js';
-import { AcquireTimeoutError, EpochBehindError, LeaseLostError, SequenceExhaustedError } from '../lib/protocol/errors.js';
-import { epochCeiling, makeGeneration, MAX_SEQUENCE, SEQUENCE_SPACE } from '../lib/protocol/generation.js';
-import type { Contended, Lease } from '../lib/protocol/lease.js';
-import type { Result } from '../lib/protocol/result.js';
+import {
+  AcquireTimeoutError,
+  EpochBehindError,
+  epochCeiling,
+  leaseDeadline,
+  LeaseLostError,
+  makeGeneration,
+  ManualClock,
+  MAX_SEQUENCE,
+  SEQUENCE_SPACE,
+  SequenceExhaustedError,
+  skewedClock,
+  type Contended,
+  type Lease,
+  type Result,
+} from '../lib/protocol/index.js';
 import { getItem, granted, until } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
 import { proxiedTables } from './support/tables.js';

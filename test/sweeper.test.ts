@@ -5,13 +5,8 @@
  * update (SDK middleware on its own client) and by WorkerHooks; time moves by a ManualClock.
  */
 import { describe, expect, it } from 'vitest';
-import { skewedClock } from '../lib/protocol/clock.js';
-import { createDynamo } from '../lib/protocol/dynamo.js';
-import { InvalidInputError } from '../lib/protocol/errors.js';
-import { claimRequeue, leaseKeyOf, readJob } from '../lib/workflow/jobs.js';
-import { METRIC } from '../lib/workflow/ports.js';
-import { JOB_ATTR } from '../lib/workflow/schema.js';
-import { sweep, sweepsToCover, type SweeperDeps } from '../lib/workflow/sweeper.js';
+import { createDynamo, InvalidInputError, skewedClock } from '../lib/protocol/index.js';
+import { claimRequeue, JOB_ATTR, leaseKeyOf, METRIC, readJob, sweep, sweepsToCover, type SweeperDeps } from '../lib/workflow/index.js';
 import { getItem, manager } from './support/fixtures.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { createInvoiceJob, holdRequests, invariants, invoiceInput, workflow } from './support/workflow.js';

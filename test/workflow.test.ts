@@ -7,11 +7,9 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createDynamo } from '../lib/protocol/dynamo.js';
+import { createDynamo } from '../lib/protocol/index.js';
 import { customerId } from '../lib/workloads/invoices.js';
-import { createJob, readJob } from '../lib/workflow/jobs.js';
-import { METRIC } from '../lib/workflow/ports.js';
-import { JOB_ATTR, UNFINISHED, UNFINISHED_INDEX } from '../lib/workflow/schema.js';
+import { createJob, JOB_ATTR, METRIC, readJob, UNFINISHED, UNFINISHED_INDEX } from '../lib/workflow/index.js';
 import { getItem, scanAll } from './support/fixtures.js';
 import { startFaultProxy, type ProxiedRequest } from './support/proxy.js';
 import { perTestTables, type TestTables } from './support/tables.js';

@@ -13,7 +13,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Queue, QueueEncryption, type QueueProps } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import type { KeyAttribute, TableSchema } from '../../lib/workflow/schema.js';
+import type { KeyAttribute, TableSchema } from '../../lib/workflow/index.js';
 
 const attributeType = (a: KeyAttribute) => ({ name: a.name, type: a.type === 'S' ? AttributeType.STRING : AttributeType.NUMBER });
 

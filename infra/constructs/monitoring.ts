@@ -24,7 +24,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRIC } from '../../lib/workflow/ports.js';
+import { METRIC } from '../../lib/workflow/index.js';
 
 /**
  * The metrics the handlers emit (lib/ports.ts METRIC), grouped by emitter and dashboard graph. A

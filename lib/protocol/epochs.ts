@@ -9,7 +9,7 @@ import { GetCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } f
 import { isConditionalCheckFailed } from './dynamo.js';
 import { InvalidInputError } from './errors.js';
 import { assertEpoch, epochFloor } from './generation.js';
-import { LEASE_ATTR } from '../workflow/schema.js';
+import { LEASE_ATTR } from './items.js';
 
 /** The durable record of the highest epoch ever raised (an item of the Leases table). */
 export const EPOCH_RECORD_KEY = '@epoch';

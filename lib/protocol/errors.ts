@@ -2,7 +2,7 @@
  * Every failure this library reports is one of these classes: callers branch on the class
  * (or on `code`), never on a message. Each carries what a caller needs to act on it.
  */
-import type { Generation } from './generation.js';
+import type { Generation } from './brand.js';
 
 /**
  * A bad value, rendered for an error message without ever throwing: JSON where it can be

@@ -4,10 +4,10 @@
  * epoch puts every later token above every earlier one. `0 < sequence < 2^32` is enforced by
  * the issuer's condition expression (lease.ts), so the bound is a proof, not a guess.
  */
-import type { Brand } from './brand.js';
+import type { Generation } from './brand.js';
 import { describeValue, InvalidInputError } from './errors.js';
 
-export type Generation = Brand<number, 'Generation'>;
+export type { Generation };
 
 export const SEQUENCE_SPACE = 2 ** 32;
 export const MAX_SEQUENCE = SEQUENCE_SPACE - 1;

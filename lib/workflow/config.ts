@@ -2,9 +2,7 @@
  * Configuration from environment variables, validated once at start-up. Every handler, the
  * CDK stack (which sets these) and the local runtime share these names.
  */
-import { ConfigError } from '../protocol/errors.js';
-import { MAX_EPOCH } from '../protocol/generation.js';
-import type { LeaseMode } from '../protocol/lease.js';
+import { ConfigError, MAX_EPOCH, type LeaseMode } from '../protocol/index.js';
 import { TABLE_NAME, type TableNames } from './schema.js';
 
 export const ENV = {

@@ -5,12 +5,19 @@
  * sweeper's index holds exactly the jobs that may need recovery.
  */
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from '../protocol/clock.js';
-import { conditionFailureItem, isConditionalCheckFailed } from '../protocol/dynamo.js';
-import { describeValue, InvalidInputError, StaleGenerationError } from '../protocol/errors.js';
-import { itemBytes, MAX_ITEM_BYTES } from '../protocol/dynamo.js';
-import type { Generation } from '../protocol/generation.js';
-import { FENCE_ATTR, JOB_ATTR as J, UNFINISHED } from './schema.js';
+import {
+  conditionFailureItem,
+  describeValue,
+  FENCE_ATTR,
+  InvalidInputError,
+  isConditionalCheckFailed,
+  itemBytes,
+  MAX_ITEM_BYTES,
+  StaleGenerationError,
+  type Clock,
+  type Generation,
+} from '../protocol/index.js';
+import { JOB_ATTR as J, UNFINISHED } from './schema.js';
 
 export type JobStatus = 'PENDING' | 'RUNNING' | 'DONE' | 'FAILED';
 

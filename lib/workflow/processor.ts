@@ -8,8 +8,7 @@
  * once (a charge, a ledger entry, an outbox message) is `onceOnly` with a stable operation key.
  * At most 98 effects per unit (100 actions minus fence and checkpoint), 4 MB in all.
  */
-import type { Generation } from '../protocol/generation.js';
-import type { Effect } from '../protocol/idempotency.js';
+import type { Effect, Generation } from '../protocol/index.js';
 import type { TableNames } from './schema.js';
 
 export interface UnitContext {

@@ -1,10 +1,10 @@
 /**
  * The tables, as pure data: the single source of truth for the CDK stack (infra/) and the
- * local runtime and tests (lib/tables.ts). No SDK and no CDK import here.
+ * local runtime and tests (lib/workflow/tables.ts). No SDK and no CDK import here.
  *
  * Attribute names are a contract: tools outside this code read these tables (DESIGN.md).
  */
-import { InvalidInputError } from '../protocol/errors.js';
+import { CHECKPOINT_ATTR, InvalidInputError } from '../protocol/index.js';
 
 export type TableRole = 'leases' | 'fences' | 'jobs' | 'invoices';
 export type KeyType = 'S' | 'N';
@@ -34,25 +34,10 @@ export interface TableSchema {
   readonly permanent: boolean;
 }
 
-export const LEASE_ATTR = {
-  key: 'pk',
-  owner: 'owner',
-  generation: 'generation',
-  expiresAt: 'expiresAt',
-  version: 'version',
-  durationMs: 'durationMs',
-  /** Written by acquire: the owner this grant replaced without a release ('-' if none): a takeover. */
-  takenFrom: 'takenFrom',
-} as const;
-
-export const FENCE_ATTR = { key: 'pk', generation: 'generation', updatedAt: 'updatedAt' } as const;
-
 export const JOB_ATTR = {
-  key: 'pk',
+  ...CHECKPOINT_ATTR,
   status: 'status',
-  cursor: 'cursor',
   totalUnits: 'totalUnits',
-  generation: 'generation',
   heartbeatAt: 'heartbeatAt',
   requeues: 'requeues',
   input: 'input',

@@ -14,13 +14,10 @@
  *   worker can claim exactly that version.
  */
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from '../protocol/clock.js';
-import { isConditionalCheckFailed } from '../protocol/dynamo.js';
-import { InvalidInputError } from '../protocol/errors.js';
+import { InvalidInputError, isConditionalCheckFailed, LEASE_ATTR as L, type Clock, type LeaseMode } from '../protocol/index.js';
 import { claimRequeue, jobFromItem, leaseKeyOf, type Job } from './jobs.js';
-import type { LeaseMode } from '../protocol/lease.js';
 import { METRIC, type Telemetry, type WorkQueue } from './ports.js';
-import { JOB_ATTR as J, LEASE_ATTR as L, UNFINISHED, UNFINISHED_INDEX, type TableNames } from './schema.js';
+import { JOB_ATTR as J, UNFINISHED, UNFINISHED_INDEX, type TableNames } from './schema.js';
 
 export interface SweeperDeps {
   doc: DynamoDBDocumentClient;

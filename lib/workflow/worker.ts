@@ -10,21 +10,27 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Clock } from '../protocol/clock.js';
 import {
   CheckpointMovedError,
+  commitFencedUnit,
   EffectAlreadyExistsError,
   FencedError,
   InvalidInputError,
   LeaseLostError,
+  LeaseManager,
+  marshallOptionsOf,
+  prepareFencedUnit,
+  raiseFence,
   StaleGenerationError,
-} from '../protocol/errors.js';
-import { marshallOptionsOf } from '../protocol/dynamo.js';
-import { commitFencedUnit, prepareFencedUnit, raiseFence, type FencedUnit, type PreparedUnit } from '../protocol/fence.js';
-import type { Generation } from '../protocol/generation.js';
-import type { Effect } from '../protocol/idempotency.js';
+  type Clock,
+  type Effect,
+  type FencedUnit,
+  type Generation,
+  type Lease,
+  type LeaseMode,
+  type PreparedUnit,
+} from '../protocol/index.js';
 import { fenceKeyOf, leaseKeyOf, markFailed, readJob, type Job } from './jobs.js';
-import { LeaseManager, type Lease, type LeaseMode } from '../protocol/lease.js';
 import { METRIC, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 import type { Processor } from './processor.js';
 import { JOB_ATTR, type TableNames } from './schema.js';

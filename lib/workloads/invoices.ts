@@ -5,9 +5,8 @@
  * (`charge#<period>#<customer>`, guarded by its operation key as well). Amounts and counts are
  * reproducible from the seed, so a report can state the expected totals.
  */
-import { describeValue, InvalidInputError } from '../protocol/errors.js';
-import { onceOnly, upsert, type Effect } from '../protocol/idempotency.js';
-import type { Processor, UnitContext } from '../workflow/processor.js';
+import { describeValue, InvalidInputError, onceOnly, upsert, type Effect } from '../protocol/index.js';
+import type { Processor, UnitContext } from '../workflow/index.js';
 
 export interface InvoiceRunInput {
   period: string;

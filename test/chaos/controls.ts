@@ -5,10 +5,16 @@
  * which is the evidence that a clean run of the real protocol means something.
  */
 import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { StaleGenerationError } from '../../lib/protocol/errors.js';
-import { buildFencedUnit, decodeCancellation, type CommitOutcome, type FenceContext, type FencedUnit } from '../../lib/protocol/fence.js';
-import { asGeneration } from '../../lib/protocol/generation.js';
-import { fencedProtocol, type ProtocolOps } from '../../lib/workflow/worker.js';
+import {
+  asGeneration,
+  buildFencedUnit,
+  decodeCancellation,
+  StaleGenerationError,
+  type CommitOutcome,
+  type FenceContext,
+  type FencedUnit,
+} from '../../lib/protocol/index.js';
+import { fencedProtocol, type ProtocolOps } from '../../lib/workflow/index.js';
 import type { FaultPoint } from '../../cli/faults.js';
 
 export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset'] as const;

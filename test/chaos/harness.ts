@@ -6,12 +6,9 @@
  */
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { systemClock } from '../../lib/protocol/clock.js';
-import { createDynamo, type Dynamo } from '../../lib/protocol/dynamo.js';
+import { createDynamo, systemClock, type Dynamo } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../../lib/workloads/invoices.js';
-import { readJob } from '../../lib/workflow/jobs.js';
-import { tableNames, TABLE_ROLES } from '../../lib/workflow/schema.js';
-import { ensureTables } from '../../lib/workflow/tables.js';
+import { ensureTables, readJob, TABLE_ROLES, tableNames } from '../../lib/workflow/index.js';
 import { createStarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../../functions/worker-handler.js';

@@ -9,9 +9,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createDynamo } from '../../lib/protocol/dynamo.js';
-import { InvalidInputError } from '../../lib/protocol/errors.js';
-import { METRIC } from '../../lib/workflow/ports.js';
+import { createDynamo, InvalidInputError } from '../../lib/protocol/index.js';
+import { METRIC } from '../../lib/workflow/index.js';
 import { startDynamoLocal } from '../../cli/dynamodb-local.js';
 import { intFlag as int } from '../../cli/flags.js';
 import { streamsClient } from '../../cli/streams.js';

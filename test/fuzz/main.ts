@@ -8,9 +8,8 @@
  */
 import { parseArgs } from 'node:util';
 import fc from 'fast-check';
-import { createDynamo } from '../../lib/protocol/dynamo.js';
-import { tableNames } from '../../lib/workflow/schema.js';
-import { ensureTables } from '../../lib/workflow/tables.js';
+import { createDynamo } from '../../lib/protocol/index.js';
+import { ensureTables, tableNames } from '../../lib/workflow/index.js';
 import { startDynamoLocal, type DynamoLocal } from '../../cli/dynamodb-local.js';
 import { coverage, leaseFenceProperty, MAX_COMMANDS, MIN_COMMANDS } from './model.js';
 

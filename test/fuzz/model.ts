@@ -19,20 +19,26 @@ import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual, inspect } from 'node:util';
 import fc from 'fast-check';
 import { BatchGetCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ManualClock, type Clock } from '../../lib/protocol/clock.js';
 import {
   AcquireTimeoutError,
   CheckpointMovedError,
+  commitFencedUnit,
   EffectAlreadyExistsError,
   EpochBehindError,
   LeaseLostError,
+  LeaseManager,
+  ManualClock,
+  onceOnly,
+  raiseFence,
   StaleGenerationError,
-} from '../../lib/protocol/errors.js';
-import { commitFencedUnit, raiseFence, type FencedUnit } from '../../lib/protocol/fence.js';
-import type { Generation } from '../../lib/protocol/generation.js';
-import { onceOnly, upsert } from '../../lib/protocol/idempotency.js';
-import { LeaseManager, type Lease, type Observation } from '../../lib/protocol/lease.js';
-import type { TableNames } from '../../lib/workflow/schema.js';
+  upsert,
+  type Clock,
+  type FencedUnit,
+  type Generation,
+  type Lease,
+  type Observation,
+} from '../../lib/protocol/index.js';
+import type { TableNames } from '../../lib/workflow/index.js';
 
 // ---------------------------------------------------------------------------------------------
 // Configuration

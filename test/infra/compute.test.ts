@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { FencedWorkflow, MAX_UNIT_SIZE, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
 import { MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
-import { ENV, leaseSettingsFromEnv } from '../../lib/workflow/config.js';
+import { ENV, leaseSettingsFromEnv } from '../../lib/workflow/index.js';
 import { arnOf, logicalId, tempDir, templateOf } from './support.js';
 
 type Props = Record<string, unknown>;

@@ -6,7 +6,7 @@
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
-import { UNFINISHED_INDEX, TABLES, TABLE_ROLES, type TableRole } from '../../lib/workflow/schema.js';
+import { TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/workflow/index.js';
 import { allAllowed, arnOf, logicalId, permissionsOf, templateOf, type Permission } from './support.js';
 
 let template: Template;

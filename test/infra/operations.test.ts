@@ -6,7 +6,7 @@ import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { OUTPUTS } from '../../infra/stack.js';
-import { METRIC } from '../../lib/workflow/ports.js';
+import { METRIC } from '../../lib/workflow/index.js';
 import { logicalId, templateOf } from './support.js';
 
 type Props = Record<string, unknown>;

@@ -5,8 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { OUTPUTS } from '../../infra/stack.js';
-import { ENV } from '../../lib/workflow/config.js';
-import { UNFINISHED_INDEX } from '../../lib/workflow/schema.js';
+import { ENV, UNFINISHED_INDEX } from '../../lib/workflow/index.js';
 import { logicalId, permissionsOf, templateOf } from './support.js';
 
 const RESTORED_JOBS = 'FencedWorkflow-Jobs-restored-20260301';

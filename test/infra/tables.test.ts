@@ -7,8 +7,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FencedWorkflow, TABLE_IDS } from '../../infra/constructs/fenced-workflow.js';
 import { COUNTER_DESTROYING_ACTIONS } from '../../infra/constructs/guards.js';
-import { TABLES, TABLE_ROLES, type TableRole } from '../../lib/workflow/schema.js';
-import { createTableInput } from '../../lib/workflow/tables.js';
+import { createTableInput, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
 import { logicalId, tempDir, templateOf, withoutCfnValidation } from './support.js';
 
 type Props = Record<string, unknown>;

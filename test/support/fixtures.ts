@@ -3,12 +3,20 @@
  * reference, a unit of invoice effects, a poll.
  */
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { scanAll as scanTable } from '../../lib/protocol/scan.js';
-import type { Generation } from '../../lib/protocol/generation.js';
-import { onceOnly, upsert, type Effect } from '../../lib/protocol/idempotency.js';
-import { LeaseManager, type Contended, type Lease, type LeaseConfig } from '../../lib/protocol/lease.js';
-import type { FencedUnit, FenceRef } from '../../lib/protocol/fence.js';
-import type { Result } from '../../lib/protocol/result.js';
+import {
+  LeaseManager,
+  onceOnly,
+  scanAll as scanTable,
+  upsert,
+  type Contended,
+  type Effect,
+  type FencedUnit,
+  type FenceRef,
+  type Generation,
+  type Lease,
+  type LeaseConfig,
+  type Result,
+} from '../../lib/protocol/index.js';
 import type { TestTables } from './tables.js';
 
 /** A lease manager on the Leases table: epoch 0, wall-clock mode without skew, 10 s unless `opts` says otherwise. */

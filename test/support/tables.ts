@@ -2,10 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
-import { createDynamo, type Dynamo, type DynamoOptions } from '../../lib/protocol/dynamo.js';
-import { tableNames, type TableNames } from '../../lib/workflow/schema.js';
-import type { LeaseConfig, LeaseManager } from '../../lib/protocol/lease.js';
-import { ensureTables } from '../../lib/workflow/tables.js';
+import { createDynamo, type Dynamo, type DynamoOptions, type LeaseConfig, type LeaseManager } from '../../lib/protocol/index.js';
+import { ensureTables, tableNames, type TableNames } from '../../lib/workflow/index.js';
 // fixtures.ts imports only types from this file: no runtime cycle.
 import { manager } from './fixtures.js';
 import { startFaultProxy, type FaultProxy } from './proxy.js';

@@ -14,10 +14,7 @@
  * fenced unit (lib/fence.ts: fence check and effect in ONE transaction) closes it.
  */
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { StaleGenerationError } from '../../lib/protocol/errors.js';
-import { raiseFence, type FenceRef } from '../../lib/protocol/fence.js';
-import type { Generation } from '../../lib/protocol/generation.js';
-import type { Effect } from '../../lib/protocol/idempotency.js';
+import { raiseFence, StaleGenerationError, type Effect, type FenceRef, type Generation } from '../../lib/protocol/index.js';
 
 /** Called at the dangerous point; the returned promise decides when the writer resumes. */
 export type Pause = (step: string) => Promise<void>;

@@ -9,13 +9,9 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import { ManualClock, type Clock } from '../../lib/protocol/clock.js';
-import type { Generation } from '../../lib/protocol/generation.js';
+import { ManualClock, type Clock, type Generation, type LeaseMode } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from '../../lib/workloads/invoices.js';
-import { createJob, type Job } from '../../lib/workflow/jobs.js';
-import type { LeaseMode } from '../../lib/protocol/lease.js';
-import type { MetricName, Telemetry } from '../../lib/workflow/ports.js';
-import type { WorkerHooks, WorkerPoint } from '../../lib/workflow/worker.js';
+import { createJob, type Job, type MetricName, type Telemetry, type WorkerHooks, type WorkerPoint } from '../../lib/workflow/index.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
 import { checkInvariants, type InvariantReport } from '../../cli/invariants.js';

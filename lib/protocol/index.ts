@@ -1,0 +1,91 @@
+/**
+ * The protocol, as a library: leases, fences and idempotent effects on DynamoDB. This module is
+ * its public surface; it knows nothing of jobs, queues or the sample workload (lib/workflow/
+ * builds on it). Three failures, three mechanisms (DESIGN.md):
+ *
+ *   a holder died or stalled        → the lease (LeaseManager, LeaseKeeper)
+ *   an obsolete holder wakes up     → the fence (raiseFence, commitFencedUnit)
+ *   the holder repeats an effect    → idempotency (onceOnly, putOnce, the unit's request token)
+ */
+
+// Tokens: generations are (epoch, sequence) in one DynamoDB number; epochs after a restore.
+export type { Brand, Generation, LeaseKey, OwnerId } from './brand.js';
+export {
+  asGeneration,
+  assertEpoch,
+  compareGenerations,
+  epochCeiling,
+  epochFloor,
+  epochOf,
+  formatGeneration,
+  makeGeneration,
+  MAX_EPOCH,
+  MAX_SEQUENCE,
+  parseGeneration,
+  SEQUENCE_SPACE,
+  sequenceOf,
+} from './generation.js';
+export { EPOCH_RECORD_KEY, raiseEpoch, readEpoch, seal, type SealReport } from './epochs.js';
+
+// Time and contention: an injected clock, local deadlines, backoff with jitter.
+export { leaseDeadline, ManualClock, skewedClock, systemClock, validateDeadlineRule, type Clock, type DeadlineRule } from './clock.js';
+export { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Random } from './backoff.js';
+
+// The lease: who may start, until when, with which generation.
+export { asLeaseKey, asOwnerId, LeaseManager, type Contended, type Holder, type Lease, type LeaseConfig, type LeaseMode, type Observation } from './lease.js';
+export { LeaseKeeper, validateRenewInterval, type KeeperOptions } from './keeper.js';
+
+// The fence: raised before reading, checked in the same transaction as every effect.
+export { assertFenceRef, raiseFence, type FenceContext, type FenceRef } from './fence.js';
+export {
+  buildFencedUnit,
+  MAX_TRANSACTION_ACTIONS,
+  MAX_TRANSACTION_BYTES,
+  prepareFencedUnit,
+  unitToken,
+  type Checkpoint,
+  type FencedUnit,
+  type PreparedUnit,
+} from './fenced-unit.js';
+export { commitFencedUnit, decodeCancellation, type CommitOutcome } from './commit.js';
+
+// Idempotency: a once-only effect carries its own operation key.
+export { assertEffectItem, ONCE_CONDITION, onceOnly, putOnce, upsert, type Effect, type EffectItem } from './idempotency.js';
+
+// The items the protocol reads and writes (the attribute contract).
+export { CHECKPOINT_ATTR, FENCE_ATTR, LEASE_ATTR } from './items.js';
+
+// Outcomes and errors: a Result for expected outcomes, one typed error per failure.
+export { err, ok, type Err, type Ok, type Result } from './result.js';
+export {
+  AcquireTimeoutError,
+  CheckpointMovedError,
+  ConfigError,
+  describeValue,
+  EffectAlreadyExistsError,
+  EpochBehindError,
+  FencedError,
+  InvalidInputError,
+  LeaseExpiredError,
+  LeaseLostError,
+  SequenceExhaustedError,
+  StaleGenerationError,
+  TransactionConflictError,
+  TransactionFailedError,
+} from './errors.js';
+
+// DynamoDB helpers: one kept-alive client, low-level sends without a second marshalling pass.
+export {
+  conditionFailureItem,
+  createDynamo,
+  fromAttributes,
+  isConditionalCheckFailed,
+  itemBytes,
+  marshallOptionsOf,
+  MAX_ITEM_BYTES,
+  sendLowLevel,
+  toAttributes,
+  type Dynamo,
+  type DynamoOptions,
+} from './dynamo.js';
+export { scanAll } from './scan.js';

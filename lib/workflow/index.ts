@@ -1,0 +1,50 @@
+/**
+ * The workflow, built on the protocol (lib/protocol/): durable jobs with a checkpoint, a worker
+ * that runs one job as acquire → raise fence → read checkpoint → fenced units → finish, a sweeper
+ * that requeues what nobody progresses, and the table set. A workload (lib/workloads/) plugs in
+ * as a Processor: it returns each unit's effects and never sees a lease or a fence.
+ */
+export { ENV, httpUrl, integer, isHttpUrl, leaseSettingsFromEnv, required, tablesFromEnv, type LeaseSettings } from './config.js';
+export {
+  assertJobId,
+  claimRequeue,
+  createJob,
+  fenceKeyOf,
+  jobFromItem,
+  leaseKeyOf,
+  markFailed,
+  readJob,
+  type Job,
+  type JobStatus,
+} from './jobs.js';
+export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
+export type { Processor, UnitContext } from './processor.js';
+export {
+  INVOICE_ATTR,
+  JOB_ATTR,
+  TABLE_NAME,
+  TABLE_ROLES,
+  TABLES,
+  tableNames,
+  UNFINISHED,
+  UNFINISHED_INDEX,
+  type IndexSchema,
+  type KeyAttribute,
+  type KeyType,
+  type TableNames,
+  type TableRole,
+  type TableSchema,
+} from './schema.js';
+export { sweep, sweepsToCover, type SweeperDeps, type SweepReport } from './sweeper.js';
+export { createTableInput, ensureTables } from './tables.js';
+export {
+  fencedProtocol,
+  runJob,
+  shouldRetry,
+  type ProtocolOps,
+  type WorkerDeps,
+  type WorkerHooks,
+  type WorkerPoint,
+  type WorkOutcome,
+  type WorkRequest,
+} from './worker.js';
