@@ -1,7 +1,7 @@
 /**
  * The bench's environment: ONE DynamoDB Local it starts itself (or --endpoint), fresh tables per
  * measurement from the project's own schema, and clients built the way the library builds them
- * (lib/dynamo.ts: one kept-alive connection pool).
+ * (lib/protocol/dynamo.ts: one kept-alive connection pool).
  *
  * DynamoDB Local 3.3.0 gets slower with every stream record it holds: each write to a table with a
  * stream runs a query (getStreamDescription, a MIN() subquery over the stream records) whose cost

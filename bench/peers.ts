@@ -28,7 +28,7 @@ export interface LeaseAdapter {
 const require = createRequire(import.meta.url);
 const versionOf = (pkg: string): string => (require(`${pkg}/package.json`) as { version: string }).version;
 
-/** Ours: lib/lease.ts on the Leases table, wall-clock mode. */
+/** Ours: lib/protocol/lease.ts on the Leases table, wall-clock mode. */
 export async function oursAdapter(env: BenchEnv): Promise<LeaseAdapter> {
   const tables = await env.tables('peers');
   const dynamo = env.dynamo();

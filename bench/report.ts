@@ -145,7 +145,7 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   if (t) {
     L.push('## Fenced vs unsafe');
     L.push('');
-    L.push('Fenced: the real worker (`lib/worker.ts`): lease, fence raise, checkpoint read, then ONE `TransactWriteItems` per unit');
+    L.push('Fenced: the real worker (`lib/workflow/run-job.ts`): lease, fence raise, checkpoint read, then ONE `TransactWriteItems` per unit');
     L.push('(fence `SET generation` if `generation <= :g`, checkpoint advance if `cursor = :expected`, 25 effects: 13 upserts, 12 once-only');
     L.push('creations with `attribute_not_exists(pk)`, a `ClientRequestToken`). Unsafe: the same 25 items per unit with `BatchWriteItem`,');
     L.push('pre-marshalled on the low-level client, and nothing else. The fenced window is the unit loop (after the checkpoint read');
@@ -380,11 +380,11 @@ export const CHANGES = `Each change keeps every protection: the fence condition,
 ClientRequestToken are in every unit exactly as before (the protocol tests, the chaos harness and its negative controls pass).
 
 1. **Pre-marshalled low-level \`TransactWriteItems\`** (\`prepareFencedUnit\`, \`commitFencedUnit\`, \`sendLowLevel\` in
-   \`lib/fence.ts\`, \`lib/dynamo.ts\`). The unit is marshalled once into DynamoDB's wire form and sent as the low-level
+   \`lib/protocol/fence.ts\`, \`lib/protocol/dynamo.ts\`). The unit is marshalled once into DynamoDB's wire form and sent as the low-level
    command through the document client's own stack (same connection pool, signing, retries, caller middleware), skipping the
    document client's marshalling pass. Bought: client CPU per unit 874 → 826, 723 → 681, 1028 → 894 µs (three
    interleaved runs, bench/client.ts), about 5–13 %.
-2. **The next unit is drafted while the current one commits** (\`lib/worker.ts\`): effects, validation, marshalling and token of
+2. **The next unit is drafted while the current one commits** (\`lib/workflow/run-job.ts\`): effects, validation, marshalling and token of
    unit n+1 are built once unit n's request has left, and reused if still fresh (a draft older than min(1 s, lease/10), e.g.
    after a pause, is drafted again). Bought, with 1: the client's critical path between two units (response → next request)
    2.0–2.6 ms → 1.3–1.9 ms in alternating before/after runs, now the same as the unsafe loop's (1.2–2.0 ms).
@@ -393,10 +393,10 @@ ClientRequestToken are in every unit exactly as before (the protocol tests, the 
    per unit. The sweeper reads progress from the cursor (its requeue is conditional on cursor and heartbeat) and acts only on a
    heartbeat older than \`staleAfterMs\` > lease. Bought: WCU per effect 2.244–2.249 → 2.173–2.193 with the bench's short
    jobs (the goal is 2.2), 2.24 → 2.16 in steady state.
-4. **Lease operations and the fence raise as low-level \`UpdateItem\`s** (\`lib/lease.ts\`, \`lib/fence.ts\`): same expressions and
+4. **Lease operations and the fence raise as low-level \`UpdateItem\`s** (\`lib/protocol/lease.ts\`, \`lib/protocol/fence.ts\`): same expressions and
    conditions, marshalled once. Bought: about 0.35 ms per request on a simple update (3.40 → 3.04 ms, bench loop); within the
    noise of the lease-cycle figure.
-5. **Contender jitter min(100 ms, lease/20)** instead of min(250 ms, lease/10) (\`lib/lease.ts\`). A sleeping contender makes one
+5. **Contender jitter min(100 ms, lease/20)** instead of min(250 ms, lease/10) (\`lib/protocol/lease.ts\`). A sleeping contender makes one
    attempt per lease period whatever the jitter, so the larger jitter saved no request; it only delayed takeovers. Bought
    (5 s lease, 100 ms skew bound, 24 trials, alternating runs): takeover median 1.058–1.068 → 1.039–1.052 × lease, max
    1.10–1.20 → 1.06–1.12 (the 1.12 at a load average of 11, when the takeover's own four requests took 0.4 s).

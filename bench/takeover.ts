@@ -7,7 +7,7 @@
  * jobs, started `spacingMs` apart: they wait side by side, but their takeovers do not queue behind
  * each other on DynamoDB Local (which executes transactions one at a time). One warm-up trial on
  * the fresh tables is not counted. Expected ratio to the lease duration:
- * 1 + (skew bound + jitter (≤ min(100 ms, duration/20), lib/lease.ts) + 4 requests) / duration.
+ * 1 + (skew bound + jitter (≤ min(100 ms, duration/20), lib/protocol/lease.ts) + 4 requests) / duration.
  */
 import { randomUUID } from 'node:crypto';
 import { commitFencedUnit, LeaseManager, raiseFence, systemClock, type LeaseMode } from '../lib/protocol/index.js';

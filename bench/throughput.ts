@@ -1,5 +1,5 @@
 /**
- * Fenced vs unsafe: effects/s of fenced units committed by the real worker (lib/worker.ts:
+ * Fenced vs unsafe: effects/s of fenced units committed by the real worker (lib/workflow/run-job.ts:
  * lease, fence raise, checkpoint read, then ONE TransactWriteItems per unit = fence + checkpoint
  * + 25 effects) ÷ effects/s of the same 25 effects per unit written by BatchWriteItem with no
  * protection at all. Sequential (one job) and parallel (several jobs at once), several rounds,

@@ -1,7 +1,7 @@
 /**
  * The benchmark workload: units of exactly 25 effects shaped like the invoice run's items
- * (lib/invoices.ts): 13 customers per unit, each with an UPSERTED invoice, and 12 of them with a
- * ONCE-ONLY charge. The fenced side commits them through the real worker (lib/worker.ts); the
+ * (lib/workloads/invoices.ts): 13 customers per unit, each with an UPSERTED invoice, and 12 of them with a
+ * ONCE-ONLY charge. The fenced side commits them through the real worker (lib/workflow/run-job.ts); the
  * unsafe side writes the very same items with BatchWriteItem and nothing else.
  */
 import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
@@ -62,7 +62,7 @@ export async function createBenchJob(doc: DynamoDBDocumentClient, tables: TableN
 export const benchFence = (tables: TableNames, jobId: string): FenceRef => ({ table: tables.fences, resource: fenceKeyOf(jobId) });
 
 /**
- * One mid-job fenced unit of a bench job, shaped as the worker commits one (lib/worker.ts): the
+ * One mid-job fenced unit of a bench job, shaped as the worker commits one (lib/workflow/run-job.ts): the
  * job's fence, the checkpoint advancing the cursor from `unit` to `unit + 1` with the heartbeat,
  * the unit's 25 effects and the (job, unit) token.
  */

@@ -1,5 +1,5 @@
 /**
- * Fault injection for the local runtime: the worker's hooks (lib/worker.ts WorkerHooks) let a
+ * Fault injection for the local runtime: the worker's hooks (lib/workflow/run-job.ts WorkerHooks) let a
  * plan pause a worker (a GC pause: resolve later) or crash it (never resolve: nothing after it
  * runs and nothing is released, exactly like a process that died). Each fault fires once.
  */

@@ -12,7 +12,7 @@ export function intFlag(name: string, raw: string | undefined, fallback: number,
   return v;
 }
 
-/** An http(s) URL flag (an endpoint, a queue URL: lib/config.ts isHttpUrl), or undefined when absent. */
+/** An http(s) URL flag (an endpoint, a queue URL: lib/workflow/config.ts isHttpUrl), or undefined when absent. */
 export function urlFlag(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
   if (!isHttpUrl(raw)) throw new InvalidInputError(`--${name}`, `must be an http(s) URL, got "${raw}"`);

@@ -3,12 +3,12 @@
  *
  * One job of U units, NW workers (Lambda invocations that loop over queue messages), the
  * sweeper, and an abstract clock that can make a lease lapse. See model/README.md for the
- * mapping to lib/*.ts, the abstractions, and the numbers.
+ * mapping to lib/, the abstractions, and the numbers.
  *
  * Every DynamoDB request is ONE atomic step (DynamoDB serialises single-item conditional
  * writes and TransactWriteItems). Between two requests of a worker anything may happen: the
  * interleaving IS the "pause" (GC, stalled host), and the clock may make the lease lapse
- * during it. A worker may also crash (stop forever) at the named points of lib/worker.ts.
+ * during it. A worker may also crash (stop forever) at the named points of lib/workflow/worker.ts.
  *
  * Broken variants (compile with -D<NAME>; each must give a counterexample):
  *   NO_FENCE        lease only: no fence raise, no fence condition in the unit's transaction
@@ -48,7 +48,7 @@
 #define OWNER(w)  (((w) % NOWNERS) + 1)
 #define NONE      0
 
-/* outcome of one unit's TransactWriteItems, as lib/fence.ts decodeCancellation reports it */
+/* outcome of one unit's TransactWriteItems, as lib/protocol/fence.ts decodeCancellation reports it */
 #define COMMITTED   1
 #define ALREADY     2   /* an earlier attempt of ours committed it (checkpoint says so) */
 #define STALE       3   /* StaleGenerationError: the fence is above us */
@@ -57,18 +57,18 @@
 #define AMB_NOTHING 6   /* request lost, nothing applied */
 
 /* ---------- the store ---------- */
-/* Leases table, item job#J (lib/lease.ts) */
+/* Leases table, item job#J (lib/protocol/lease.ts) */
 byte lease_owner = NONE;   /* owner attribute; NONE = absent (free) */
 byte lease_gen = 0;        /* generation: the last token issued, never removed */
 bool lapsed = false;       /* expiresAt has passed (abstract time, set by proctype Clock) */
-/* Fences table, item invoices#J (lib/fence.ts) */
+/* Fences table, item invoices#J (lib/protocol/fence.ts) */
 byte fence = 0;            /* greatest accepted generation */
-/* Jobs table, item J (lib/jobs.ts) */
+/* Jobs table, item J (lib/workflow/jobs.ts) */
 byte cursor = 0;           /* next unit */
 bool done = false;         /* status = DONE (set by the last unit's transaction) */
 byte job_gen = 0;          /* generation of the last committed unit */
 bit  hb = 0;               /* heartbeatAt, abstracted to "changed or not" */
-/* Invoices table (lib/invoices.ts) */
+/* Invoices table (lib/workloads/invoices.ts) */
 byte inv_gen[U];           /* invoice#u: generation of the writer (0 = absent); upserted */
 byte charges[U];           /* charge#u: how many times it was CREATED (ONCE: at most 1) */
 /* SQS work queue */
@@ -131,7 +131,7 @@ byte ambig_left = AMBIG;
     fi \
   }
 
-/* lib/worker.ts runJob, one invocation per queue message; lib/lease.ts, lib/fence.ts */
+/* lib/workflow/run-job.ts runJob, one invocation per queue message; lib/protocol/lease.ts, lib/protocol/fence.ts */
 proctype Worker(byte w) {
   byte g = 0;          /* this invocation's generation (0 = none) */
   byte cur = 0;        /* its copy of the checkpoint cursor */
@@ -288,7 +288,7 @@ end_clock:
   od
 }
 
-/* lib/sweeper.ts sweep (wall-clock verdict): an unfinished job whose lease is not live is
+/* lib/workflow/sweeper.ts sweep (wall-clock verdict): an unfinished job whose lease is not live is
  * requeued by a conditional update on the observed heartbeat, then a queue send. Every
  * heartbeat is considered possibly stale (staleAfterMs is a timing parameter). */
 #ifndef NO_SWEEPER

@@ -18,7 +18,7 @@ import type { KeyAttribute, TableSchema } from '../../lib/workflow/index.js';
 const attributeType = (a: KeyAttribute) => ({ name: a.name, type: a.type === 'S' ? AttributeType.STRING : AttributeType.NUMBER });
 
 /**
- * A table exactly as lib/schema.ts describes it (keys, GSIs, stream), with the durable defaults.
+ * A table exactly as lib/workflow/schema.ts describes it (keys, GSIs, stream), with the durable defaults.
  * No `tableName`: CloudFormation names it, so two stacks (two forks) coexist in one account.
  */
 export function durableTable(scope: Construct, id: string, schema: TableSchema, replicationRegions?: string[]): Table {

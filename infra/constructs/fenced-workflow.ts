@@ -1,5 +1,5 @@
 /**
- * The fenced workflow on AWS (DESIGN.md, Architecture): the four tables of lib/schema.ts, the
+ * The fenced workflow on AWS (DESIGN.md, Architecture): the four tables of lib/workflow/schema.ts, the
  * work queue with its dead-letter queue, the worker, the sweeper and the starter with their
  * schedules, least-privilege roles, and the alarms and dashboard an on-call engineer needs.
  *
@@ -33,7 +33,7 @@ export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases'
 /**
  * A fenced unit is one TransactWriteItems of at most 100 items: the fence, the checkpoint and two
  * effects per customer (invoice upsert, once-only charge). 2 + 2 * 49 = 100. Defined with the
- * invoice workload (lib/invoices.ts), re-exported here for a fork's stack code.
+ * invoice workload (lib/workloads/invoices.ts), re-exported here for a fork's stack code.
  */
 export { MAX_UNIT_SIZE };
 
@@ -135,7 +135,7 @@ export class FencedWorkflow extends Construct {
   readonly sweeperSchedule: Schedule;
   readonly starterSchedule: Schedule;
   readonly monitoring: WorkflowMonitoring;
-  /** The environment every function gets (names from lib/config.ts ENV). */
+  /** The environment every function gets (names from lib/workflow/config.ts ENV). */
   readonly environment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: FencedWorkflowProps) {
@@ -262,10 +262,10 @@ export class FencedWorkflow extends Construct {
     const send = (f: FencedFunction) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }));
     const unfinishedIndexArn = `${active.jobs.tableArn}/index/${UNFINISHED_INDEX}`;
 
-    // Worker (lib/worker.ts and what it calls):
-    // - Leases: acquire, renew, release: conditional UpdateItem (lib/lease.ts), in both lease modes.
-    // - Fences: the raise (UpdateItem, lib/fence.ts raiseFence), the fence item of every unit's
-    //   transaction (Update), and markFailed's ConditionCheck (lib/jobs.ts).
+    // Worker (lib/workflow/run-job.ts and what it calls):
+    // - Leases: acquire, renew, release: conditional UpdateItem (lib/protocol/lease.ts), in both lease modes.
+    // - Fences: the raise (UpdateItem, lib/protocol/fence.ts raiseFence), the fence item of every unit's
+    //   transaction (Update), and markFailed's ConditionCheck (lib/workflow/jobs.ts).
     // - Jobs: the consistent checkpoint read (GetItem, readJob), the checkpoint advance in every
     //   unit's transaction and markFailed's Update (UpdateItem).
     // - Invoices: the effects, upsert and once-only alike, are Puts in the unit's transaction.
@@ -276,13 +276,13 @@ export class FencedWorkflow extends Construct {
     allow(this.worker, ['GetItem', 'UpdateItem'], [arn('jobs')]);
     allow(this.worker, ['PutItem'], [arn('invoices')]);
     send(this.worker); // continuations
-    // Sweeper (lib/sweeper.ts): the unfinished-jobs index, the lease liveness check (consistent
+    // Sweeper (lib/workflow/sweeper.ts): the unfinished-jobs index, the lease liveness check (consistent
     // GetItem), the conditional requeue claim and the version-watch observation (UpdateItem).
     allow(this.sweeper, ['Query'], [unfinishedIndexArn]);
     allow(this.sweeper, ['UpdateItem'], [arn('jobs')]);
     allow(this.sweeper, ['GetItem'], [arn('leases')]);
     send(this.sweeper);
-    // Starter (lib/jobs.ts createJob): one conditional PutItem; an existing job comes back with the
+    // Starter (lib/workflow/jobs.ts createJob): one conditional PutItem; an existing job comes back with the
     // condition failure (ReturnValuesOnConditionCheckFailure), not from a read.
     allow(this.starter, ['PutItem'], [arn('jobs')]);
     send(this.starter);

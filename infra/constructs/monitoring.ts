@@ -27,7 +27,7 @@ import { Construct } from 'constructs';
 import { METRIC } from '../../lib/workflow/index.js';
 
 /**
- * The metrics the handlers emit (lib/ports.ts METRIC), grouped by emitter and dashboard graph. A
+ * The metrics the handlers emit (lib/workflow/ports.ts METRIC), grouped by emitter and dashboard graph. A
  * test checks that the dashboard shows every METRIC name, so a new metric must be placed here.
  */
 export const WORKFLOW_METRICS = {

@@ -39,7 +39,6 @@ export { sweep, sweepsToCover, type SweeperDeps, type SweepReport } from './swee
 export { createTableInput, ensureTables } from './tables.js';
 export {
   fencedProtocol,
-  runJob,
   shouldRetry,
   type ProtocolOps,
   type WorkerDeps,
@@ -48,3 +47,4 @@ export {
   type WorkOutcome,
   type WorkRequest,
 } from './worker.js';
+export { runJob } from './run-job.js';

@@ -1,5 +1,5 @@
 /**
- * Creates the tables of lib/schema.ts through the SDK: the local runtime and tests use this,
+ * Creates the tables of lib/workflow/schema.ts through the SDK: the local runtime and tests use this,
  * the CDK stack builds the same schema as CloudFormation.
  */
 import {

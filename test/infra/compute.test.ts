@@ -75,7 +75,7 @@ describe('functions', () => {
     expect(props(w.queue).VisibilityTimeout).toBeGreaterThanOrEqual(6 * workerTimeout);
   });
 
-  it.each(FUNCTIONS)('%s: every configuration variable of lib/config.ts is set, the epoch from context, no DynamoDB endpoint', (name) => {
+  it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts is set, the epoch from context, no DynamoDB endpoint', (name) => {
     const env = envOf(name);
     for (const [key, variable] of Object.entries(ENV)) {
       if (key === 'dynamoEndpoint') expect(env[variable]).toBeUndefined();

@@ -69,7 +69,7 @@ describe('dashboard', () => {
     body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]?.Properties.DashboardBody);
   });
 
-  it('shows every metric the handlers emit (lib/ports.ts METRIC), in the FencedWorkflow namespace', () => {
+  it('shows every metric the handlers emit (lib/workflow/ports.ts METRIC), in the FencedWorkflow namespace', () => {
     for (const name of Object.values(METRIC)) expect(body, name).toContain(`\\"${name}\\"`);
     expect(body).toContain('\\"FencedWorkflow\\"');
   });

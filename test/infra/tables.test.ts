@@ -1,5 +1,5 @@
 /**
- * State: the synthesized tables ARE lib/schema.ts, they outlive the stack, and Leases and Fences
+ * State: the synthesized tables ARE lib/workflow/schema.ts, they outlive the stack, and Leases and Fences
  * can neither lose an item nor be replicated to another region.
  */
 import { App, Stack } from 'aws-cdk-lib';
@@ -24,7 +24,7 @@ beforeAll(() => {
 });
 
 describe('the synthesized tables are the schema module', () => {
-  it.each(TABLE_ROLES)('%s: key schema, attributes, GSIs and stream equal lib/schema.ts and the local CreateTable input', (role) => {
+  it.each(TABLE_ROLES)('%s: key schema, attributes, GSIs and stream equal lib/workflow/schema.ts and the local CreateTable input', (role) => {
     const schema = TABLES[role];
     const p = tableProps[role].Properties;
     expect(p.KeySchema).toEqual([{ AttributeName: schema.partitionKey.name, KeyType: 'HASH' }]);

@@ -11,7 +11,7 @@
  *   fence could as well live in another database.
  *
  * Tests use them to show the race is real (the overwrite happens) before showing that the
- * fenced unit (lib/fence.ts: fence check and effect in ONE transaction) closes it.
+ * fenced unit (lib/protocol/fence.ts: fence check and effect in ONE transaction) closes it.
  */
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { raiseFence, StaleGenerationError, type Effect, type FenceRef, type Generation } from '../../lib/protocol/index.js';

@@ -1,0 +1,161 @@
+/**
+ * Steps 4 and 5 of the worker protocol: while work remains, the lease is safe and the invocation
+ * has time, commit ONE fenced transaction per unit; then finish (the last unit set DONE) or hand
+ * off (release and enqueue a continuation).
+ */
+import { CheckpointMovedError, EffectAlreadyExistsError, FencedError, LeaseLostError, StaleGenerationError, type Effect } from '../protocol/index.js';
+import { release, superseded, type Ready } from './job-steps.js';
+import { METRIC } from './ports.js';
+import { UnitDrafter, type Draft } from './unit-draft.js';
+import type { WorkOutcome } from './worker.js';
+
+/** Where the loop stands: the next unit, the last heartbeat stamped, the next unit's early draft. */
+interface Loop {
+  cursor: number;
+  lastBeat: number;
+  ahead: Draft | undefined;
+}
+
+export async function runUnits(r: Ready): Promise<WorkOutcome> {
+  const drafter = new UnitDrafter(r);
+  // -Infinity: the invocation's first unit always stamps the heartbeat (and the last one always does).
+  const loop: Loop = { cursor: r.cursor, lastBeat: Number.NEGATIVE_INFINITY, ahead: undefined };
+  while (loop.cursor < r.totalUnits) {
+    const stop = await beforeUnit(r, loop.cursor);
+    if (stop !== undefined) return stop;
+    const wall = r.deps.clock.wallNow();
+    // `ahead` is only ever drafted for the unit after the one that then committed: this cursor.
+    const current = loop.ahead !== undefined && wall - loop.ahead.now <= drafter.maxAgeMs ? loop.ahead : drafter.draft(loop.cursor, wall, loop.lastBeat);
+    loop.ahead = undefined;
+    await r.hooks.at('before-commit', { jobId: r.jobId, owner: r.owner, generation: r.g, unit: loop.cursor });
+    const end = await commitUnit(r, drafter, loop, current);
+    if (end !== undefined) return end;
+    await r.hooks.at('after-commit', { jobId: r.jobId, owner: r.owner, generation: r.g, unit: loop.cursor });
+    loop.cursor++;
+  }
+  // 5. Finished: the last unit set DONE inside its transaction.
+  r.t.count(METRIC.jobsCompleted);
+  r.t.event('job-done', { jobId: r.jobId, owner: r.owner, generation: r.g, units: r.units });
+  await release(r);
+  return { kind: 'done', jobId: r.jobId, units: r.units, generation: r.g };
+}
+
+/** Before a unit: hand off when the invocation runs short; renew when the deadline nears; stop when it passed. */
+async function beforeUnit(r: Ready, cursor: number): Promise<WorkOutcome | undefined> {
+  const { jobId, owner, g } = r;
+  if (r.req.remainingTimeMs() < r.safetyMs) {
+    await release(r);
+    await r.deps.queue.send({ jobId, reason: 'continuation' });
+    r.t.event('handed-off', { jobId, owner, generation: g, cursor });
+    return { kind: 'handed-off', jobId, units: r.units, generation: g };
+  }
+  if (r.lease.deadline - r.deps.clock.monotonicNow() < r.deps.lease.durationMs / 2) {
+    const lost = await renew(r, cursor);
+    if (lost !== undefined) return lost;
+  }
+  if (!r.leases.isSafe(r.lease)) {
+    r.t.event('lease-uncertain', { jobId, owner, generation: g, error: 'local deadline passed' });
+    await release(r);
+    return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: 'deadline' };
+  }
+  return undefined;
+}
+
+/** Renews in place. Refused: the lease is lost (nothing to release). Unconfirmed: stop protected work. */
+async function renew(r: Ready, cursor: number): Promise<WorkOutcome | undefined> {
+  const { jobId, owner, g } = r;
+  await r.hooks.at('before-renew', { jobId, owner, generation: g, unit: cursor });
+  try {
+    r.lease = await r.leases.renew(r.lease);
+    r.t.event('lease-renewed', { jobId, owner, generation: g });
+    return undefined;
+  } catch (e) {
+    if (e instanceof LeaseLostError) {
+      r.t.count(METRIC.leaseLost);
+      r.t.event('lease-lost', { jobId, owner, generation: g, holder: e.holder });
+      return { kind: 'superseded', jobId, units: r.units, generation: g, ...(e.holder?.generation === undefined ? {} : { by: e.holder.generation }) };
+    }
+    // Timeout or network error: the renewal is uncertain. Stop issuing protected work.
+    r.t.event('lease-uncertain', { jobId, owner, generation: g, error: String(e) });
+    await release(r);
+    return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e };
+  }
+}
+
+/**
+ * Commits the current unit: ONE fenced transaction, the next unit drafted while it is in flight.
+ * Duplicates of once-only effects are dropped and the rest committed; an ambiguous failure
+ * resends the identical request while the lease is safe. Returns an outcome only when the run ends.
+ */
+async function commitUnit(r: Ready, drafter: UnitDrafter, loop: Loop, current: Draft): Promise<WorkOutcome | undefined> {
+  const { now } = current;
+  let effects: readonly Effect[] = current.unit.effects;
+  let variant = '';
+  for (let attempt = 1; ; attempt++) {
+    const unit = variant === '' ? current.unit : drafter.unitOf(loop.cursor, now, current.beat, effects, variant);
+    try {
+      const prepared = unit === current.unit ? current.prepared : undefined;
+      const committing = r.ops.commitUnit({ doc: r.deps.doc, clock: r.deps.clock }, unit, prepared === undefined ? { now } : { now, prepared });
+      if (loop.ahead === undefined && loop.cursor + 1 < r.totalUnits) {
+        // Handled here so that an early rejection is not reported as unhandled; awaited below.
+        committing.catch(() => undefined);
+        // Let the request leave first (the SDK sends from its promise chain), then draft the
+        // next unit while this one is in flight.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        try {
+          loop.ahead = drafter.draft(loop.cursor + 1, r.deps.clock.wallNow(), current.beat ? now : loop.lastBeat);
+        } catch {
+          loop.ahead = undefined; // drafted again at its turn, where any error is thrown in order
+        }
+      }
+      const outcome = await committing;
+      if (current.beat) loop.lastBeat = now;
+      r.units++;
+      r.t.count(METRIC.unitsCommitted);
+      r.t.event('unit-committed', { jobId: r.jobId, owner: r.owner, generation: r.g, unit: loop.cursor, status: outcome.status, effects: effects.length });
+      return undefined;
+    } catch (e) {
+      const next = await afterFailedCommit(r, loop.cursor, e, effects, attempt);
+      if ('end' in next) return next.end;
+      if (next.effects !== effects) {
+        effects = next.effects;
+        variant = `dedup-${attempt}`;
+      }
+    }
+  }
+}
+
+/** What a failed commit means: the run ends, or the unit is sent again (with fewer effects after a duplicate). */
+async function afterFailedCommit(
+  r: Ready,
+  cursor: number,
+  e: unknown,
+  effects: readonly Effect[],
+  attempt: number,
+): Promise<{ end: WorkOutcome } | { effects: readonly Effect[] }> {
+  const { jobId, owner, g } = r;
+  if (e instanceof StaleGenerationError) {
+    r.t.count(METRIC.staleGenerationRejected);
+    r.t.event('commit-rejected', { jobId, owner, generation: g, unit: cursor, fenceAt: e.current });
+    return { end: await superseded(r, e.current, 'commit') };
+  }
+  if (e instanceof CheckpointMovedError) return { end: await superseded(r, undefined, `checkpoint moved to ${e.actual}`) };
+  if (e instanceof EffectAlreadyExistsError) {
+    // Once-only effects that exist already were done before (a duplicate): drop them, commit the rest.
+    const dup = new Set(e.duplicates.map((d) => `${d.table}\u0000${d.key}`));
+    const remaining = effects.filter((x) => !(x.kind === 'once' && dup.has(`${x.table}\u0000${x.item.pk}`)));
+    // Only once-only effects can be duplicates; anything else means the store disagrees with us.
+    if (remaining.length === effects.length) throw e;
+    r.t.count(METRIC.duplicatesSuppressed, dup.size);
+    r.t.event('duplicate-suppressed', { jobId, owner, generation: g, unit: cursor, keys: [...dup].map((k) => k.split('\u0000')[1]) });
+    return { effects: remaining };
+  }
+  if (e instanceof FencedError) throw e;
+  // Ambiguous (timeout, connection reset): resend the identical request while the lease is safe.
+  if (attempt >= (r.deps.commitAttempts ?? 3) || !r.leases.isSafe(r.lease)) {
+    r.t.event('commit-uncertain', { jobId, owner, generation: g, unit: cursor, error: String(e) });
+    await release(r);
+    return { end: { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e } };
+  }
+  return { effects };
+}
