@@ -8,7 +8,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { InvalidInputError, LeaseManager, StaleGenerationError, type FenceRef, type Generation, type Lease } from '../protocol/index.js';
-import { fenceKeyOf, leaseKeyOf, markFailed, readJob } from './jobs.js';
+import { JobNotFoundError } from './errors.js';
+import { markFailed } from './job-writes.js';
+import { fenceKeyOf, leaseKeyOf, readJob, type Job } from './jobs.js';
 import { METRIC, type Telemetry } from './ports.js';
 import { fencedProtocol, type ProtocolOps, type WorkerDeps, type WorkerHooks, type WorkOutcome, type WorkRequest } from './worker.js';
 
@@ -37,6 +39,8 @@ export interface Held extends Run {
 
 /** After the checkpoint read: where the job stands and its parsed input. */
 export interface Ready extends Held {
+  /** The job as read after the fence raise (its failure count among it). */
+  readonly job: Job;
   readonly input: unknown;
   readonly totalUnits: number;
   readonly cursor: number;
@@ -128,6 +132,8 @@ export async function readCheckpoint(held: Held): Promise<Ready | WorkOutcome> {
     await release(held);
     return job.status === 'DONE' ? { kind: 'done', jobId, units: 0, generation: g } : { kind: 'failed', jobId, reason: job.failureReason ?? 'failed' };
   }
+  // Stored by an older version or by hand: a job with no units would be "done" and never DONE.
+  if (job.totalUnits < 1) return failJob(held, 'totalUnits must be >= 1: a job with no units can never be marked DONE');
   let input: unknown;
   try {
     input = held.deps.processor.parseInput(job.input);
@@ -135,7 +141,7 @@ export async function readCheckpoint(held: Held): Promise<Ready | WorkOutcome> {
     if (!(e instanceof InvalidInputError)) throw e;
     return failJob(held, e.message);
   }
-  return Object.assign(held, { input, totalUnits: job.totalUnits, cursor: job.cursor });
+  return Object.assign(held, { job, input, totalUnits: job.totalUnits, cursor: job.cursor });
 }
 
 /** Input that can never succeed: the job ends FAILED (a fenced write), out of the sweeper's reach. */
@@ -143,9 +149,13 @@ async function failJob(held: Held, reason: string): Promise<WorkOutcome> {
   const { jobId, owner, g } = held;
   try {
     await markFailed(held.deps.doc, held.deps.tables, jobId, g, reason, held.deps.clock);
-  } catch (stale) {
-    if (stale instanceof StaleGenerationError) return superseded(held, undefined, 'mark-failed');
-    throw stale;
+  } catch (e) {
+    if (e instanceof StaleGenerationError) return superseded(held, e.current, 'mark-failed');
+    if (e instanceof JobNotFoundError) {
+      await release(held);
+      return { kind: 'not-found', jobId };
+    }
+    throw e;
   }
   held.t.count(METRIC.jobsFailed);
   held.t.event('job-failed', { jobId, owner, generation: g, reason });

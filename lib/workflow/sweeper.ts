@@ -15,7 +15,9 @@
  */
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError, isConditionalCheckFailed, LEASE_ATTR as L, type Clock, type LeaseMode } from '../protocol/index.js';
-import { claimRequeue, jobFromItem, leaseKeyOf, type Job } from './jobs.js';
+import { InvalidJobItemError } from './errors.js';
+import { claimRequeue } from './job-writes.js';
+import { jobFromItem, leaseKeyOf, type Job } from './jobs.js';
 import { METRIC, type Telemetry, type WorkQueue } from './ports.js';
 import { JOB_ATTR as J, UNFINISHED, UNFINISHED_INDEX, type TableNames } from './schema.js';
 
@@ -37,6 +39,8 @@ export interface SweepReport {
   requeued: string[];
   live: number;
   watching: number;
+  /** Unfinished job items that break the Jobs contract (an unknown status...): skipped, never requeued. */
+  unreadable: string[];
   oldestUnfinishedAgeMs: number;
 }
 
@@ -45,7 +49,7 @@ export function sweepsToCover(durationMs: number, sweepIntervalMs: number, maxDr
   return Math.ceil((durationMs * (1 + maxDrift)) / sweepIntervalMs) + 1;
 }
 
-async function* unfinishedJobs(doc: DynamoDBDocumentClient, table: string): AsyncGenerator<Job> {
+async function* unfinishedItems(doc: DynamoDBDocumentClient, table: string): AsyncGenerator<Record<string, unknown>> {
   let start: Record<string, unknown> | undefined;
   do {
     // The index is eventually consistent: a job may appear a moment late or linger a moment
@@ -60,7 +64,7 @@ async function* unfinishedJobs(doc: DynamoDBDocumentClient, table: string): Asyn
         ExclusiveStartKey: start,
       }),
     );
-    for (const item of page.Items ?? []) yield jobFromItem(item);
+    yield* page.Items ?? [];
     start = page.LastEvaluatedKey;
   } while (start !== undefined);
 }
@@ -70,10 +74,12 @@ export async function sweep(deps: SweeperDeps): Promise<SweepReport> {
     throw new InvalidInputError('staleAfterMs', 'must exceed the lease duration');
   }
   if (!(deps.sweepIntervalMs > 0)) throw new InvalidInputError('sweepIntervalMs', 'must be > 0');
-  const report: SweepReport = { unfinished: 0, requeued: [], live: 0, watching: 0, oldestUnfinishedAgeMs: 0 };
+  const report: SweepReport = { unfinished: 0, requeued: [], live: 0, watching: 0, unreadable: [], oldestUnfinishedAgeMs: 0 };
   const now = deps.clock.wallNow();
-  for await (const job of unfinishedJobs(deps.doc, deps.tables.jobs)) {
+  for await (const item of unfinishedItems(deps.doc, deps.tables.jobs)) {
     report.unfinished++;
+    const job = readable(deps, item, report);
+    if (job === undefined) continue;
     report.oldestUnfinishedAgeMs = Math.max(report.oldestUnfinishedAgeMs, now - job.createdAt);
     const lease = (
       await deps.doc.send(new GetCommand({ TableName: deps.tables.leases, Key: { [L.key]: leaseKeyOf(job.id) }, ConsistentRead: true }))
@@ -91,6 +97,18 @@ export async function sweep(deps: SweeperDeps): Promise<SweepReport> {
   }
   deps.telemetry.gauge(METRIC.oldestUnfinishedJobAgeMs, report.oldestUnfinishedAgeMs);
   return report;
+}
+
+/** The job, or undefined (reported, never requeued) when its item breaks the contract: one bad item must not stop the sweep. */
+function readable(deps: SweeperDeps, item: Record<string, unknown>, report: SweepReport): Job | undefined {
+  try {
+    return jobFromItem(item);
+  } catch (e) {
+    if (!(e instanceof InvalidJobItemError)) throw e;
+    report.unreadable.push(String(item[J.key]));
+    deps.telemetry.event('job-unreadable', { jobId: String(item[J.key]), error: e.message });
+    return undefined;
+  }
 }
 
 type Verdict = false | { observedVersion?: string };

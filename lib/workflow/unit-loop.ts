@@ -3,7 +3,17 @@
  * has time, commit ONE fenced transaction per unit; then finish (the last unit set DONE) or hand
  * off (release and enqueue a continuation).
  */
-import { CheckpointMovedError, EffectAlreadyExistsError, FencedError, LeaseLostError, StaleGenerationError, type Effect } from '../protocol/index.js';
+import {
+  CheckpointMovedError,
+  EffectAlreadyExistsError,
+  FencedError,
+  InvalidInputError,
+  LeaseLostError,
+  StaleGenerationError,
+  TransactionFailedError,
+  type Effect,
+} from '../protocol/index.js';
+import { recordUnitFailure } from './job-writes.js';
 import { release, superseded, type Ready } from './job-steps.js';
 import { METRIC } from './ports.js';
 import { UnitDrafter, type Draft } from './unit-draft.js';
@@ -25,7 +35,13 @@ export async function runUnits(r: Ready): Promise<WorkOutcome> {
     if (stop !== undefined) return stop;
     const wall = r.deps.clock.wallNow();
     // `ahead` is only ever drafted for the unit after the one that then committed: this cursor.
-    const current = loop.ahead !== undefined && wall - loop.ahead.now <= drafter.maxAgeMs ? loop.ahead : drafter.draft(loop.cursor, wall, loop.lastBeat);
+    let current: Draft;
+    try {
+      current = loop.ahead !== undefined && wall - loop.ahead.now <= drafter.maxAgeMs ? loop.ahead : drafter.draft(loop.cursor, wall, loop.lastBeat);
+    } catch (e) {
+      if (isPermanent(e)) return unitFailed(r, loop.cursor, e); // the processor cannot build this unit
+      throw e;
+    }
     loop.ahead = undefined;
     await r.hooks.at('before-commit', { jobId: r.jobId, owner: r.owner, generation: r.g, unit: loop.cursor });
     const end = await commitUnit(r, drafter, loop, current);
@@ -150,6 +166,7 @@ async function afterFailedCommit(
     r.t.event('duplicate-suppressed', { jobId, owner, generation: g, unit: cursor, keys: [...dup].map((k) => k.split('\u0000')[1]) });
     return { effects: remaining };
   }
+  if (isPermanent(e)) return { end: await unitFailed(r, cursor, e) };
   if (e instanceof FencedError) throw e;
   // Ambiguous (timeout, connection reset): resend the identical request while the lease is safe.
   if (attempt >= (r.deps.commitAttempts ?? 3) || !r.leases.isSafe(r.lease)) {
@@ -158,4 +175,31 @@ async function afterFailedCommit(
     return { end: { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e } };
   }
   return { effects };
+}
+
+/**
+ * Errors no resend can fix: the request itself is wrong (DynamoDB's ValidationException, a
+ * cancellation for a reason the library does not decode, a unit the library refuses to build).
+ * Configuration errors (AccessDenied, a missing table) are NOT among them: fixed, the job goes on.
+ */
+const isPermanent = (e: unknown): boolean =>
+  e instanceof TransactionFailedError || e instanceof InvalidInputError || (e instanceof Error && e.name === 'ValidationException');
+
+/** Counts the failed attempt on the job (fenced); at MAX_UNIT_FAILURES the job ends FAILED with the reason. */
+async function unitFailed(r: Ready, cursor: number, e: unknown): Promise<WorkOutcome> {
+  const { jobId, owner, g } = r;
+  const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  let recorded: { failures: number; failed: boolean };
+  try {
+    recorded = await recordUnitFailure(r.deps.doc, r.deps.tables, r.job, g, cursor, error, r.deps.clock);
+  } catch (x) {
+    if (x instanceof StaleGenerationError) return superseded(r, x.current, 'record-failure');
+    throw x;
+  }
+  r.t.event('unit-failed', { jobId, owner, generation: g, unit: cursor, failures: recorded.failures, error });
+  await release(r);
+  if (!recorded.failed) return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e };
+  r.t.count(METRIC.jobsFailed);
+  r.t.event('job-failed', { jobId, owner, generation: g, reason: error });
+  return { kind: 'failed', jobId, reason: `unit ${cursor} failed ${recorded.failures} times: ${error}` };
 }
