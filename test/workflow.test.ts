@@ -7,11 +7,12 @@
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createDynamo, InvalidInputError, makeGeneration, raiseFence, StaleGenerationError, systemClock } from '../lib/protocol/index.js';
+import { createDynamo, epochFloor, InvalidInputError, makeGeneration, raiseEpoch, raiseFence, seal, StaleGenerationError, systemClock } from '../lib/protocol/index.js';
 import { customerId } from '../lib/workloads/invoices.js';
 import {
   createJob,
   fenceKeyOf,
+  fencesOfLease,
   InvalidJobItemError,
   JOB_ATTR,
   JobNotFoundError,
@@ -400,5 +401,30 @@ describe('jobs that can never progress end, and say why', () => {
     await w.clock.advance(1_000);
     const report = await w.sweeper({});
     expect(report).toMatchObject({ unfinished: 2, unreadable: [odd.id], requeued: [stale.id] });
+  });
+});
+
+describe('disaster recovery', () => {
+  it('an old-epoch holder paused between its acquire and its first fence raise cannot commit after the seal: the seal created the fence its lease key protects', async () => {
+    const t = await tables();
+    const w = workflow(t); // workers configured with epoch 0
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2027-02', 4, 2));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const paused = w.hooks.pause('after-acquire', { owner: 'A' });
+    const a = w.deliver('A');
+    await paused.reached;
+    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toBeUndefined(); // A never raised it
+
+    // The restore happened; the operator raises the epoch and seals while A is paused.
+    await raiseEpoch(t.dynamo.doc, t.names.leases, 1);
+    const reports = await seal(t.dynamo.doc, t.names, 1, { fencesOf: fencesOfLease });
+    expect(reports.find((r) => r.table === t.names.fences)).toMatchObject({ created: 1 });
+
+    paused.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
+    expect(w.telemetry.of('superseded', 'A')).toEqual([expect.objectContaining({ why: 'fence-raise', by: epochFloor(1) })]);
+    expect(await scanAll(t, t.names.invoices)).toEqual([]);
+    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toMatchObject({ generation: epochFloor(1) });
   });
 });

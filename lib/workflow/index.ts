@@ -5,7 +5,7 @@
  * as a Processor: it returns each unit's effects and never sees a lease or a fence.
  */
 export { ENV, httpUrl, integer, isHttpUrl, leaseSettingsFromEnv, required, tablesFromEnv, type LeaseSettings } from './config.js';
-export { assertJobId, createJob, fenceKeyOf, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
+export { assertJobId, createJob, fenceKeyOf, fencesOfLease, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
 export { claimRequeue, markFailed, recordUnitFailure } from './job-writes.js';
 export { InvalidJobItemError, JobNotFoundError } from './errors.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';

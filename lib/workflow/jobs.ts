@@ -42,6 +42,8 @@ export function assertJobId(id: unknown): asserts id is string {
 
 export const leaseKeyOf = (jobId: string): string => `job#${jobId}`;
 export const fenceKeyOf = (jobId: string): string => `invoices#${jobId}`;
+/** The fences a lease key protects, for the seal (protocol epochs.ts): `job#J` protects `invoices#J`. */
+export const fencesOfLease = (leaseKey: string): string[] => (leaseKey.startsWith('job#') ? [fenceKeyOf(leaseKey.slice('job#'.length))] : []);
 
 const STATUSES: readonly JobStatus[] = ['PENDING', 'RUNNING', 'DONE', 'FAILED'];
 
