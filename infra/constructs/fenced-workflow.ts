@@ -211,6 +211,7 @@ export class FencedWorkflow extends Construct {
       ...props.environment,
     };
     validateSettings(environment, leaseDuration, maxClockSkew, staleAfter);
+    validateWatch(environment, leaseDuration, workerTimeout);
     this.environment = environment;
 
     // ---- Compute ------------------------------------------------------------------------------
@@ -369,6 +370,19 @@ export class FencedWorkflow extends Construct {
           '(the SQS maximum) and an alarm fires on the first one.',
       });
     }
+  }
+}
+
+/**
+ * Version-watch: a worker that receives the sweeper's requeue watches the lease for a full
+ * duration (plus drift) inside its own invocation before it claims, and keeps the handler's
+ * 10 s safety margin. A timeout shorter than that could never take over a dead holder's job.
+ */
+function validateWatch(env: Record<string, string>, lease: Duration, workerTimeout: Duration): void {
+  if (env[ENV.leaseMode] !== 'version-watch') return;
+  const needMs = lease.toMilliseconds() * 1.01 + 10_000 + 5_000;
+  if (workerTimeout.toMilliseconds() < needMs) {
+    throw new ConfigError('worker.timeout', `in version-watch mode the worker's timeout (${workerTimeout.toMilliseconds()} ms) must cover a full lease watch plus margins (${Math.ceil(needMs)} ms)`);
   }
 }
 

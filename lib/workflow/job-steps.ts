@@ -7,7 +7,17 @@
  * and the two ways a holder leaves: release, and superseded (a newer generation owns the job).
  */
 import { randomUUID } from 'node:crypto';
-import { InvalidInputError, LeaseManager, StaleGenerationError, type FenceRef, type Generation, type Lease } from '../protocol/index.js';
+import {
+  err,
+  InvalidInputError,
+  LeaseManager,
+  StaleGenerationError,
+  type Contended,
+  type FenceRef,
+  type Generation,
+  type Lease,
+  type Result,
+} from '../protocol/index.js';
 import { JobNotFoundError } from './errors.js';
 import { markFailed } from './job-writes.js';
 import { fenceKeyOf, leaseKeyOf, readJob, type Job } from './jobs.js';
@@ -82,14 +92,16 @@ export async function screenMessage(run: Run): Promise<WorkOutcome | undefined> 
   return undefined;
 }
 
-/** Step 1: one acquire attempt. A version-watch sweeper hands over its matured observation with the message. */
+/**
+ * Step 1: acquire. Held by someone else: a duplicate delivery, acknowledged at once, except for
+ * the sweeper's requeue in version-watch mode, where this worker watches the lease itself.
+ */
 export async function acquireLease(run: Run): Promise<Held | WorkOutcome> {
   const { jobId, owner, t } = run;
-  const observed = run.req.message.observedVersion;
-  const attempt = await run.leases.tryAcquire(
-    leaseKeyOf(jobId),
-    observed === undefined ? {} : { observation: { version: observed, at: Number.NEGATIVE_INFINITY, waitMs: 0 } },
-  );
+  let attempt = await run.leases.tryAcquire(leaseKeyOf(jobId));
+  if (!attempt.ok && run.leases.mode.kind === 'version-watch' && run.req.message.reason === 'requeue') {
+    attempt = await watchAndClaim(run, attempt.error);
+  }
   if (!attempt.ok) {
     t.count(METRIC.leaseBusy);
     t.event('lease-busy', { jobId, owner, holder: attempt.error.holder.owner, holderGeneration: attempt.error.holder.generation });
@@ -102,6 +114,24 @@ export async function acquireLease(run: Run): Promise<Held | WorkOutcome> {
   t.event('lease-acquired', { jobId, owner, generation: g, takeoverFrom: lease.takeoverFrom });
   await run.hooks.at('after-acquire', { jobId, owner, generation: g });
   return { ...run, lease, g, fence: { table: run.deps.tables.fences, resource: fenceKeyOf(jobId) }, units: 0 };
+}
+
+/**
+ * Version-watch: the version seen now must stay unchanged for a full lease duration ON THIS
+ * WORKER'S monotonic clock (the larger of its own duration and the holder's recorded one, with
+ * drift) before the claim. Nothing stands in for this wait: not the sweeper's count of unchanged
+ * sweeps (sweeps can run back to back), not another process's observation. Too little invocation
+ * time left to wait: busy (the sweeper triggers again).
+ */
+async function watchAndClaim(run: Run, seen: Contended): Promise<Result<Lease, Contended>> {
+  const { jobId, owner } = run;
+  if (seen.observation === undefined || seen.retryAfterMs > run.req.remainingTimeMs() - run.safetyMs) {
+    run.t.event('lease-watch-skipped', { jobId, owner, waitMs: seen.retryAfterMs, remainingMs: run.req.remainingTimeMs() });
+    return err(seen);
+  }
+  run.t.event('lease-watch', { jobId, owner, version: seen.observation.version, waitMs: seen.retryAfterMs, holder: seen.holder.owner });
+  await run.deps.clock.sleep(seen.retryAfterMs);
+  return run.leases.tryAcquire(leaseKeyOf(jobId), { observation: seen.observation });
 }
 
 /** Step 2: raise the fence to our generation. A refusal means we are obsolete already. */

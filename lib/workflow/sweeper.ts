@@ -10,8 +10,10 @@
  *   (compares clocks, under the same skew bound as the lease).
  * - version-watch mode: compares no clocks. Each sweep records what it saw (lease version,
  *   cursor, heartbeat) on the job; a job seen unchanged over enough consecutive sweeps to cover
- *   a lease duration plus margin is requeued, with the lease version in the message so the
- *   worker can claim exactly that version.
+ *   the holder's lease (the larger of its recorded duration and ours) plus margin is requeued.
+ *   That is a TRIGGER only: sweeps can run back to back, so the count proves nothing about time.
+ *   The worker that receives the requeue watches the lease a full duration on its own clock
+ *   before it claims (job-steps.ts watchAndClaim).
  */
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError, isConditionalCheckFailed, LEASE_ATTR as L, type Clock, type LeaseMode } from '../protocol/index.js';
@@ -88,9 +90,9 @@ export async function sweep(deps: SweeperDeps): Promise<SweepReport> {
       deps.lease.mode.kind === 'wall-clock'
         ? wallClockVerdict(deps, job, lease, now, deps.lease.mode.maxClockSkewMs, report)
         : await versionWatchVerdict(deps, job, lease, report);
-    if (requeue === false) continue;
+    if (!requeue) continue;
     if (!(await claimRequeue(deps.doc, deps.tables.jobs, job, deps.clock))) continue;
-    await deps.queue.send({ jobId: job.id, reason: 'requeue', ...(requeue.observedVersion ? { observedVersion: requeue.observedVersion } : {}) });
+    await deps.queue.send({ jobId: job.id, reason: 'requeue' });
     report.requeued.push(job.id);
     deps.telemetry.count(METRIC.jobsRequeued);
     deps.telemetry.event('job-requeued', { jobId: job.id, cursor: job.cursor, requeues: job.requeues + 1 });
@@ -111,7 +113,6 @@ function readable(deps: SweeperDeps, item: Record<string, unknown>, report: Swee
   }
 }
 
-type Verdict = false | { observedVersion?: string };
 
 function wallClockVerdict(
   deps: SweeperDeps,
@@ -120,14 +121,14 @@ function wallClockVerdict(
   now: number,
   maxSkew: number,
   report: SweepReport,
-): Verdict {
+): boolean {
   if (job.heartbeatAt >= now - deps.staleAfterMs) return false;
   const expiresAt = lease?.[L.expiresAt];
   if (lease?.[L.owner] !== undefined && typeof expiresAt === 'number' && expiresAt >= now - maxSkew) {
     report.live++;
     return false;
   }
-  return {};
+  return true;
 }
 
 async function versionWatchVerdict(
@@ -135,14 +136,14 @@ async function versionWatchVerdict(
   job: Job,
   lease: Record<string, unknown> | undefined,
   report: SweepReport,
-): Promise<Verdict> {
+): Promise<boolean> {
   const version = typeof lease?.[L.version] === 'string' ? (lease[L.version] as string) : 'none';
   const observation = `${version}|${job.cursor}|${job.heartbeatAt}`;
   const unchanged = job.sweepObservation === observation ? (job.sweepUnchanged ?? 0) + 1 : 0;
-  const needed = sweepsToCover(deps.lease.durationMs, deps.sweepIntervalMs, deps.lease.maxDrift);
-  if (unchanged >= needed) {
-    return lease?.[L.owner] === undefined ? {} : { observedVersion: version };
-  }
+  // The holder's own recorded duration, when longer than ours: a 300 s holder is not stale after 120 s.
+  const holderMs = typeof lease?.[L.durationMs] === 'number' ? (lease[L.durationMs] as number) : 0;
+  const needed = sweepsToCover(Math.max(deps.lease.durationMs, holderMs), deps.sweepIntervalMs, deps.lease.maxDrift);
+  if (unchanged >= needed) return true;
   report.watching++;
   try {
     // Conditional on what this sweep read: of two overlapping sweeps only one counts.
