@@ -109,6 +109,28 @@ describe('local deadlines', () => {
   });
 });
 
+describe('local deadlines of a grant', () => {
+  it("an acquire's deadline counts from the send time: a grant whose response is delayed by D yields a deadline about D earlier than counting from arrival", async () => {
+    const key = 'job#acquire-deadline-from-send';
+    const { doc } = dynamo({ viaProxy: true, maxAttempts: 1 });
+    const rule = { durationMs: 5_000, maxDrift: 0.01, marginMs: 200 };
+    const m = mgr('A', { doc, ...rule });
+    const D = 400;
+    const slow = env.proxy.delay({ target: 'DynamoDB_20120810.UpdateItem', when: targets(key) }, D);
+
+    const sendTime = performance.now();
+    const grant = granted(await m.tryAcquire(key));
+    const arrival = performance.now();
+
+    expect(slow.hits).toBe(1);
+    expect(arrival - sendTime).toBeGreaterThanOrEqual(D - 5);
+    const usable = rule.durationMs * (1 - rule.maxDrift) - rule.marginMs;
+    expect(grant.deadline).toBeGreaterThanOrEqual(sendTime + usable);
+    expect(grant.deadline).toBeLessThanOrEqual(sendTime + usable + 50);
+    expect(arrival + usable - grant.deadline).toBeGreaterThanOrEqual(D - 5);
+  });
+});
+
 describe('ambiguous renewal', () => {
   it('a renewal whose response was lost after DynamoDB applied it succeeds on retry and the lease is kept', async () => {
     const key = 'job#ambiguous-renew';

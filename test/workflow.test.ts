@@ -5,7 +5,7 @@
  * when the test says so (lease expiry, staleness), and the fault proxy loses responses.
  * Each test ends with the invariant checker reading the tables and their streams back.
  */
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { createDynamo, epochFloor, InvalidInputError, makeGeneration, raiseEpoch, raiseFence, seal, StaleGenerationError, systemClock } from '../lib/protocol/index.js';
 import { customerId } from '../lib/workloads/invoices.js';
@@ -147,6 +147,88 @@ describe('recovery: crashes, pauses, time running out', () => {
     expect(w.telemetry.units('B')).toEqual([1, 2, 3]);
     expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 4, generation: bInfo.generation });
     await expectOneChargePerCustomer(t, input.period, 8);
+    await expectInvariantsHold(t);
+  });
+
+  it("the successor raises the fence BEFORE it reads the checkpoint: at the proxy its fence UpdateItem precedes its Jobs read, and a stale holder's commit between that read and the successor's commit is rejected", async () => {
+    const t = await tables();
+    const proxy = await startFaultProxy(t.endpoint);
+    cleanups.push(() => proxy.close());
+    const via = createDynamo({ endpoint: proxy.endpoint });
+    cleanups.push(() => via.client.destroy());
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800, workerDoc: via.doc });
+    const input = invoiceInput('2026-07', 6, 2); // 3 units
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const aStall = w.hooks.pause('before-commit', { owner: 'A', unit: 0 });
+    const a = w.deliver('A');
+    await aStall.reached;
+    await w.clock.advance(1_000);
+    expect((await w.sweeper({})).requeued).toEqual([job.id]);
+
+    const seen: string[] = [];
+    proxy.inject({ times: Infinity, when: (q) => (seen.push(`${q.operation} ${String(q.json?.TableName ?? '')}`), false) }, { kind: 'delay', ms: 0 });
+    const bRead = w.hooks.pause('after-checkpoint-read', { owner: 'B' });
+    const b = w.deliver('B');
+    await bRead.reached;
+    const fenceRaise = seen.indexOf(`UpdateItem ${t.names.fences}`);
+    const checkpointRead = seen.lastIndexOf(`GetItem ${t.names.jobs}`);
+    expect(seen).toEqual([`GetItem ${t.names.jobs}`, `UpdateItem ${t.names.leases}`, `UpdateItem ${t.names.fences}`, `GetItem ${t.names.jobs}`]);
+    expect(fenceRaise).toBeLessThan(checkpointRead);
+
+    // B holds what it read; A wakes and commits unit 0 against the checkpoint B read.
+    aStall.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
+    expect(w.telemetry.of('commit-rejected', 'A')).toHaveLength(1);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ cursor: 0 });
+    bRead.release();
+    expect(await b.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.units('B')).toEqual([0, 1, 2]);
+    await expectInvariantsHold(t);
+  });
+
+  it("a stale holder's late fence raise cannot lower the fence: it is superseded, and the fence stays at the successor's generation", async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-08', 4, 2));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    // A acquires and stalls before raising its fence; B takes over, raises and finishes.
+    const aStall = w.hooks.pause('after-acquire', { owner: 'A' });
+    const a = w.deliver('A');
+    const aInfo = await aStall.reached;
+    await w.clock.advance(1_000);
+    expect((await w.sweeper({})).requeued).toEqual([job.id]);
+    const b = w.deliver('B');
+    expect(await b.done).toEqual({ batchItemFailures: [] });
+    const bGeneration = Number(w.telemetry.of('lease-acquired', 'B')[0]!.generation);
+    expect(bGeneration).toBeGreaterThan(aInfo.generation!);
+
+    aStall.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.of('superseded', 'A')).toEqual([expect.objectContaining({ why: 'fence-raise', by: bGeneration })]);
+    expect(await getItem(t, t.names.fences, `invoices#${job.id}`)).toMatchObject({ generation: bGeneration });
+    await expectInvariantsHold(t);
+  });
+
+  it('a rerun of committed units (the Jobs table restored from an older backup) repeats no charge: the once-only keys stop it, the invoices are upserted', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const input = invoiceInput('2026-09', 6, 2);
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    expect(await w.deliver('A').done).toEqual({ batchItemFailures: [] });
+    const charges = await chargesOf(t, input.period);
+
+    // The restore brings back the job as it was before the run (cursor 0, PENDING, unfinished).
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { ...(await getItem(t, t.names.jobs, job.id)), cursor: 0, status: 'PENDING', unfinished: UNFINISHED } }));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const rerun = w.deliver('B');
+    expect(await rerun.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(rerun.batch[0]!.messageId)).toBe('done');
+    expect(w.telemetry.get(METRIC.duplicatesSuppressed)).toBe(6);
+    expect(await chargesOf(t, input.period)).toEqual(charges); // not one charge rewritten
+    await expectOneChargePerCustomer(t, input.period, 6);
     await expectInvariantsHold(t);
   });
 

@@ -33,7 +33,7 @@ export { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Rando
 
 // The lease: who may start, until when, with which generation.
 export { asLeaseKey, asOwnerId, LeaseManager, type Contended, type Holder, type Lease, type LeaseConfig, type LeaseMode, type Observation } from './lease.js';
-export { LeaseKeeper, validateRenewInterval, type KeeperOptions } from './keeper.js';
+export { LeaseKeeper, validateRenewBelow, type KeeperOptions, type KeepResult } from './keeper.js';
 
 // The fence: raised before reading, checked in the same transaction as every effect.
 export { assertFenceRef, raiseFence, type FenceContext, type FenceRef } from './fence.js';

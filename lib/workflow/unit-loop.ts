@@ -8,7 +8,7 @@ import {
   EffectAlreadyExistsError,
   FencedError,
   InvalidInputError,
-  LeaseLostError,
+  LeaseKeeper,
   StaleGenerationError,
   TransactionFailedError,
   type Effect,
@@ -30,8 +30,13 @@ export async function runUnits(r: Ready): Promise<WorkOutcome> {
   const drafter = new UnitDrafter(r);
   // -Infinity: the invocation's first unit always stamps the heartbeat (and the last one always does).
   const loop: Loop = { cursor: r.cursor, lastBeat: Number.NEGATIVE_INFINITY, ahead: undefined };
+  // Renewal when less than half the lease remains, checked before every unit (nothing in the background).
+  const keeper = new LeaseKeeper(r.leases, r.lease, {
+    renewBelowMs: r.deps.lease.durationMs / 2,
+    beforeRenew: () => r.hooks.at('before-renew', { jobId: r.jobId, owner: r.owner, generation: r.g, unit: loop.cursor }),
+  });
   while (loop.cursor < r.totalUnits) {
-    const stop = await beforeUnit(r, loop.cursor);
+    const stop = await beforeUnit(r, keeper, loop.cursor);
     if (stop !== undefined) return stop;
     const wall = r.deps.clock.wallNow();
     // `ahead` is only ever drafted for the unit after the one that then committed: this cursor.
@@ -56,8 +61,8 @@ export async function runUnits(r: Ready): Promise<WorkOutcome> {
   return { kind: 'done', jobId: r.jobId, units: r.units, generation: r.g };
 }
 
-/** Before a unit: hand off when the invocation runs short; renew when the deadline nears; stop when it passed. */
-async function beforeUnit(r: Ready, cursor: number): Promise<WorkOutcome | undefined> {
+/** Before a unit: hand off when the invocation runs short; keep the lease (renew when due); stop when it is not safe. */
+async function beforeUnit(r: Ready, keeper: LeaseKeeper, cursor: number): Promise<WorkOutcome | undefined> {
   const { jobId, owner, g } = r;
   if (r.req.remainingTimeMs() < r.safetyMs) {
     await release(r);
@@ -65,37 +70,26 @@ async function beforeUnit(r: Ready, cursor: number): Promise<WorkOutcome | undef
     r.t.event('handed-off', { jobId, owner, generation: g, cursor });
     return { kind: 'handed-off', jobId, units: r.units, generation: g };
   }
-  if (r.lease.deadline - r.deps.clock.monotonicNow() < r.deps.lease.durationMs / 2) {
-    const lost = await renew(r, cursor);
-    if (lost !== undefined) return lost;
+  const kept = await keeper.keep();
+  if (kept.kind === 'lost') {
+    // Refused: someone else holds it now. Nothing to release.
+    r.t.count(METRIC.leaseLost);
+    r.t.event('lease-lost', { jobId, owner, generation: g, holder: kept.error.holder });
+    return { kind: 'superseded', jobId, units: r.units, generation: g, ...(kept.error.holder?.generation === undefined ? {} : { by: kept.error.holder.generation }) };
   }
-  if (!r.leases.isSafe(r.lease)) {
+  if (kept.kind === 'uncertain') {
+    r.t.event('lease-uncertain', { jobId, owner, generation: g, error: String(kept.cause) });
+    await release(r);
+    return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: kept.cause };
+  }
+  r.lease = kept.lease;
+  if (kept.renewed) r.t.event('lease-renewed', { jobId, owner, generation: g });
+  if (!keeper.isSafe()) {
     r.t.event('lease-uncertain', { jobId, owner, generation: g, error: 'local deadline passed' });
     await release(r);
     return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: 'deadline' };
   }
   return undefined;
-}
-
-/** Renews in place. Refused: the lease is lost (nothing to release). Unconfirmed: stop protected work. */
-async function renew(r: Ready, cursor: number): Promise<WorkOutcome | undefined> {
-  const { jobId, owner, g } = r;
-  await r.hooks.at('before-renew', { jobId, owner, generation: g, unit: cursor });
-  try {
-    r.lease = await r.leases.renew(r.lease);
-    r.t.event('lease-renewed', { jobId, owner, generation: g });
-    return undefined;
-  } catch (e) {
-    if (e instanceof LeaseLostError) {
-      r.t.count(METRIC.leaseLost);
-      r.t.event('lease-lost', { jobId, owner, generation: g, holder: e.holder });
-      return { kind: 'superseded', jobId, units: r.units, generation: g, ...(e.holder?.generation === undefined ? {} : { by: e.holder.generation }) };
-    }
-    // Timeout or network error: the renewal is uncertain. Stop issuing protected work.
-    r.t.event('lease-uncertain', { jobId, owner, generation: g, error: String(e) });
-    await release(r);
-    return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e };
-  }
 }
 
 /**
