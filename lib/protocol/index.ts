@@ -53,7 +53,7 @@ export { commitFencedUnit, decodeCancellation, type CommitOutcome } from './comm
 export { assertEffectItem, ONCE_CONDITION, onceOnly, putOnce, upsert, type Effect, type EffectItem } from './idempotency.js';
 
 // The items the protocol reads and writes (the attribute contract).
-export { CHECKPOINT_ATTR, FENCE_ATTR, LEASE_ATTR } from './items.js';
+export { CHECKPOINT_ATTR, FENCE_ATTR, LEASE_ATTR, TIE_ATTR } from './items.js';
 
 // Outcomes and errors: a Result for expected outcomes, one typed error per failure.
 export { err, ok, type Err, type Ok, type Result } from './result.js';

@@ -130,8 +130,7 @@ async function watchAndClaim(run: Run, seen: Contended): Promise<Result<Lease, C
     return err(seen);
   }
   run.t.event('lease-watch', { jobId, owner, version: seen.observation.version, waitMs: seen.retryAfterMs, holder: seen.holder.owner });
-  await run.deps.clock.sleep(seen.retryAfterMs);
-  return run.leases.tryAcquire(leaseKeyOf(jobId), { observation: seen.observation });
+  return run.ops.watch(run.leases, leaseKeyOf(jobId), { ...seen, observation: seen.observation }, run.deps.clock);
 }
 
 /** Step 2: raise the fence to our generation. A refusal means we are obsolete already. */
