@@ -16,16 +16,13 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, integer, leaseSettingsFromEnv, TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/workflow/index.js';
+import { ENV, integer, leaseSettingsFromEnv, sweepSettingsFromEnv, TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { MAX_CUSTOMERS, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
 import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { denyCounterDestruction, refuseReplication } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
-
-/** The default CloudWatch namespace the handlers' Powertools Metrics publish to. */
-export const METRICS_NAMESPACE = 'FencedWorkflow';
 
 /** Construct ids of the tables, by schema role: tools read the template by these names. */
 export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices' };
@@ -84,8 +81,9 @@ export interface FencedWorkflowProps {
   readonly alarmTopic?: ITopic;
   /**
    * CloudWatch namespace of the handlers' metrics (POWERTOOLS_METRICS_NAMESPACE). Two deployments
-   * in one account and region need different namespaces, or their metrics and alarms mix.
-   * @default 'FencedWorkflow'
+   * in one account and region need different namespaces, or their metrics and alarms mix; the
+   * default follows the stack name, which CloudFormation already keeps unique per account and region.
+   * @default the stack name
    */
   readonly metricsNamespace?: string;
   /**
@@ -145,7 +143,7 @@ export class FencedWorkflow extends Construct {
     const sweepInterval = props.sweepInterval ?? Duration.minutes(1);
     const staleAfter = props.staleAfter ?? Duration.millis(2 * leaseDuration.toMilliseconds() + maxClockSkew.toMilliseconds());
     const services = props.serviceNames ?? { worker: 'worker', sweeper: 'sweeper', starter: 'starter' };
-    const namespace = props.metricsNamespace ?? METRICS_NAMESPACE;
+    const namespace = props.metricsNamespace ?? Stack.of(this).stackName;
 
     // ---- State --------------------------------------------------------------------------------
     const tables = {} as Record<TableRole, Table>;
@@ -210,7 +208,7 @@ export class FencedWorkflow extends Construct {
       POWERTOOLS_METRICS_NAMESPACE: namespace,
       ...props.environment,
     };
-    validateSettings(environment, leaseDuration, maxClockSkew, staleAfter);
+    validateSettings(environment, leaseDuration, maxClockSkew, staleAfter, sweepInterval);
     this.environment = environment;
 
     // ---- Compute ------------------------------------------------------------------------------
@@ -372,8 +370,10 @@ export class FencedWorkflow extends Construct {
   }
 }
 
-function validateSettings(env: Record<string, string>, lease: Duration, skew: Duration, staleAfter: Duration): void {
-  leaseSettingsFromEnv(env);
+function validateSettings(env: Record<string, string>, lease: Duration, skew: Duration, staleAfter: Duration, sweepInterval: Duration): void {
+  sweepSettingsFromEnv(env, leaseSettingsFromEnv(env));
+  // EventBridge Scheduler's rate() counts whole minutes; CDK would fail later with a bare error.
+  if (sweepInterval.toSeconds() % 60 !== 0) throw new ConfigError('sweepInterval', `must be a whole number of minutes, got ${sweepInterval.toSeconds()} s`);
   integer(env, ENV.unitSize, undefined, 1, MAX_UNIT_SIZE);
   integer(env, ENV.customers, undefined, 0, MAX_CUSTOMERS);
   if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {

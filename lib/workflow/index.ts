@@ -4,7 +4,19 @@
  * that requeues what nobody progresses, and the table set. A workload (lib/workloads/) plugs in
  * as a Processor: it returns each unit's effects and never sees a lease or a fence.
  */
-export { ENV, httpUrl, integer, isHttpUrl, leaseSettingsFromEnv, required, tablesFromEnv, type LeaseSettings } from './config.js';
+export {
+  ENV,
+  httpUrl,
+  integer,
+  isHttpUrl,
+  leaseSettingsFromEnv,
+  required,
+  SWEEP_INTERVAL_MS,
+  sweepSettingsFromEnv,
+  tablesFromEnv,
+  type LeaseSettings,
+  type SweepSettings,
+} from './config.js';
 export {
   assertJobId,
   claimRequeue,

@@ -79,6 +79,15 @@ describe('dashboard', () => {
     expect(body).toContain('\\"alarms\\"');
   });
 
+  it('a second copy under another stack name publishes, graphs and alarms on a namespace named after it, with no setting', () => {
+    const { template: t } = templateOf({ stackName: 'FencedWorkflowStaging' });
+    const fns = Object.values(t.findResources('AWS::Lambda::Function'));
+    for (const f of fns) expect(f.Properties.Environment.Variables.POWERTOOLS_METRICS_NAMESPACE).toBe('FencedWorkflowStaging');
+    const custom = Object.values(t.findResources('AWS::CloudWatch::Alarm')).filter((a) => a.Properties.MetricName === METRIC.oldestUnfinishedJobAgeMs);
+    expect(custom.map((a) => a.Properties.Namespace)).toEqual(['FencedWorkflowStaging']);
+    expect(JSON.stringify(t.toJSON())).not.toMatch(/"FencedWorkflow"|\\"FencedWorkflow\\"/);
+  });
+
   it('a fork in the same account publishes, graphs and alarms on its own namespace', () => {
     const { template: t } = templateOf({ stackName: 'Fork', context: { metricsNamespace: 'ForkWorkflow' } });
     const text = JSON.stringify(t.toJSON());
