@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { FencedWorkflow, TABLE_IDS } from '../../infra/constructs/fenced-workflow.js';
 import { COUNTER_DESTROYING_ACTIONS } from '../../infra/constructs/guards.js';
 import { createTableInput, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
-import { logicalId, tempDir, templateOf, withoutCfnValidation } from './support.js';
+import { logicalId, tableIdDrift, tempDir, templateOf, withoutCfnValidation, PINNED_TABLES } from './support.js';
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -49,6 +49,30 @@ describe('the synthesized tables are the schema module', () => {
 
   it('no table has a physical name, so two stacks (two forks) deploy into one account', () => {
     for (const role of TABLE_ROLES) expect(tableProps[role].Properties.TableName).toBeUndefined();
+  });
+});
+
+describe('the deployed tables keep their identity', () => {
+  it('each table keeps the logical id and resource type it was first deployed with (a change would replace it with an empty one)', () => {
+    expect(tableIdDrift(template.toJSON()), 'see PINNED_TABLES in test/infra/support.ts').toEqual([]);
+    expect(Object.keys(PINNED_TABLES).sort()).toEqual([...TABLE_ROLES].sort());
+  });
+
+  it('a renamed construct is caught, with the reason in the failure', () => {
+    const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'FencedWorkflow');
+    new FencedWorkflow(stack, 'InvoiceWorkflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' } });
+    const drift = tableIdDrift(withoutCfnValidation(() => Template.fromStack(stack)).toJSON());
+    expect(drift).toHaveLength(4);
+    expect(drift.find((d) => d.startsWith('leases'))).toMatch(
+      /leases: WorkflowLeasesA5312C66 \(AWS::DynamoDB::Table\) is gone.*CloudFormation would create a new, empty Leases table.*every counter back at 0/s,
+    );
+  });
+
+  it('a Table -> TableV2 (AWS::DynamoDB::GlobalTable) change under the same id is caught', () => {
+    const changed = structuredClone(template.toJSON()) as { Resources: Record<string, { Type: string }> };
+    changed.Resources[PINNED_TABLES.fences]!.Type = 'AWS::DynamoDB::GlobalTable';
+    expect(tableIdDrift(changed)).toEqual([expect.stringMatching(/^fences: WorkflowFences7C5A223B is now AWS::DynamoDB::GlobalTable.*replace/s)]);
   });
 });
 
