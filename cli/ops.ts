@@ -39,7 +39,7 @@ export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
   --endpoint URL --table-prefix P     DynamoDB Local (or any endpoint) with prefixed tables
-  --outputs FILE                      a deployed stack: cdk deploy --outputs-file FILE
+  --outputs FILE [--stack NAME]       a deployed stack: cdk deploy --outputs-file FILE (--stack when it holds several)
   --leases-table T --fences-table T --jobs-table T --invoices-table T [--queue-url U]
 Also: --region R, --json`;
 
@@ -63,14 +63,8 @@ interface Target {
  * Finds table names and the queue URL in `cdk deploy --outputs-file` JSON: by this stack's output
  * names (infra/outputs.ts), else by pattern, for a fork's stack that names its outputs its own way.
  */
-export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl?: string } {
-  if (typeof json !== 'object' || json === null) throw new InvalidInputError('--outputs', 'must be a JSON object');
-  const flat: Record<string, string> = {};
-  for (const stack of Object.values(json as Record<string, unknown>)) {
-    if (typeof stack === 'object' && stack !== null) {
-      for (const [k, v] of Object.entries(stack)) if (typeof v === 'string') flat[k] = v;
-    }
-  }
+export function tablesFromOutputs(json: unknown, stack?: string): { tables: TableNames; queueUrl?: string } {
+  const flat = stackOutputs(json, stack);
   const find = (re: RegExp) => Object.entries(flat).find(([k]) => re.test(k))?.[1];
   const tables = {} as Record<TableRole, string>;
   for (const role of TABLE_ROLES) {
@@ -80,6 +74,27 @@ export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl
   }
   const queueUrl = flat[OUTPUTS.queueUrl] ?? find(/^work.*queue.*url/i);
   return queueUrl === undefined ? { tables } : { tables, queueUrl };
+}
+
+/**
+ * One stack's outputs from `cdk deploy --outputs-file` JSON (keyed by stack name). A file of
+ * several stacks (staging and prod, two forks) needs `--stack`: reading their outputs together
+ * would mix one stack's Leases with another's Fences.
+ */
+export function stackOutputs(json: unknown, stack?: string): Record<string, string> {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new InvalidInputError('--outputs', 'must be a JSON object');
+  const stacks = Object.entries(json as Record<string, unknown>).filter(([, v]) => typeof v === 'object' && v !== null && !Array.isArray(v));
+  const names = stacks.map(([n]) => n).join(', ');
+  let chosen: unknown;
+  if (stack !== undefined) {
+    chosen = stacks.find(([n]) => n === stack)?.[1];
+    if (chosen === undefined) throw new InvalidInputError('--stack', `no stack ${JSON.stringify(stack.slice(0, 128))} in the outputs file (${names || 'none'})`);
+  } else if (stacks.length > 1) {
+    throw new InvalidInputError('--stack', `the outputs file holds ${stacks.length} stacks (${names}); pick one with --stack NAME`);
+  } else {
+    chosen = stacks[0]?.[1] ?? {};
+  }
+  return Object.fromEntries(Object.entries(chosen as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 const REGION = /^[a-z0-9-]{1,63}$/;
@@ -103,7 +118,7 @@ function target(values: Record<string, string | boolean | undefined>): Target {
     } catch (e) {
       throw new InvalidInputError('--outputs', `cannot read ${str('outputs')}: ${(e as Error).message}`);
     }
-    const found = tablesFromOutputs(json);
+    const found = tablesFromOutputs(json, str('stack'));
     tables = found.tables;
     queueUrl ??= found.queueUrl;
   } else if (str('table-prefix') !== undefined) {
@@ -181,6 +196,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
       endpoint: { type: 'string' },
       'table-prefix': { type: 'string' },
       outputs: { type: 'string' },
+      stack: { type: 'string' },
       region: { type: 'string' },
       'leases-table': { type: 'string' },
       'fences-table': { type: 'string' },

@@ -45,7 +45,11 @@ export class SqsWorkQueue implements WorkQueue {
   }
 }
 
-export function commonsFromEnv(env: Env): Commons {
+/**
+ * `maxUnitSize`: the unit size the entry's processor can take (lib/workflow maxUnitSize of its
+ * effects per item); the invoice workload's by default.
+ */
+export function commonsFromEnv(env: Env, opts: { maxUnitSize?: number } = {}): Commons {
   const tables = tablesFromEnv(env);
   const lease = leaseSettingsFromEnv(env);
   const queueUrl = httpUrl(env, ENV.queueUrl);
@@ -58,7 +62,7 @@ export function commonsFromEnv(env: Env): Commons {
     lease,
     queue: new SqsWorkQueue(new SQSClient({}), queueUrl),
     clock: systemClock,
-    unitSize: integer(env, ENV.unitSize, 25, 1, MAX_UNIT_SIZE),
+    unitSize: integer(env, ENV.unitSize, 25, 1, opts.maxUnitSize ?? MAX_UNIT_SIZE),
   };
 }
 

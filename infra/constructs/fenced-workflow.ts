@@ -16,9 +16,9 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, integer, leaseSettingsFromEnv, sweepSettingsFromEnv, TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/workflow/index.js';
-import { ConfigError } from '../../lib/protocol/index.js';
-import { MAX_CUSTOMERS, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { ENV, integer, leaseSettingsFromEnv, maxUnitSize, sweepSettingsFromEnv, TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/workflow/index.js';
+import { ConfigError, MAX_TRANSACTION_ACTIONS, MAX_UNIT_EFFECTS } from '../../lib/protocol/index.js';
+import { EFFECTS_PER_CUSTOMER, MAX_CUSTOMERS, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
 import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { denyCounterDestruction, refuseReplication } from './guards.js';
@@ -28,9 +28,10 @@ import { WorkflowMonitoring } from './monitoring.js';
 export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices' };
 
 /**
- * A fenced unit is one TransactWriteItems of at most 100 items: the fence, the checkpoint and two
- * effects per customer (invoice upsert, once-only charge). 2 + 2 * 49 = 100. Defined with the
- * invoice workload (lib/workloads/invoices.ts), re-exported here for a fork's stack code.
+ * The invoice workload's unit size cap: a fenced unit is one TransactWriteItems of at most 100
+ * items, the fence, the checkpoint and two effects per customer (invoice upsert, once-only
+ * charge), so 49 customers. Re-exported for a fork's stack code; a fork with another processor
+ * sets `effectsPerItem` and gets maxUnitSize(effectsPerItem).
  */
 export { MAX_UNIT_SIZE };
 
@@ -59,9 +60,15 @@ export interface FencedWorkflowProps {
   readonly leaseDuration?: Duration;
   /** The stated bound on clock offset between hosts (wall-clock mode). @default 1 second */
   readonly maxClockSkew?: Duration;
-  /** Customers per fenced unit, at most 49. @default 25 */
+  /** Items (the invoice workload: customers) per fenced unit, at most maxUnitSize(effectsPerItem). @default 25 */
   readonly unitSize?: number;
-  /** Customers in the sample invoice run the starter creates. @default 1000 */
+  /**
+   * Effects the worker's processor writes per item of a unit; it caps `unitSize` so one unit's
+   * effects, the fence and the checkpoint fit one transaction (lib/workflow maxUnitSize).
+   * @default 2 (the invoice workload: an invoice and a charge per customer)
+   */
+  readonly effectsPerItem?: number;
+  /** Customers in the sample invoice run the starter creates (the starter's setting alone). @default 1000 */
   readonly invoiceCustomers?: number;
   /** How often the sweeper runs. @default 1 minute */
   readonly sweepInterval?: Duration;
@@ -204,11 +211,11 @@ export class FencedWorkflow extends Construct {
       [ENV.unitSize]: String(props.unitSize ?? 25),
       [ENV.staleAfterMs]: String(staleAfter.toMilliseconds()),
       [ENV.sweepIntervalMs]: String(sweepInterval.toMilliseconds()),
-      [ENV.customers]: String(props.invoiceCustomers ?? 1000),
       POWERTOOLS_METRICS_NAMESPACE: namespace,
       ...props.environment,
     };
-    validateSettings(environment, leaseDuration, maxClockSkew, staleAfter, sweepInterval);
+    const starterEnvironment = { [ENV.customers]: String(props.invoiceCustomers ?? 1000) };
+    validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });
     this.environment = environment;
 
     // ---- Compute ------------------------------------------------------------------------------
@@ -235,15 +242,22 @@ export class FencedWorkflow extends Construct {
       // Invoked asynchronously by the scheduler: what still fails after Lambda's retries lands here.
       deadLetterQueue: this.scheduleDeadLetterQueue,
     });
+    // Lambda's own async queue would retry a failed sweep twice and keep a throttled one up to 6
+    // hours, so retries would overlap the sweeps that follow: the next sweep is the retry (as the
+    // schedule's retryAttempts 0 says), and an event older than one interval is dropped to the DLQ.
+    this.sweeper.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(Math.min(6 * 3600, Math.max(60, sweepInterval.toSeconds()))) });
     // Starter: one conditional PutItem and one SendMessage.
     this.starter = fencedFunction(this, 'Starter', {
       entry: props.starter?.entry ?? 'functions/starter.ts',
       description: "Starter: creates the period's job (idempotent id per period) and enqueues it",
       timeout: props.starter?.timeout ?? Duration.seconds(30),
       memorySize: props.starter?.memorySize ?? 256,
-      environment: { ...environment, POWERTOOLS_SERVICE_NAME: services.starter },
+      environment: { ...environment, ...starterEnvironment, POWERTOOLS_SERVICE_NAME: services.starter },
       deadLetterQueue: this.scheduleDeadLetterQueue,
     });
+    // The starter is idempotent (one job id per period): Lambda may retry it, within the same 2 hours
+    // the schedule's own retries use.
+    this.starter.fn.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(2) });
 
     this.worker.fn.addEventSource(
       new SqsEventSource(this.queue, {
@@ -370,11 +384,30 @@ export class FencedWorkflow extends Construct {
   }
 }
 
-function validateSettings(env: Record<string, string>, lease: Duration, skew: Duration, staleAfter: Duration, sweepInterval: Duration): void {
+interface DurationSettings {
+  leaseDuration: Duration;
+  maxClockSkew: Duration;
+  staleAfter: Duration;
+  sweepInterval: Duration;
+  effectsPerItem: number;
+}
+
+function validateSettings(env: Record<string, string>, d: DurationSettings): void {
+  const { leaseDuration: lease, maxClockSkew: skew, staleAfter, sweepInterval, effectsPerItem } = d;
   sweepSettingsFromEnv(env, leaseSettingsFromEnv(env));
   // EventBridge Scheduler's rate() counts whole minutes; CDK would fail later with a bare error.
   if (sweepInterval.toSeconds() % 60 !== 0) throw new ConfigError('sweepInterval', `must be a whole number of minutes, got ${sweepInterval.toSeconds()} s`);
-  integer(env, ENV.unitSize, undefined, 1, MAX_UNIT_SIZE);
+  if (!Number.isSafeInteger(effectsPerItem) || effectsPerItem < 1 || effectsPerItem > MAX_UNIT_EFFECTS) {
+    throw new ConfigError('effectsPerItem', `must be an integer in [1, ${MAX_UNIT_EFFECTS}], got ${effectsPerItem}`);
+  }
+  const cap = maxUnitSize(effectsPerItem);
+  const unitSize = Number(env[ENV.unitSize]);
+  if (!Number.isSafeInteger(unitSize) || unitSize < 1 || unitSize > cap) {
+    throw new ConfigError(
+      'unitSize',
+      `must be an integer in [1, ${cap}] (${effectsPerItem} effects per item + fence + checkpoint <= ${MAX_TRANSACTION_ACTIONS} transaction actions), got ${env[ENV.unitSize]}`,
+    );
+  }
   integer(env, ENV.customers, undefined, 0, MAX_CUSTOMERS);
   if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {
     throw new ConfigError(

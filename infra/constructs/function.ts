@@ -54,8 +54,10 @@ export interface FencedFunction {
 export function fencedFunction(scope: Construct, id: string, props: FencedFunctionProps): FencedFunction {
   const logGroup = new LogGroup(scope, `${id}Logs`, {
     retention: props.logRetention ?? RetentionDays.ONE_MONTH,
-    // Logs are operational, not state: they go with the stack (tables stay, see defaults.ts).
-    removalPolicy: RemovalPolicy.DESTROY,
+    // Kept on `cdk destroy`: a billing incident is investigated from these logs (which run charged
+    // whom, which holder was refused), and the retention above still ages them out. Not kept when
+    // the deploy that created them rolls back: there is nothing in them yet.
+    removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
   });
   // An explicit role instead of AWSLambdaBasicExecutionRole: that managed policy allows writing to
   // every log group in the account; this one allows the function's own log group only.

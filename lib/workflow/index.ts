@@ -30,7 +30,7 @@ export {
   type JobStatus,
 } from './jobs.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
-export type { Processor, UnitContext } from './processor.js';
+export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
   INVOICE_ATTR,
   JOB_ATTR,

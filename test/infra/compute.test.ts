@@ -10,9 +10,9 @@ import { Runtime } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { FencedWorkflow, MAX_UNIT_SIZE, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
-import { MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
-import { ENV, leaseSettingsFromEnv } from '../../lib/workflow/index.js';
-import { ConfigError } from '../../lib/protocol/index.js';
+import { EFFECTS_PER_CUSTOMER, invoiceProcessor, MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames } from '../../lib/workflow/index.js';
+import { ConfigError, MAX_TRANSACTION_ACTIONS, type Generation } from '../../lib/protocol/index.js';
 import { arnOf, logicalId, PROJECT_ROOT, tempDir, templateOf } from './support.js';
 
 const run = promisify(execFile);
@@ -61,6 +61,12 @@ describe('functions', () => {
     expect(template.findResources('Custom::LogRetention')).toEqual({});
   });
 
+  it.each(FUNCTIONS)('%s: its log group outlives `cdk destroy` (billing forensics), but not a failed first deploy', (name) => {
+    const group = resources[logicalId(w[name].logGroup)] as unknown as { DeletionPolicy?: string; UpdateReplacePolicy?: string };
+    expect(group.DeletionPolicy).toBe('RetainExceptOnCreate');
+    expect(group.UpdateReplacePolicy).toBe('Retain');
+  });
+
   it('only the worker may feed itself through the queue (continuations); loop detection stays on for the others', () => {
     expect(fnProps('worker').RecursiveLoop).toBe('Allow');
     expect(fnProps('sweeper').RecursiveLoop).toBe('Terminate');
@@ -71,8 +77,28 @@ describe('functions', () => {
     expect(MAX_UNIT_SIZE).toBe(INVOICE_MAX_UNIT_SIZE);
     const build = (props: Partial<FencedWorkflowProps>) => () =>
       new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, ...props });
-    expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/UNIT_SIZE must be an integer in \[1, 49\]/);
+    expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/unitSize: must be an integer in \[1, 49\] \(2 effects per item/);
+    expect(build({ unitSize: MAX_UNIT_SIZE })).not.toThrow();
     expect(build({ staleAfter: Duration.seconds(31) })).toThrow(/staleAfter \(31000 ms\) must exceed the lease duration plus the clock-skew bound/);
+  });
+
+  it("a fork's unit size cap comes from its processor's effects per item: (100 - fence - checkpoint) / effects", () => {
+    const build = (props: Partial<FencedWorkflowProps>) => () =>
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, ...props });
+    expect(build({ effectsPerItem: 1, unitSize: 98 })).not.toThrow();
+    expect(build({ effectsPerItem: 1, unitSize: 99 })).toThrow(/unitSize: must be an integer in \[1, 98\]/);
+    expect(build({ effectsPerItem: 3, unitSize: 32 })).not.toThrow();
+    expect(build({ effectsPerItem: 3, unitSize: 33 })).toThrow(/unitSize: must be an integer in \[1, 32\] \(3 effects per item/);
+    expect(build({ effectsPerItem: 0 })).toThrow(/effectsPerItem: must be an integer in \[1, 98\]/);
+  });
+
+  it("the invoice workload's cap is derived from what its processor really writes per customer", () => {
+    const input = { period: '2026-01', customers: INVOICE_MAX_UNIT_SIZE, seed: 1, unitSize: INVOICE_MAX_UNIT_SIZE, currency: 'EUR' };
+    const effects = invoiceProcessor.unitEffects(input, { jobId: 'j', generation: 1 as Generation, unit: 0, tables: tableNames('x-'), now: 0 });
+    expect(effects.length).toBe(EFFECTS_PER_CUSTOMER * INVOICE_MAX_UNIT_SIZE);
+    expect(INVOICE_MAX_UNIT_SIZE).toBe(maxUnitSize(EFFECTS_PER_CUSTOMER));
+    expect(effects.length + 2).toBeLessThanOrEqual(MAX_TRANSACTION_ACTIONS);
+    expect(2 * (INVOICE_MAX_UNIT_SIZE + 1) + 2).toBeGreaterThan(MAX_TRANSACTION_ACTIONS);
   });
 
   it("a fork's sweep interval is checked at synth as the sweeper checks it (1 s to 1 day) and as the schedule needs it (whole minutes)", () => {
@@ -90,10 +116,12 @@ describe('functions', () => {
     expect(props(w.queue).VisibilityTimeout).toBeGreaterThanOrEqual(6 * workerTimeout);
   });
 
-  it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts is set, the epoch from context, no DynamoDB endpoint', (name) => {
+  it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts it reads is set, the epoch from context, no DynamoDB endpoint', (name) => {
     const env = envOf(name);
     for (const [key, variable] of Object.entries(ENV)) {
       if (key === 'dynamoEndpoint') expect(env[variable]).toBeUndefined();
+      // The sample workload's run size is the starter's alone (functions/starter.ts reads it).
+      else if (key === 'customers') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
       else expect(env[variable], variable).toBeDefined();
     }
     expect(env[ENV.epoch]).toBe('7');
@@ -232,6 +260,21 @@ describe('schedules (EventBridge Scheduler)', () => {
         }),
       }),
     );
+  });
+
+  it("Lambda does not retry a failed or throttled sweep either (the next sweep is one interval away); the starter's async retries stay", () => {
+    const configs = Object.values(template.findResources('AWS::Lambda::EventInvokeConfig')).map((c) => c.Properties as Props);
+    expect(configs.filter((c) => JSON.stringify(c.FunctionName) === JSON.stringify({ Ref: logicalId(w.sweeper.fn) }))).toEqual([
+      expect.objectContaining({ Qualifier: '$LATEST', MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 }),
+    ]);
+    expect(configs.filter((c) => JSON.stringify(c.FunctionName) === JSON.stringify({ Ref: logicalId(w.starter.fn) }))).toEqual([
+      expect.objectContaining({ Qualifier: '$LATEST', MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 7200 }),
+    ]);
+    const slow = templateOf({ context: { sweepIntervalMinutes: 10 } });
+    const sweeperConfig = Object.values(slow.template.findResources('AWS::Lambda::EventInvokeConfig')).find(
+      (c) => JSON.stringify(c.Properties.FunctionName) === JSON.stringify({ Ref: logicalId(slow.stack.workflow.sweeper.fn) }),
+    );
+    expect(sweeperConfig?.Properties).toEqual(expect.objectContaining({ MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 600 }));
   });
 
   it('failed asynchronous invocations of the scheduled functions land in the schedule DLQ; the worker has none (SQS redrive)', () => {
