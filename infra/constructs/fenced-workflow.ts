@@ -373,6 +373,14 @@ export class FencedWorkflow extends Construct {
         'Lambda supports OnFailure destinations only for stream and Kafka event sources, not for SQS. A failed SQS ' +
         "record is retried by redelivery and moves to the work queue's redrive DLQ (DeadLetterQueue) after maxReceiveCount.",
     });
+    for (const fn of [this.sweeper.fn, this.starter.fn]) {
+      Validations.of(fn.node.findChild('EventInvokeConfig')).acknowledge({
+        id: 'Serverless::Serverless-LambdaAsyncFailureDestination',
+        reason:
+          "An asynchronous invocation that fails or expires goes to the function's dead-letter queue (DeadLetterConfig: " +
+          'ScheduleDeadLetterQueue, alarmed on the first message). An OnFailure destination as well would record the same failure twice.',
+      });
+    }
     for (const dlq of [this.deadLetterQueue, this.scheduleDeadLetterQueue]) {
       Validations.of(dlq).acknowledge({
         id: 'Serverless::Serverless-SQSRedrivePolicy',

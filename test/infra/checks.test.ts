@@ -15,6 +15,8 @@ const EXPECTED = [
   ['FencedWorkflow/Workflow/SweeperRole', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
   ['FencedWorkflow/Workflow/StarterRole', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
   ['FencedWorkflow/Workflow/Worker', 'Serverless::Serverless-LambdaDLQ'],
+  ['FencedWorkflow/Workflow/Sweeper/EventInvokeConfig', 'Serverless::Serverless-LambdaAsyncFailureDestination'],
+  ['FencedWorkflow/Workflow/Starter/EventInvokeConfig', 'Serverless::Serverless-LambdaAsyncFailureDestination'],
   ['FencedWorkflow/Workflow/Worker/SqsEventSource:FencedWorkflowWorkQueueD1305080', 'Serverless::Serverless-LambdaEventSourceMappingDestination'],
   ['FencedWorkflow/Workflow/DeadLetterQueue', 'Serverless::Serverless-SQSRedrivePolicy'],
   ['FencedWorkflow/Workflow/ScheduleDeadLetterQueue', 'Serverless::Serverless-SQSRedrivePolicy'],
