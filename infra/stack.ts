@@ -73,6 +73,7 @@ export class FencedWorkflowStack extends Stack {
     new CfnOutput(this, OUTPUTS.queueUrl, { value: w.queue.queueUrl, description: 'Work queue URL (send {"jobId": "..."})' });
     new CfnOutput(this, OUTPUTS.deadLetterQueueArn, { value: w.deadLetterQueue.queueArn, description: 'Work queue DLQ (redrive: aws sqs start-message-move-task --source-arn)' });
     new CfnOutput(this, OUTPUTS.dashboardUrl, { value: w.monitoring.dashboardUrl, description: 'CloudWatch dashboard' });
+    new CfnOutput(this, OUTPUTS.alarmTopicArn, { value: w.monitoring.alarmTopic.topicArn, description: 'SNS topic every alarm notifies (subscribe to it: aws sns subscribe)' });
     new CfnOutput(this, OUTPUTS.fenceEpoch, { value: String(fenceEpoch), description: 'Epoch the deployed functions issue generations in' });
     new CfnOutput(this, OUTPUTS.workerFunction, { value: w.worker.fn.functionName, description: 'Worker (pause: put-function-concurrency 0)' });
     new CfnOutput(this, OUTPUTS.sweeperFunction, { value: w.sweeper.fn.functionName, description: 'Sweeper (pause: put-function-concurrency 0)' });

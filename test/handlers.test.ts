@@ -10,7 +10,7 @@ import { ConfigError, InvalidInputError, ManualClock, systemClock } from '../lib
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
 import { METRIC, readJob } from '../lib/workflow/index.js';
 import { createStarterHandler, previousPeriod } from '../functions/starter-handler.js';
-import { createWorkerHandler } from '../functions/worker-handler.js';
+import { createWorkerHandler, FullBatchFailureError } from '../functions/worker-handler.js';
 import { LocalQueue } from '../cli/queue.js';
 import { LocalRuntime } from '../cli/runtime.js';
 import { scanAll } from './support/fixtures.js';
@@ -102,6 +102,29 @@ describe('worker handler: SQS batches with partial batch responses', () => {
     expect((await invariants(t)).ok).toBe(true);
   });
 
+  it('a failed record is counted (RecordsFailed) even when its batch mates succeed, so an alarm sees failures the Errors metric never shows', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const good = await createInvoiceJob(t, w.clock, invoiceInput('2026-05', 2, 2));
+    const records = [sqsRecord(JSON.stringify({ jobId: good.id, reason: 'start' })), sqsRecord('{"jobId": 1}'), sqsRecord('not json')];
+    const response = await w.worker({ Records: records }, context('partial-1'));
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[1]!.messageId, records[2]!.messageId]);
+    expect(w.telemetry.get(METRIC.recordsFailed)).toBe(2);
+  });
+
+  it('when every record of a batch fails, the invocation fails (FullBatchFailureError) so the event source backs off; each record is counted', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const records = [sqsRecord('{"jobId": 1}'), sqsRecord('{"reason":"start"}')];
+    const failed = w.worker({ Records: records }, context('all-bad-1'));
+    await expect(failed).rejects.toBeInstanceOf(FullBatchFailureError);
+    await expect(failed).rejects.toMatchObject({ failedMessageIds: records.map((r) => r.messageId) });
+    await expect(failed).rejects.toThrow(/all 2 records of the batch failed/);
+    expect(w.telemetry.get(METRIC.recordsFailed)).toBe(2);
+    // An empty batch (never sent by SQS) is not a failure.
+    expect(await w.worker({ Records: [] }, context('empty-1'))).toEqual({ batchItemFailures: [] });
+  });
+
   it('through the local queue and runtime, a malformed message is received maxReceiveCount times and then lands in the DLQ; its batch mate is deleted at once', async () => {
     const t = await tables();
     const clock = systemClock;
@@ -123,9 +146,15 @@ describe('worker handler: SQS batches with partial batch responses', () => {
       queue,
       worker: async (event, ctx) => {
         received.push(event.Records.map((r) => r.messageId));
-        const r = await handler(event, ctx);
-        failed.push(r.batchItemFailures.map((f) => f.itemIdentifier));
-        return r;
+        try {
+          const r = await handler(event, ctx);
+          failed.push(r.batchItemFailures.map((f) => f.itemIdentifier));
+          return r;
+        } catch (e) {
+          // Alone in its batch, the poison message fails the whole invocation.
+          if (e instanceof FullBatchFailureError) failed.push([...e.failedMessageIds]);
+          throw e;
+        }
       },
       concurrency: 1,
       batchSize: 10,

@@ -50,8 +50,57 @@ describe('alarms', () => {
     expect(found).toEqual([expect.objectContaining({ ComparisonOperator: 'LessThanThreshold', Threshold: 1, TreatMissingData: 'breaching' })]);
   });
 
-  it('alarms have no actions unless a topic is given; with alarmTopicArn every alarm notifies it, on alarm and on OK', () => {
-    for (const a of alarms) expect(a.AlarmActions).toBeUndefined();
+  it('a failed record alarms on the first one (the worker reports failures per record, so Errors stays 0)', () => {
+    const found = alarmOn(METRIC.recordsFailed, { Name: 'service', Value: 'worker' });
+    expect(found).toEqual([
+      expect.objectContaining({ Namespace: 'FencedWorkflow', Statistic: 'Sum', Period: 300, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' }),
+    ]);
+  });
+
+  it.each(['worker', 'sweeper', 'starter'] as const)('%s: any throttled invocation alarms', (fn) => {
+    const found = alarmOn('Throttles', { Name: 'FunctionName', Value: { Ref: logicalId(w[fn].fn) } });
+    expect(found).toEqual([expect.objectContaining({ Namespace: 'AWS/Lambda', Statistic: 'Sum', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
+  });
+
+  it('a work message older than 15 minutes alarms (nobody is receiving, or it keeps failing)', () => {
+    const found = alarmOn('ApproximateAgeOfOldestMessage', { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(w.queue), 'QueueName'] } });
+    expect(found).toEqual([expect.objectContaining({ Namespace: 'AWS/SQS', Statistic: 'Maximum', Threshold: 900, ComparisonOperator: 'GreaterThanThreshold' })]);
+  });
+
+  it('with no alarmTopicArn the stack creates a KMS-encrypted, TLS-only topic that CloudWatch may publish to, outputs it, and every alarm notifies it', () => {
+    const topics = template.findResources('AWS::SNS::Topic');
+    expect(Object.keys(topics)).toEqual([logicalId(w.monitoring.node.findChild('AlarmTopic'))]);
+    const topicId = Object.keys(topics)[0]!;
+    const keyRef = (Object.values(topics)[0]!.Properties as Props).KmsMasterKeyId as { 'Fn::GetAtt': [string, string] };
+    const key = template.toJSON().Resources[keyRef['Fn::GetAtt'][0]];
+    expect(key.Type).toBe('AWS::KMS::Key');
+    expect(key.Properties.EnableKeyRotation).toBe(true);
+    // CloudWatch cannot publish to a topic under the AWS managed key; this key lets it, for this account's alarms only.
+    expect(key.Properties.KeyPolicy.Statement).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          Effect: 'Allow',
+          Principal: { Service: 'cloudwatch.amazonaws.com' },
+          Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+          Condition: expect.objectContaining({ StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } }),
+        }),
+      ]),
+    );
+    const topicPolicy = Object.values(template.findResources('AWS::SNS::TopicPolicy')).find((p) => JSON.stringify(p.Properties.Topics) === JSON.stringify([{ Ref: topicId }]));
+    expect(topicPolicy?.Properties.PolicyDocument.Statement).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        expect.objectContaining({ Effect: 'Allow', Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: 'sns:Publish', Condition: expect.objectContaining({ StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } }) }),
+      ]),
+    );
+    for (const a of alarms) {
+      expect(a.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(a.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    expect((template.toJSON().Outputs as Record<string, { Value: unknown }>)[OUTPUTS.alarmTopicArn]!.Value).toEqual({ Ref: topicId });
+  });
+
+  it('with alarmTopicArn every alarm notifies that topic, on alarm and on OK, and no topic is created', () => {
     const topic = 'arn:aws:sns:eu-west-1:111111111111:oncall';
     const withTopic = Object.values(templateOf({ context: { alarmTopicArn: topic, unfinishedJobAlarmMinutes: 30 } }).template.findResources('AWS::CloudWatch::Alarm'));
     expect(withTopic.length).toBe(alarms.length);
@@ -60,6 +109,9 @@ describe('alarms', () => {
       expect(a.Properties.OKActions).toEqual([topic]);
     }
     expect(withTopic.find((a) => a.Properties.MetricName === METRIC.oldestUnfinishedJobAgeMs)?.Properties.Threshold).toBe(30 * 60_000);
+    const given = templateOf({ context: { alarmTopicArn: topic } }).template;
+    expect(given.findResources('AWS::SNS::Topic')).toEqual({});
+    expect((given.toJSON().Outputs as Record<string, { Value: unknown }>)[OUTPUTS.alarmTopicArn]!.Value).toBe(topic);
   });
 });
 
