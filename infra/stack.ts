@@ -13,6 +13,7 @@
  * | `alarmTopicArn`             | SNS topic every alarm notifies                       | none                 |
  * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
  * | `adoptTables`               | restored Jobs/Invoices tables to use (DR runbook)    | none                 |
+ * | `operatorRoleArn`           | role (ArnLike) that may update Leases/Fences: seal   | none                 |
  * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | `FencedWorkflow`     |
  *
  * infra/context.ts checks each value at synth with the bound its handler enforces.
@@ -50,6 +51,7 @@ export class FencedWorkflowStack extends Stack {
     const alarmTopicArn = settings.arn('alarmTopicArn');
     const metricsNamespace = settings.metricsNamespace();
     const adoptTables = settings.adoptTables();
+    const operatorRoleArn = settings.arn('operatorRoleArn');
 
     this.workflow = new FencedWorkflow(this, 'Workflow', {
       fenceEpoch,
@@ -62,6 +64,7 @@ export class FencedWorkflowStack extends Stack {
       ...(alarmTopicArn ? { alarmTopic: Topic.fromTopicArn(this, 'AlarmTopic', alarmTopicArn) } : {}),
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
+      ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
     });
 
     const w = this.workflow;

@@ -21,7 +21,7 @@ import { ConfigError, MAX_TRANSACTION_ACTIONS, MAX_UNIT_EFFECTS } from '../../li
 import { EFFECTS_PER_CUSTOMER, MAX_CUSTOMERS, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
 import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
-import { denyCounterDestruction, refuseReplication } from './guards.js';
+import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
 
 /** Construct ids of the tables, by schema role: tools read the template by these names. */
@@ -99,6 +99,13 @@ export interface FencedWorkflowProps {
    * @default { worker: 'worker', sweeper: 'sweeper', starter: 'starter' }
    */
   readonly serviceNames?: Readonly<Record<'worker' | 'sweeper' | 'starter', string>>;
+  /**
+   * Roles besides the worker's that may UpdateItem Leases and Fences, as IAM ARN patterns
+   * (ArnLike: `*` allowed): the operator role that runs raise-epoch and seal (docs/runbook-dr.md).
+   * Every other principal is denied UpdateItem on them by their resource policy.
+   * @default none
+   */
+  readonly counterWriters?: readonly string[];
   /** Extra environment for every function (a fork's processor settings). */
   readonly environment?: Readonly<Record<string, string>>;
   /**
@@ -132,7 +139,7 @@ export class FencedWorkflow extends Construct {
   readonly activeTables: Readonly<Record<TableRole, ITable>>;
   readonly queue: Queue;
   readonly deadLetterQueue: Queue;
-  /** Scheduler delivery failures and the scheduled functions' failed async invocations. */
+  /** Scheduler delivery failures, the scheduled functions' failed async invocations, undeliverable counter-guard notifications. */
   readonly scheduleDeadLetterQueue: Queue;
   readonly worker: FencedFunction;
   readonly sweeper: FencedFunction;
@@ -161,6 +168,7 @@ export class FencedWorkflow extends Construct {
         table.addToResourcePolicy(denyCounterDestruction());
         refuseReplication(table, TABLE_IDS[role]);
       }
+      // The UpdateItem guard names the worker's role: added once the role exists (Compute).
       tables[role] = table;
     }
     this.tables = tables;
@@ -266,6 +274,9 @@ export class FencedWorkflow extends Construct {
         reportBatchItemFailures: true,
       }),
     );
+    const counterTables = TABLE_ROLES.filter((r) => TABLES[r].permanent).map((r) => tables[r]);
+    for (const table of counterTables) table.addToResourcePolicy(denyCounterUpdatesExcept([this.worker.role.roleArn, ...(props.counterWriters ?? [])]));
+
     // ---- Least privilege: exact actions on exact resources ------------------------------------
     const allow = (f: FencedFunction, actions: string[], resources: string[]) =>
       f.role.addToPrincipalPolicy(new PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources }));
@@ -353,6 +364,7 @@ export class FencedWorkflow extends Construct {
       unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
     });
+    watchCounterGuard(this, counterTables, this.monitoring.alarmTopic, this.scheduleDeadLetterQueue);
 
     this.acknowledgeFindings();
   }

@@ -263,6 +263,11 @@ function alarmTopic(scope: Construct): Topic {
       conditions: fromThisAccount,
     }),
   );
+  // EventBridge (the counter-guard watch) publishes too. Its KMS requests carry no aws:SourceAccount
+  // or aws:SourceArn, so a condition on them would drop every event: the topic policy scopes it instead.
+  key.addToResourcePolicy(
+    new PolicyStatement({ principals: [new ServicePrincipal('events.amazonaws.com')], actions: ['kms:Decrypt', 'kms:GenerateDataKey*'], resources: ['*'] }),
+  );
   const topic = new Topic(scope, 'AlarmTopic', { displayName: `${stack.stackName} alarms`, masterKey: key, enforceSSL: true });
   topic.addToResourcePolicy(
     new PolicyStatement({
