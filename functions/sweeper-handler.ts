@@ -3,14 +3,10 @@ import { sweep, type SweeperDeps, type SweepReport } from '../lib/workflow/index
 
 export type SweeperHandler = (event?: unknown) => Promise<SweepReport>;
 
-export function createSweeperHandler(deps: SweeperDeps, opts: { onFlush?: () => void } = {}): SweeperHandler {
+export function createSweeperHandler(deps: SweeperDeps): SweeperHandler {
   return async () => {
-    try {
-      const report = await sweep(deps);
-      deps.telemetry.event('sweep-done', { ...report });
-      return report;
-    } finally {
-      opts.onFlush?.();
-    }
+    const report = await sweep(deps);
+    deps.telemetry.event('sweep-done', { ...report });
+    return report;
   };
 }

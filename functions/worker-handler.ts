@@ -24,36 +24,32 @@ export class FullBatchFailureError extends FencedError {
 
 export type WorkerHandler = (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>) => Promise<SQSBatchResponse>;
 
-export function createWorkerHandler(deps: WorkerDeps, opts: { safetyMarginMs?: number; onFlush?: () => void } = {}): WorkerHandler {
+export function createWorkerHandler(deps: WorkerDeps, opts: { safetyMarginMs?: number } = {}): WorkerHandler {
   return async (event, context) => {
-    try {
-      const results = await Promise.all(
-        event.Records.map(async (record, i) => {
-          try {
-            const message = parseWorkMessage(record.body);
-            const outcome = await runJob(deps, {
-              message,
-              owner: `${context.awsRequestId}/${i}`,
-              remainingTimeMs: () => context.getRemainingTimeInMillis(),
-              ...(opts.safetyMarginMs === undefined ? {} : { safetyMarginMs: opts.safetyMarginMs }),
-            });
-            deps.telemetry.event('record-done', { messageId: record.messageId, outcome: outcome.kind, jobId: outcome.jobId });
-            return shouldRetry(outcome) ? record.messageId : undefined;
-          } catch (e) {
-            deps.telemetry.event(e instanceof InvalidInputError ? 'record-invalid' : 'record-error', {
-              messageId: record.messageId,
-              error: e instanceof Error ? `${e.name}: ${e.message}` : String(e),
-            });
-            return record.messageId;
-          }
-        }),
-      );
-      const failed = results.filter((id): id is string => id !== undefined);
-      if (failed.length > 0) deps.telemetry.count(METRIC.recordsFailed, failed.length);
-      if (failed.length > 0 && failed.length === event.Records.length) throw new FullBatchFailureError(failed);
-      return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
-    } finally {
-      opts.onFlush?.();
-    }
+    const results = await Promise.all(
+      event.Records.map(async (record, i) => {
+        try {
+          const message = parseWorkMessage(record.body);
+          const outcome = await runJob(deps, {
+            message,
+            owner: `${context.awsRequestId}/${i}`,
+            remainingTimeMs: () => context.getRemainingTimeInMillis(),
+            ...(opts.safetyMarginMs === undefined ? {} : { safetyMarginMs: opts.safetyMarginMs }),
+          });
+          deps.telemetry.event('record-done', { messageId: record.messageId, outcome: outcome.kind, jobId: outcome.jobId });
+          return shouldRetry(outcome) ? record.messageId : undefined;
+        } catch (e) {
+          deps.telemetry.event(e instanceof InvalidInputError ? 'record-invalid' : 'record-error', {
+            messageId: record.messageId,
+            error: e instanceof Error ? `${e.name}: ${e.message}` : String(e),
+          });
+          return record.messageId;
+        }
+      }),
+    );
+    const failed = results.filter((id): id is string => id !== undefined);
+    if (failed.length > 0) deps.telemetry.count(METRIC.recordsFailed, failed.length);
+    if (failed.length > 0 && failed.length === event.Records.length) throw new FullBatchFailureError(failed);
+    return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }

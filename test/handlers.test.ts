@@ -4,7 +4,7 @@
  * DynamoDB Local. Also the Lambda entries themselves (functions/*.ts): built from environment
  * variables, a missing one named in the error.
  */
-import type { ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, InvalidInputError, ManualClock, systemClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
@@ -314,6 +314,22 @@ describe('sweeper handler: EventBridge schedule', () => {
   });
 });
 
+/** The context object Lambda passes to a handler (plain data and one function). */
+const lambdaContext = (awsRequestId: string, functionName: string): Context => ({
+  awsRequestId,
+  functionName,
+  functionVersion: '$LATEST',
+  invokedFunctionArn: `arn:aws:lambda:eu-west-1:123456789012:function:${functionName}`,
+  memoryLimitInMB: '512',
+  logGroupName: `/aws/lambda/${functionName}`,
+  logStreamName: '2026/12/01/[$LATEST]0123456789abcdef',
+  callbackWaitsForEmptyEventLoop: true,
+  getRemainingTimeInMillis: () => 60_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+});
+
 describe('Lambda entries (functions/*.ts): configuration from the environment', () => {
   const stubEnv = (t: TestTables, overrides: Record<string, string | undefined> = {}) => {
     const env: Record<string, string | undefined> = {
@@ -364,9 +380,9 @@ describe('Lambda entries (functions/*.ts): configuration from the environment', 
     const { handler: worker } = await import('../functions/worker.js');
     const { handler: sweeper } = await import('../functions/sweeper.js');
     const record = sqsRecord(JSON.stringify({ jobId: job.id, reason: 'start' }));
-    expect(await worker({ Records: [record] }, context('entry-1'))).toEqual({ batchItemFailures: [] });
+    expect(await worker({ Records: [record] }, lambdaContext('entry-1', 'Worker'))).toEqual({ batchItemFailures: [] });
     expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 1 });
-    expect(await sweeper(scheduledEvent(new Date().toISOString()))).toMatchObject({ unfinished: 0, requeued: [] });
+    expect(await sweeper(scheduledEvent(new Date().toISOString()), lambdaContext('entry-2', 'Sweeper'))).toMatchObject({ unfinished: 0, requeued: [] });
     vi.restoreAllMocks();
 
     const lines = out.join('').split('\n').filter((l) => l.trim().startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -375,5 +391,9 @@ describe('Lambda entries (functions/*.ts): configuration from the environment', 
     const emf = lines.filter((l) => l._aws !== undefined);
     expect(emf.some((l) => l.UnitsCommitted === 1 && l.JobsCompleted === 1)).toBe(true);
     expect(lines).toContainEqual(expect.objectContaining({ message: 'sweep-done', service: 'sweeper', unfinished: 0 }));
+    // The Lambda context on every line (Powertools injectLambdaContext). Cold start is asserted by
+    // test/infra/artifact.test.ts, in a fresh process: here Powertools' module state outlives resetModules.
+    expect(lines).toContainEqual(expect.objectContaining({ message: 'record-done', function_request_id: 'entry-1', function_name: 'Worker' }));
+    expect(lines).toContainEqual(expect.objectContaining({ message: 'sweep-done', function_request_id: 'entry-2', function_name: 'Sweeper' }));
   });
 });

@@ -8,7 +8,7 @@
  * message older than a threshold; the oldest unfinished job older than a threshold (the
  * sweeper's OldestUnfinishedJobAgeMs gauge); the sweeper not running.
  */
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnCondition, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   Alarm,
   AlarmStatusWidget,
@@ -211,8 +211,8 @@ export class WorkflowMonitoring extends Construct {
           ]),
           new SingleValueWidget({
             title: 'Dead-letter queues (messages)',
-            metrics: Object.values(props.deadLetterQueues).map((q) =>
-              q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) }),
+            metrics: Object.entries(props.deadLetterQueues).map(([name, q]) =>
+              q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1), label: name }),
             ),
             width: 12,
             height: 6,
@@ -230,10 +230,22 @@ export class WorkflowMonitoring extends Construct {
     });
   }
 
-  /** The console URL of the dashboard (a stack output). */
+  /**
+   * The console URL of the dashboard (a stack output), in the console of the partition the stack
+   * is deployed to: the stack is environment-agnostic, so the choice is made by CloudFormation.
+   */
   get dashboardUrl(): string {
-    const region = Stack.of(this).region;
-    return `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards/dashboard/${this.dashboard.dashboardName}`;
+    const stack = Stack.of(this);
+    const inPartition = (id: string, partition: string) =>
+      (stack.node.tryFindChild(id) as CfnCondition | undefined) ?? new CfnCondition(stack, id, { expression: Fn.conditionEquals(Aws.PARTITION, partition) });
+    const china = inPartition('InAwsChinaPartition', 'aws-cn');
+    const govCloud = inPartition('InAwsGovCloudPartition', 'aws-us-gov');
+    const host = Fn.conditionIf(
+      china.logicalId,
+      'console.amazonaws.cn',
+      Fn.conditionIf(govCloud.logicalId, 'console.amazonaws-us-gov.com', `${Aws.REGION}.console.aws.amazon.com`),
+    ).toString();
+    return `https://${host}/cloudwatch/home?region=${Aws.REGION}#dashboards/dashboard/${this.dashboard.dashboardName}`;
   }
 }
 

@@ -126,6 +126,20 @@ describe('dashboard', () => {
     expect(body).toContain('\\"FencedWorkflow\\"');
   });
 
+  it('labels each dead-letter queue on its widget by name', () => {
+    for (const q of ['DeadLetterQueue', 'ScheduleDeadLetterQueue']) expect(body).toContain(`\\"label\\":\\"${q}\\"`);
+  });
+
+  it.each([
+    ['aws', 'eu-west-1', 'https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#dashboards/dashboard/'],
+    ['aws-cn', 'cn-north-1', 'https://console.amazonaws.cn/cloudwatch/home?region=cn-north-1#dashboards/dashboard/'],
+    ['aws-us-gov', 'us-gov-west-1', 'https://console.amazonaws-us-gov.com/cloudwatch/home?region=us-gov-west-1#dashboards/dashboard/'],
+  ])('the dashboard URL output opens the console of the partition it is deployed in: %s', (partition, region, prefix) => {
+    const t = template.toJSON() as { Outputs: Record<string, { Value: unknown }>; Conditions?: Record<string, unknown> };
+    const dashboard = logicalId(w.monitoring.dashboard);
+    expect(evaluate(t.Outputs[OUTPUTS.dashboardUrl]!.Value, { partition, region, conditions: t.Conditions ?? {}, refs: { [dashboard]: 'fenced-dash' } })).toBe(`${prefix}fenced-dash`);
+  });
+
   it('shows the queues, the dead-letter queues, function errors and the alarms', () => {
     for (const m of ['ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage', 'Errors', 'Throttles', 'Duration']) expect(body).toContain(m);
     expect(body).toContain('\\"alarms\\"');
@@ -163,3 +177,34 @@ describe('outputs', () => {
     expect(JSON.stringify(outputs[OUTPUTS.dashboardUrl]!.Value)).toContain('#dashboards/dashboard/');
   });
 });
+
+/** Just enough of CloudFormation's intrinsics to resolve an output for one partition and region. */
+function evaluate(v: unknown, env: { partition: string; region: string; conditions: Record<string, unknown>; refs: Record<string, string> }): unknown {
+  const ev = (x: unknown): unknown => evaluate(x, env);
+  if (Array.isArray(v)) return v.map(ev);
+  if (typeof v !== 'object' || v === null) return v;
+  const o = v as Record<string, unknown>;
+  if ('Ref' in o) {
+    const ref = o.Ref as string;
+    const pseudo: Record<string, string> = { 'AWS::Partition': env.partition, 'AWS::Region': env.region, 'AWS::URLSuffix': env.partition === 'aws-cn' ? 'amazonaws.com.cn' : 'amazonaws.com' };
+    const value = pseudo[ref] ?? env.refs[ref];
+    if (value === undefined) throw new Error(`unresolved Ref ${ref}`);
+    return value;
+  }
+  if ('Fn::Join' in o) {
+    const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
+    return (ev(parts) as unknown[]).join(sep);
+  }
+  if ('Fn::Equals' in o) {
+    const [a, b] = ev(o['Fn::Equals']) as [unknown, unknown];
+    return a === b;
+  }
+  if ('Fn::If' in o) {
+    const [cond, yes, no] = o['Fn::If'] as [string, unknown, unknown];
+    return ev(env.conditions[cond]) === true ? ev(yes) : ev(no);
+  }
+  if ('Fn::Not' in o) return !(ev((o['Fn::Not'] as unknown[])[0]) as boolean);
+  if ('Fn::Or' in o) return (ev(o['Fn::Or']) as boolean[]).some(Boolean);
+  if ('Condition' in o) return ev(env.conditions[o.Condition as string]);
+  throw new Error(`cannot evaluate ${JSON.stringify(o).slice(0, 80)}`);
+}
