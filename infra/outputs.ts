@@ -17,6 +17,8 @@ export const OUTPUTS = {
   alarmTopicArn: 'AlarmTopicArn',
   fenceEpoch: 'FenceEpoch',
   workerFunction: 'WorkerFunctionName',
+  /** The worker's SQS event source mapping (its UUID): what `pause` / `resume` disable and enable. */
+  workerEventSourceMapping: 'WorkerEventSourceMappingId',
   sweeperFunction: 'SweeperFunctionName',
   starterFunction: 'StarterFunctionName',
 } as const;

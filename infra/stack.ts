@@ -78,8 +78,18 @@ export class FencedWorkflowStack extends Stack {
     new CfnOutput(this, OUTPUTS.dashboardUrl, { value: w.monitoring.dashboardUrl, description: 'CloudWatch dashboard' });
     new CfnOutput(this, OUTPUTS.alarmTopicArn, { value: w.monitoring.alarmTopic.topicArn, description: 'SNS topic every alarm notifies (subscribe to it: aws sns subscribe)' });
     new CfnOutput(this, OUTPUTS.fenceEpoch, { value: String(fenceEpoch), description: 'Epoch the deployed functions issue generations in' });
-    new CfnOutput(this, OUTPUTS.workerFunction, { value: w.worker.fn.functionName, description: 'Worker (pause: put-function-concurrency 0)' });
-    new CfnOutput(this, OUTPUTS.sweeperFunction, { value: w.sweeper.fn.functionName, description: 'Sweeper (pause: put-function-concurrency 0)' });
+    new CfnOutput(this, OUTPUTS.workerFunction, {
+      value: w.worker.fn.functionName,
+      description: 'Worker (to pause it, disable its event source mapping; never put-function-concurrency 0: a throttled SQS poller still counts receives toward the DLQ)',
+    });
+    new CfnOutput(this, OUTPUTS.workerEventSourceMapping, {
+      value: w.workerEventSourceMappingId,
+      description: "Worker's SQS event source mapping (pause: npm run cli -- pause --outputs FILE; resume: ... resume)",
+    });
+    new CfnOutput(this, OUTPUTS.sweeperFunction, {
+      value: w.sweeper.fn.functionName,
+      description: 'Sweeper (to hold it: reserved concurrency 0; each throttled sweep lands in the schedule DLQ after one interval)',
+    });
     new CfnOutput(this, OUTPUTS.starterFunction, { value: w.starter.fn.functionName, description: 'Starter (invoke to start a run now)' });
   }
 }

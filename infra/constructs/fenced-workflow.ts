@@ -144,6 +144,12 @@ export class FencedWorkflow extends Construct {
   readonly worker: FencedFunction;
   readonly sweeper: FencedFunction;
   readonly starter: FencedFunction;
+  /**
+   * The worker's SQS event source mapping. Pause the worker by disabling it: a throttled function
+   * (reserved concurrency 0) still has its messages received, and each receive counts toward the
+   * queue's maxReceiveCount, so good work would reach the dead-letter queue.
+   */
+  readonly workerEventSourceMappingId: string;
   readonly sweeperSchedule: Schedule;
   readonly starterSchedule: Schedule;
   readonly monitoring: WorkflowMonitoring;
@@ -267,13 +273,13 @@ export class FencedWorkflow extends Construct {
     // the schedule's own retries use.
     this.starter.fn.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(2) });
 
-    this.worker.fn.addEventSource(
-      new SqsEventSource(this.queue, {
-        batchSize: props.workerBatchSize ?? 5,
-        maxConcurrency: props.workerMaxConcurrency ?? 10,
-        reportBatchItemFailures: true,
-      }),
-    );
+    const workerSource = new SqsEventSource(this.queue, {
+      batchSize: props.workerBatchSize ?? 5,
+      maxConcurrency: props.workerMaxConcurrency ?? 10,
+      reportBatchItemFailures: true,
+    });
+    this.worker.fn.addEventSource(workerSource);
+    this.workerEventSourceMappingId = workerSource.eventSourceMappingId;
     const counterTables = TABLE_ROLES.filter((r) => TABLES[r].permanent).map((r) => tables[r]);
     for (const table of counterTables) table.addToResourcePolicy(denyCounterUpdatesExcept([this.worker.role.roleArn, ...(props.counterWriters ?? [])]));
 

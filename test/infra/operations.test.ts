@@ -3,6 +3,7 @@
  * CLI's ops commands read.
  */
 import type { Template } from 'aws-cdk-lib/assertions';
+import { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { OUTPUTS } from '../../infra/stack.js';
@@ -175,6 +176,16 @@ describe('outputs', () => {
     expect(outputs[OUTPUTS.queueUrl]!.Value).toEqual({ Ref: logicalId(w.queue) });
     expect(outputs[OUTPUTS.fenceEpoch]!.Value).toBe('0');
     expect(JSON.stringify(outputs[OUTPUTS.dashboardUrl]!.Value)).toContain('#dashboards/dashboard/');
+  });
+
+  it("the worker's event source mapping id is an output, and pausing means disabling it: never throttling the worker", () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown; Description?: string }>;
+    const mapping = w.worker.fn.node.findAll().find((c) => c instanceof EventSourceMapping)!;
+    expect(outputs[OUTPUTS.workerEventSourceMapping]!.Value).toEqual({ Ref: logicalId(mapping) });
+    expect(outputs[OUTPUTS.workerEventSourceMapping]!.Description).toMatch(/pause.*npm run cli -- pause/);
+    // An SQS poller keeps receiving for a throttled function; every receive counts toward maxReceiveCount.
+    for (const o of Object.values(outputs)) expect(o.Description ?? '').not.toMatch(/pause: put-function-concurrency/);
+    expect(outputs[OUTPUTS.workerFunction]!.Description).toMatch(/never put-function-concurrency 0/);
   });
 });
 
