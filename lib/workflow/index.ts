@@ -47,7 +47,7 @@ export {
   type TableRole,
   type TableSchema,
 } from './schema.js';
-export { sweep, sweepsToCover, type SweeperDeps, type SweepReport } from './sweeper.js';
+export { sweep, sweepsToCover, type SweeperDeps, type SweepReport, type SweepWindow } from './sweeper.js';
 export { createTableInput, ensureTables } from './tables.js';
 export {
   fencedProtocol,
