@@ -16,11 +16,13 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, integer, leaseSettingsFromEnv, maxUnitSize, sweepSettingsFromEnv, TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/workflow/index.js';
-import { ConfigError, MAX_TRANSACTION_ACTIONS, MAX_UNIT_EFFECTS } from '../../lib/protocol/index.js';
-import { EFFECTS_PER_CUSTOMER, MAX_CUSTOMERS, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { ENV, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
+import { ConfigError } from '../../lib/protocol/index.js';
+import { EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
 import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
+import { grantDataPlane } from './permissions.js';
+import { validateSettings } from './settings.js';
 import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
 
@@ -284,37 +286,7 @@ export class FencedWorkflow extends Construct {
     for (const table of counterTables) table.addToResourcePolicy(denyCounterUpdatesExcept([this.worker.role.roleArn, ...(props.counterWriters ?? [])]));
 
     // ---- Least privilege: exact actions on exact resources ------------------------------------
-    const allow = (f: FencedFunction, actions: string[], resources: string[]) =>
-      f.role.addToPrincipalPolicy(new PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources }));
-    const arn = (role: TableRole) => active[role].tableArn;
-    // SendMessage only (grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused: the URL is configuration).
-    const send = (f: FencedFunction) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }));
-    const unfinishedIndexArn = `${active.jobs.tableArn}/index/${UNFINISHED_INDEX}`;
-
-    // Worker (lib/workflow/run-job.ts and what it calls):
-    // - Leases: acquire, renew, release: conditional UpdateItem (lib/protocol/lease.ts), in both lease modes.
-    // - Fences: the raise (UpdateItem, lib/protocol/fence.ts raiseFence), the fence item of every unit's
-    //   transaction (Update), and markFailed's ConditionCheck (lib/workflow/jobs.ts).
-    // - Jobs: the consistent checkpoint read (GetItem, readJob), the checkpoint advance in every
-    //   unit's transaction and markFailed's Update (UpdateItem).
-    // - Invoices: the effects, upsert and once-only alike, are Puts in the unit's transaction.
-    // TransactWriteItems is authorized per item action, so it needs no action of its own; the
-    // ReturnValues* options need no GetItem.
-    allow(this.worker, ['UpdateItem'], [arn('leases')]);
-    allow(this.worker, ['UpdateItem', 'ConditionCheckItem'], [arn('fences')]);
-    allow(this.worker, ['GetItem', 'UpdateItem'], [arn('jobs')]);
-    allow(this.worker, ['PutItem'], [arn('invoices')]);
-    send(this.worker); // continuations
-    // Sweeper (lib/workflow/sweeper.ts): the unfinished-jobs index, the lease liveness check (consistent
-    // GetItem), the conditional requeue claim and the version-watch observation (UpdateItem).
-    allow(this.sweeper, ['Query'], [unfinishedIndexArn]);
-    allow(this.sweeper, ['UpdateItem'], [arn('jobs')]);
-    allow(this.sweeper, ['GetItem'], [arn('leases')]);
-    send(this.sweeper);
-    // Starter (lib/workflow/jobs.ts createJob): one conditional PutItem; an existing job comes back with the
-    // condition failure (ReturnValuesOnConditionCheckFailure), not from a read.
-    allow(this.starter, ['PutItem'], [arn('jobs')]);
-    send(this.starter);
+    grantDataPlane({ worker: this.worker, sweeper: this.sweeper, starter: this.starter }, active, this.queue);
 
     // ---- Schedules (EventBridge Scheduler) ----------------------------------------------------
     const schedulerRole = new Role(this, 'SchedulerRole', {
@@ -407,39 +379,5 @@ export class FencedWorkflow extends Construct {
           '(the SQS maximum) and an alarm fires on the first one.',
       });
     }
-  }
-}
-
-interface DurationSettings {
-  leaseDuration: Duration;
-  maxClockSkew: Duration;
-  staleAfter: Duration;
-  sweepInterval: Duration;
-  effectsPerItem: number;
-}
-
-function validateSettings(env: Record<string, string>, d: DurationSettings): void {
-  const { leaseDuration: lease, maxClockSkew: skew, staleAfter, sweepInterval, effectsPerItem } = d;
-  sweepSettingsFromEnv(env, leaseSettingsFromEnv(env));
-  // EventBridge Scheduler's rate() counts whole minutes; CDK would fail later with a bare error.
-  if (sweepInterval.toSeconds() % 60 !== 0) throw new ConfigError('sweepInterval', `must be a whole number of minutes, got ${sweepInterval.toSeconds()} s`);
-  if (!Number.isSafeInteger(effectsPerItem) || effectsPerItem < 1 || effectsPerItem > MAX_UNIT_EFFECTS) {
-    throw new ConfigError('effectsPerItem', `must be an integer in [1, ${MAX_UNIT_EFFECTS}], got ${effectsPerItem}`);
-  }
-  const cap = maxUnitSize(effectsPerItem);
-  const unitSize = Number(env[ENV.unitSize]);
-  if (!Number.isSafeInteger(unitSize) || unitSize < 1 || unitSize > cap) {
-    throw new ConfigError(
-      'unitSize',
-      `must be an integer in [1, ${cap}] (${effectsPerItem} effects per item + fence + checkpoint <= ${MAX_TRANSACTION_ACTIONS} transaction actions), got ${env[ENV.unitSize]}`,
-    );
-  }
-  integer(env, ENV.customers, undefined, 0, MAX_CUSTOMERS);
-  if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {
-    throw new ConfigError(
-      'staleAfter',
-      `staleAfter (${staleAfter.toMilliseconds()} ms) must exceed the lease duration plus the clock-skew bound ` +
-        `(${lease.toMilliseconds() + skew.toMilliseconds()} ms): the sweeper would requeue jobs whose holder is still live`,
-    );
   }
 }
