@@ -86,7 +86,7 @@ export interface FencedWorkflowProps {
   readonly maxReceiveCount?: number;
   /** Alarm when the oldest unfinished job is older than this. @default 1 hour */
   readonly unfinishedJobAlarmAfter?: Duration;
-  /** Every alarm notifies this topic (alarm and OK). @default no action: the alarms show on the dashboard */
+  /** Every alarm notifies this topic (alarm and OK). @default a topic of the stack's own (KMS-encrypted, TLS-only), output as AlarmTopicArn */
   readonly alarmTopic?: ITopic;
   /**
    * CloudWatch namespace of the handlers' metrics (POWERTOOLS_METRICS_NAMESPACE). Two deployments
