@@ -4,12 +4,24 @@
  * that requeues what nobody progresses, and the table set. A workload (lib/workloads/) plugs in
  * as a Processor: it returns each unit's effects and never sees a lease or a fence.
  */
-export { ENV, httpUrl, integer, isHttpUrl, leaseSettingsFromEnv, required, tablesFromEnv, type LeaseSettings } from './config.js';
+export {
+  ENV,
+  httpUrl,
+  integer,
+  isHttpUrl,
+  leaseSettingsFromEnv,
+  required,
+  SWEEP_INTERVAL_MS,
+  sweepSettingsFromEnv,
+  tablesFromEnv,
+  type LeaseSettings,
+  type SweepSettings,
+} from './config.js';
 export { assertJobId, createJob, fenceKeyOf, fencesOfLease, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
 export { claimRequeue, markFailed, recordUnitFailure } from './job-writes.js';
 export { InvalidJobItemError, JobNotFoundError } from './errors.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
-export type { Processor, UnitContext } from './processor.js';
+export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
   INVOICE_ATTR,
   JOB_ATTR,
@@ -26,7 +38,7 @@ export {
   type TableRole,
   type TableSchema,
 } from './schema.js';
-export { sweep, sweepsToCover, type SweeperDeps, type SweepReport } from './sweeper.js';
+export { sweep, sweepsToCover, type SweeperDeps, type SweepReport, type SweepWindow } from './sweeper.js';
 export { createTableInput, ensureTables } from './tables.js';
 export {
   fencedProtocol,
