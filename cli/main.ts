@@ -37,6 +37,7 @@ Demo options:
   --customers N         customers per billing period (default 400; 3 periods)
   --workers N           concurrent worker invocations (default 4)
   --seed N              seed for customers and amounts (default 1)
+  --lease-mode M        wall-clock (default) or version-watch
   --out FILE            where to write the timeline SVG (default out/timeline.svg)
   --json                print one JSON report on stdout and nothing else there
   --help                this text
@@ -50,6 +51,7 @@ interface DemoFlags {
   customers: number;
   workers: number;
   seed: number;
+  leaseMode: 'wall-clock' | 'version-watch';
   out: string;
   json: boolean;
 }
@@ -63,6 +65,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
       customers: { type: 'string' },
       workers: { type: 'string' },
       seed: { type: 'string' },
+      'lease-mode': { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -81,9 +84,15 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     customers: intFlag('customers', values.customers, 400, 0, 1_000_000),
     workers: intFlag('workers', values.workers, 4, 1, 64),
     seed: intFlag('seed', values.seed, 1, 0, 2 ** 31 - 1 - 10),
+    leaseMode: leaseModeFlag(values['lease-mode']),
     out: values.out ?? 'out/timeline.svg',
     json: values.json,
   };
+}
+
+function leaseModeFlag(raw: string | undefined): DemoFlags['leaseMode'] {
+  if (raw === undefined || raw === 'wall-clock' || raw === 'version-watch') return raw ?? 'wall-clock';
+  throw new InvalidInputError('--lease-mode', `must be wall-clock or version-watch, got "${raw}"`);
 }
 
 async function demo(flags: DemoFlags): Promise<number> {
@@ -127,6 +136,7 @@ async function demo(flags: DemoFlags): Promise<number> {
       customers: flags.customers,
       workers: flags.workers,
       seed: flags.seed,
+      leaseMode: flags.leaseMode,
       onProgress: (done, total) => {
         if (bar) {
           bar.setTotal(total);
@@ -180,6 +190,7 @@ async function demo(flags: DemoFlags): Promise<number> {
         periods: run.jobs.length,
         workers: flags.workers,
         seed: flags.seed,
+        leaseMode: flags.leaseMode,
         elapsedMs: run.elapsedMs,
         unitsCommitted: run.units,
         invocations: run.invocations,
