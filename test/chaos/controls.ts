@@ -35,19 +35,25 @@ function unconditional(items: Items): Items {
   return [{ Update: { ...rest, ExpressionAttributeValues: values } }, ...effects];
 }
 
-/** Sends the items; `withFence` says whether items[0] is the fence (else it is the checkpoint). */
+/**
+ * Sends the items; `withFence` says whether items[0] is the fence (else it is the checkpoint).
+ * A cancellation for a conflict with another transaction is retried, as the library does: the
+ * control's one mistake is the missing condition, not a give-up the real protocol never makes.
+ */
 async function send(ctx: FenceContext, unit: FencedUnit, items: Items, withFence = false): Promise<CommitOutcome> {
-  try {
-    await ctx.doc.send(new TransactWriteCommand({ TransactItems: items }));
-    return { status: 'committed', attempts: 1 };
-  } catch (e) {
-    if (e instanceof Error && e.name === 'TransactionCanceledException') {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await ctx.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      return { status: 'committed', attempts: attempt };
+    } catch (e) {
+      if (!(e instanceof Error) || e.name !== 'TransactionCanceledException') throw e;
       // Realign the reasons with [fence, checkpoint, ...effects] for the library's decoder.
       const reasons = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
       const decoded = decodeCancellation(unit, withFence ? reasons : [{ Code: 'None' }, ...reasons], e);
       if (decoded instanceof Error) throw decoded;
+      if (decoded !== 'conflict' || attempt >= 5) throw e;
+      await new Promise((r) => setTimeout(r, 10 * attempt));
     }
-    throw e;
   }
 }
 

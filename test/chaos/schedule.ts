@@ -160,7 +160,8 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
     case 'counterReset':
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
     case 'claimOnSweeperCount':
-      return { ...base, leaseMode: 'version-watch', skews: base.skews.map(() => 0), sweepBurst: 8, requeueOnPause: true };
+      // Every slot a host: the requeue must find a free worker while the stalled holder's lease is live.
+      return { ...base, leaseMode: 'version-watch', skews: [0, 0, 0, 0, 0, 0, 0, 0], workers: 8, sweepBurst: 8, requeueOnPause: true };
     default:
       return base;
   }
