@@ -78,6 +78,8 @@ export interface TimelineSection {
   title: string;
   subtitle?: string;
   events: readonly TimelineEvent[];
+  /** 'all': every event gets a label (a short story); 'story' (default): all but the routine commits and renewals. */
+  labels?: 'all' | 'story';
 }
 
 /** One SVG with a section per timeline (e.g. the incident with the fence, without it, the run). */
