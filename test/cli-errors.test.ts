@@ -1,6 +1,6 @@
 /**
  * A person's mistakes, as the commands see them: an endpoint that refuses or is not DynamoDB,
- * an --out path that cannot be written, unknown flags of bench, fuzz and model. Each is
+ * an --out path that cannot be written, unknown flags of chaos, bench, fuzz and model. Each is
  * one line on stderr that says what to do, exit 2, nothing written, no stack trace.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -87,10 +87,13 @@ function writeFile(name: string): string {
 
 describe('unknown and bad flags of the other commands', () => {
   it.each([
+    ['test/chaos/main.ts', ['--bogus'], "Unknown option '--bogus'"],
+    ['test/chaos/main.ts', ['--runs'], "Option '--runs <value>' argument missing"],
     ['bench/main.ts', ['--bogus'], "Unknown option '--bogus'"],
     ['bench/main.ts', ['--only', 'nope'], '--only: unknown step "nope"'],
     ['bench/main.ts', ['--endpoint', 'http://127.0.0.1:9'], 'nothing answers at http://127.0.0.1:9'],
     ['bench/main.ts', ['--quick', '--write-docs'], '--write-docs: needs a full run'],
+    ['test/chaos/main.ts', ['--endpoint', 'http://127.0.0.1:9'], 'nothing answers at http://127.0.0.1:9'],
     ['test/fuzz/main.ts', ['--bogus'], "Unknown option '--bogus'"],
     ['model/run.ts', ['--bogus'], "Unknown option '--bogus'"],
     ['cli/main.ts', ['demo', '--bogus'], "Unknown option '--bogus'"],
