@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { main } from '../cli/main.js';
 import { tsx } from './support/spawn.js';
+import { labelsOf, labelTexts, layoutProblems, renderedMisfits } from './support/timeline-check.js';
 
 /** The CLI as a user runs it: `npx tsx cli/main.ts ...args`, a child process. */
 const run = (args: string[]) => tsx('cli/main.ts', args, { killAfterMs: 90_000 });
@@ -70,6 +71,14 @@ describe('the main job (--json)', () => {
     expect(report.run.metrics.LeaseTakeover).toBeGreaterThanOrEqual(1);
     expect(existsSync(report.timelineSvg)).toBe(true);
     expect(readFileSync(report.timelineSvg, 'utf8')).toMatch(/^<svg|<\?xml/);
+  });
+
+  it('draws a timeline whose labels are whole, apart, inside their lanes, and fit when rendered', () => {
+    const svg = readFileSync(report.timelineSvg, 'utf8');
+    expect(labelsOf(svg).length).toBeGreaterThan(20);
+    expect(labelTexts(labelsOf(svg))).toEqual(expect.arrayContaining(["REJECTED: stale generation 0:7, fence at 0:8; nothing written", 'CRASH after fence raise, before the first unit']));
+    expect(layoutProblems(svg)).toEqual([]);
+    expect(renderedMisfits(svg)).toEqual([]);
   });
 });
 
