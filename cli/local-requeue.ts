@@ -13,11 +13,9 @@ import { createWorkerHandler } from '../functions/worker-handler.js';
 import { LocalQueue } from './queue.js';
 import { LocalRuntime } from './runtime.js';
 import { LocalTelemetry } from './telemetry.js';
+// The local runtime's lease (short: a lease left by an interrupted run lapses at once) and stall limit.
+import { LEASE_MS, STALL_MS } from './run.js';
 
-/** The local runtime's lease (cli/run.ts): short, so a lease left by an interrupted run lapses at once. */
-const LEASE_MS = 1_500;
-/** Stop waiting when nothing has moved for this long. */
-const STALL_MS = 60_000;
 
 export interface LocalRequeueResult {
   status: string;

@@ -52,13 +52,13 @@ export interface RunResult {
 /** One job per billing period. */
 export const PERIODS = ['2026-09', '2026-10', '2026-11'];
 const UNIT_SIZE = 10;
-const LEASE_MS = 1_500;
+export const LEASE_MS = 1_500;
 /**
  * The run gives up waiting for its jobs (then reports what it found) when no unit has committed
  * for this long: far above any recovery the faults need (a pause of 4 leases, a requeue after 2),
  * and independent of the run's size, so --customers 1000000 runs as long as it takes.
  */
-const STALL_MS = 60_000;
+export const STALL_MS = 60_000;
 
 export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsPerJob: number): Fault[] {
   const [j1, j2 = j1, j3 = j2] = jobIds;

@@ -6,18 +6,12 @@
 import { describe, expect, inject, it } from 'vitest';
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { CONTROLS } from './chaos/controls.js';
-import { chaosPlan, summaryLines, type ChaosSummary } from './chaos/main.js';
+import { chaos, chaosPlan, summaryLines, type ChaosSummary } from './chaos/main.js';
 import { expectOneLineError, tsx } from './support/spawn.js';
 
-const summary = (over: Partial<ChaosSummary>): ChaosSummary => ({
-  runs: 0,
-  violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0 },
-  controls: Object.fromEntries(CONTROLS.map((c) => [c, { runs: 0, caught: 0 }])) as ChaosSummary['controls'],
-  fenceRefusals: { runs: 0, writes: 0 },
-  failedSeeds: [],
-  uncaughtControls: [],
-  elapsedMs: 0,
-  runsPerMinute: 0,
+/** A summary as chaos() makes it (a run of nothing starts no DynamoDB Local), with some fields set. */
+const summary = async (over: Partial<ChaosSummary>): Promise<ChaosSummary> => ({
+  ...(await chaos({ runs: 0, seed: 1, controlRuns: 0, concurrency: 1, endpoint: 'http://127.0.0.1:9' })),
   ...over,
 });
 
@@ -42,16 +36,16 @@ describe('what a chaos command runs', () => {
 });
 
 describe('the chaos summary', () => {
-  it('without controls it says they did not run, and one run has no rate', () => {
-    const text = summaryLines(summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 } })).join('\n');
+  it('without controls it says they did not run, and one run has no rate', async () => {
+    const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 } })).join('\n');
     expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0');
     expect(text).toContain('negative controls: not run');
     expect(text).not.toMatch(/0\/0|NaN|runs\/min/);
   });
 
-  it('a controls-only run prints no protocol line, and each control that ran', () => {
-    const controls = { ...summary({}).controls, checkThenAct: { runs: 1, caught: 1 } };
-    const text = summaryLines(summary({ controls, elapsedMs: 5_000 })).join('\n');
+  it('a controls-only run prints no protocol line, and each control that ran', async () => {
+    const controls = { ...(await summary({})).controls, checkThenAct: { runs: 1, caught: 1 } };
+    const text = summaryLines(await summary({ controls, elapsedMs: 5_000 })).join('\n');
     expect(text).not.toContain('runs of the real protocol');
     expect(text).toMatch(/control checkThenAct\s+caught 1\/1 \(100%\)/);
     expect(text).not.toMatch(/leaseOnly|0\/0|NaN/);
