@@ -87,8 +87,10 @@ function writable(path: string): boolean {
  * endpoint that does not answer), or undefined for anything else (a bug: the caller shows it whole).
  */
 export function userErrorLine(e: unknown): string | undefined {
-  if (isParseArgsError(e)) return `error: ${e.message} (--help for usage)`;
+  // Node's own messages can run over several lines ("argument is ambiguous. Did you forget ..."): one line here.
+  const flat = (m: string) => m.replace(/\s*\n\s*/g, ' ');
+  if (isParseArgsError(e)) return `error: ${flat(e.message)} (--help for usage)`;
   if (!(e instanceof FencedError)) return undefined;
   const usage = e instanceof InvalidInputError || (e instanceof ConfigError && !['prerequisites', 'java'].includes(e.variable));
-  return `error: ${e.message.replace(/\s*\n\s*/g, ' ')}${usage ? ' (--help for usage)' : ''}`;
+  return `error: ${flat(e.message)}${usage ? ' (--help for usage)' : ''}`;
 }
