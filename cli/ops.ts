@@ -1,5 +1,5 @@
 /**
- * Ops commands: status, requeue, raise-epoch, seal. They work against DynamoDB Local
+ * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/pause.ts). They work against DynamoDB Local
  * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
@@ -34,12 +34,12 @@ import {
 import { OUTPUTS } from '../infra/outputs.js';
 import { urlFlag } from './flags.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
   --endpoint URL --table-prefix P     DynamoDB Local (or any endpoint) with prefixed tables
-  --outputs FILE                      a deployed stack: cdk deploy --outputs-file FILE
+  --outputs FILE [--stack NAME]       a deployed stack: cdk deploy --outputs-file FILE (--stack when it holds several)
   --leases-table T --fences-table T --jobs-table T --invoices-table T [--queue-url U]
 Also: --region R, --json`;
 
@@ -54,6 +54,11 @@ const USAGE: Record<OpsCommand, string> = {
   npm run cli -- requeue 'invoice-run#2026-11' --endpoint http://127.0.0.1:8000 --table-prefix fw-...-
 ${COMMON}`,
   'raise-epoch': `raise-epoch --epoch E: record E as the current epoch (never lower). Then deploy with\n-c fenceEpoch=E and run seal. See docs/runbook-dr.md.\n  npm run cli -- raise-epoch --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
+  pause: `pause: stop the worker receiving: disables its SQS event source mapping and waits until Lambda says
+Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never throttle the worker instead.
+  npm run cli -- pause --outputs cdk-outputs.json     (or --mapping-id UUID [--region R])`,
+  resume: `resume: enable the worker's SQS event source mapping again and wait until Lambda says Enabled.
+  npm run cli -- resume --outputs cdk-outputs.json    (or --mapping-id UUID [--region R])`,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
 };
 
@@ -71,14 +76,8 @@ interface Target {
  * Finds table names and the queue URL in `cdk deploy --outputs-file` JSON: by this stack's output
  * names (infra/outputs.ts), else by pattern, for a fork's stack that names its outputs its own way.
  */
-export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl?: string } {
-  if (typeof json !== 'object' || json === null) throw new InvalidInputError('--outputs', 'must be a JSON object');
-  const flat: Record<string, string> = {};
-  for (const stack of Object.values(json as Record<string, unknown>)) {
-    if (typeof stack === 'object' && stack !== null) {
-      for (const [k, v] of Object.entries(stack)) if (typeof v === 'string') flat[k] = v;
-    }
-  }
+export function tablesFromOutputs(json: unknown, stack?: string): { tables: TableNames; queueUrl?: string } {
+  const flat = stackOutputs(json, stack);
   const find = (re: RegExp) => Object.entries(flat).find(([k]) => re.test(k))?.[1];
   const tables = {} as Record<TableRole, string>;
   for (const role of TABLE_ROLES) {
@@ -88,6 +87,27 @@ export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl
   }
   const queueUrl = flat[OUTPUTS.queueUrl] ?? find(/^work.*queue.*url/i);
   return queueUrl === undefined ? { tables } : { tables, queueUrl };
+}
+
+/**
+ * One stack's outputs from `cdk deploy --outputs-file` JSON (keyed by stack name). A file of
+ * several stacks (staging and prod, two forks) needs `--stack`: reading their outputs together
+ * would mix one stack's Leases with another's Fences.
+ */
+export function stackOutputs(json: unknown, stack?: string): Record<string, string> {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new InvalidInputError('--outputs', 'must be a JSON object');
+  const stacks = Object.entries(json as Record<string, unknown>).filter(([, v]) => typeof v === 'object' && v !== null && !Array.isArray(v));
+  const names = stacks.map(([n]) => n).join(', ');
+  let chosen: unknown;
+  if (stack !== undefined) {
+    chosen = stacks.find(([n]) => n === stack)?.[1];
+    if (chosen === undefined) throw new InvalidInputError('--stack', `no stack ${JSON.stringify(stack.slice(0, 128))} in the outputs file (${names || 'none'})`);
+  } else if (stacks.length > 1) {
+    throw new InvalidInputError('--stack', `the outputs file holds ${stacks.length} stacks (${names}); pick one with --stack NAME`);
+  } else {
+    chosen = stacks[0]?.[1] ?? {};
+  }
+  return Object.fromEntries(Object.entries(chosen as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 const REGION = /^[a-z0-9-]{1,63}$/;
@@ -105,13 +125,7 @@ function target(values: Record<string, string | boolean | undefined>): Target {
     if (name !== undefined && !TABLE_NAME.test(name)) throw new InvalidInputError(`--${r}-table`, `must be 3-255 chars of [a-zA-Z0-9_.-], got "${name}"`);
   }
   if (str('outputs') !== undefined) {
-    let json: unknown;
-    try {
-      json = JSON.parse(readFileSync(str('outputs')!, 'utf8'));
-    } catch (e) {
-      throw new InvalidInputError('--outputs', `cannot read ${str('outputs')}: ${(e as Error).message}`);
-    }
-    const found = tablesFromOutputs(json);
+    const found = tablesFromOutputs(readOutputs(str('outputs')!), str('stack'));
     tables = found.tables;
     queueUrl ??= found.queueUrl;
   } else if (str('table-prefix') !== undefined) {
@@ -123,6 +137,25 @@ function target(values: Record<string, string | boolean | undefined>): Target {
   }
   const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
   return { doc, tables, ...(endpoint ? { endpoint } : {}), ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+}
+
+/** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
+async function pauseOrResume(command: 'pause' | 'resume', values: Record<string, string | boolean | undefined>): Promise<number> {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const region = str('region');
+  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
+  let mappingId = str('mapping-id');
+  if (mappingId === undefined && str('outputs') !== undefined) mappingId = stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.workerEventSourceMapping];
+  const { setWorkerReceiving } = await import('./pause.js');
+  return setWorkerReceiving(command === 'resume', { mappingId, ...(region ? { region } : {}) }, values.json === true);
+}
+
+function readOutputs(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new InvalidInputError('--outputs', `cannot read ${file}: ${(e as Error).message}`);
+  }
 }
 
 const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
@@ -210,12 +243,14 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
       endpoint: { type: 'string' },
       'table-prefix': { type: 'string' },
       outputs: { type: 'string' },
+      stack: { type: 'string' },
       region: { type: 'string' },
       'leases-table': { type: 'string' },
       'fences-table': { type: 'string' },
       'jobs-table': { type: 'string' },
       'invoices-table': { type: 'string' },
       'queue-url': { type: 'string' },
+      'mapping-id': { type: 'string' },
       epoch: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -229,6 +264,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
   }
   if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
   const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
+  if (command === 'pause' || command === 'resume') return pauseOrResume(command, values);
   const t = target(values);
   try {
     return await run(command, t, values, positionals, epoch);
@@ -262,6 +298,9 @@ async function run(
       );
       return 0;
     }
+    case 'pause':
+    case 'resume':
+      return pauseOrResume(command, values);
     case 'seal': {
       const reports = await seal(t.doc, [t.tables.fences, t.tables.leases], epoch!, {
         onProgress: (r) => values.json || process.stderr.write(`  ${r.table}: scanned ${r.scanned}, raised ${r.raised}\n`),
