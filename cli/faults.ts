@@ -28,6 +28,9 @@ export interface Fault {
   action: { kind: 'pause'; ms: number; until?: 'successor-commits' | 'successor-fences' } | { kind: 'crash' };
 }
 
+/** A fault's name without the word its label already starts with: "CRASH mid-run", not "CRASH crash mid-run". */
+const bare = (name: string, word: string): string => name.replace(new RegExp(`^${word}\\s+`, 'i'), '');
+
 /** What a forced pause waits for, read from the tables (not from the worker). */
 export interface PauseProbes {
   /** Has someone committed `unit` of `jobId` (the checkpoint moved past it)? */
@@ -66,11 +69,11 @@ export class FaultPlan implements WorkerHooks {
     this.fired.push({ name: fault.name, owner: info.owner, at: this.clock.monotonicNow() });
     const lane = laneOf(info.owner);
     if (fault.action.kind === 'crash') {
-      this.timeline?.add(lane, 'crash', `CRASH ${fault.name}`);
+      this.timeline?.add(lane, 'crash', `CRASH ${bare(fault.name, 'crash')}`);
       this.onCrash?.(info.owner);
       return new Promise<void>(() => undefined);
     }
-    this.timeline?.add(lane, 'pause', `PAUSE ${fault.action.ms} ms: ${fault.name}`);
+    this.timeline?.add(lane, 'pause', `PAUSE ${fault.action.ms} ms ${bare(fault.name, 'paused')}`);
     this.activePauses++;
     this.onPause?.(fault, info);
     try {

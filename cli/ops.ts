@@ -46,7 +46,14 @@ Also: --region R, --json`;
 
 const USAGE: Record<OpsCommand, string> = {
   status: `status: leases, fences and jobs at a glance.\n  npm run cli -- status --outputs cdk-outputs.json\n${COMMON}`,
-  requeue: `requeue <jobId>: ask for a job to be picked up again: a conditional update of the job\n(heartbeat, requeues) and, when a queue URL is known, a message to the work queue.\n  npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json\n${COMMON}`,
+  requeue: `requeue <jobId>: have an unfinished job picked up again: a conditional update of the job
+(heartbeat, requeues; refused if a live worker moved it meanwhile), then
+  - with a work queue (--outputs, or --queue-url): a message to it, for the deployed workers;
+  - locally (--endpoint, no queue: none outlives npm start): this command runs the job itself,
+    with the worker handler Lambda runs, until it is DONE (or a live holder has it).
+  npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json
+  npm run cli -- requeue 'invoice-run#2026-11' --endpoint http://127.0.0.1:8000 --table-prefix fw-...-
+${COMMON}`,
   'raise-epoch': `raise-epoch --epoch E: record E as the current epoch (never lower). Then deploy with\n-c fenceEpoch=E and run seal. See docs/runbook-dr.md.\n  npm run cli -- raise-epoch --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
   pause: `pause: stop the worker receiving: disables its SQS event source mapping and waits until Lambda says
 Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never throttle the worker instead.
@@ -60,6 +67,7 @@ export const opsHelp = (): string => OPS_COMMANDS.map((c) => USAGE[c]).join('\n\
 
 interface Target {
   doc: DynamoDBDocumentClient;
+  endpoint?: string;
   tables: TableNames;
   queueUrl?: string;
   region?: string;
@@ -129,7 +137,7 @@ function target(values: Record<string, string | boolean | undefined>): Target {
     throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint), or all four --*-table flags');
   }
   const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
-  return { doc, tables, ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+  return { doc, tables, ...(endpoint ? { endpoint } : {}), ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
 }
 
 /** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
@@ -156,15 +164,18 @@ const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Gener
 async function status(t: Target, json: boolean): Promise<number> {
   const [leases, fences, jobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
   const now = systemClock.wallNow();
+  // The epoch record lives in the Leases table but is not a lease.
+  const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
+  const jobLeases = leases.filter((x) => x.pk !== EPOCH_RECORD_KEY);
   if (json) {
-    process.stdout.write(JSON.stringify({ leases, fences, jobs: jobs.map(({ input: _i, ...j }) => j) }) + '\n');
+    const recorded = typeof epoch === 'number' ? epoch : null;
+    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j) }) + '\n');
     return 0;
   }
   const w = (s: string) => process.stdout.write(s + '\n');
-  const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
   w(`Epoch recorded: ${epoch ?? 'none (0)'}`);
-  w(`\nLeases (${leases.length}):`);
-  for (const l of leases.filter((x) => x.pk !== EPOCH_RECORD_KEY)) {
+  w(`\nLeases (${jobLeases.length}):`);
+  for (const l of jobLeases) {
     const exp = typeof l.expiresAt === 'number' ? `${l.expiresAt > now ? 'expires in' : 'expired'} ${Math.abs(Math.round((l.expiresAt - now) / 1000))} s` : '';
     w(`  ${String(l.pk).padEnd(40)} gen ${gen(l.generation).padEnd(10)} ${l.owner ? `held by ${String(l.owner)} ${exp}` : 'free'}`);
   }
@@ -183,9 +194,13 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
   const job = await readJob(t.doc, t.tables.jobs, jobId);
   if (job === undefined) throw new InvalidInputError('jobId', `no job ${jobId}`);
   if (job.status === 'DONE' || job.status === 'FAILED') throw new InvalidInputError('jobId', `job ${jobId} is ${job.status}; nothing to requeue`);
-  // Without a queue nothing would pick the job up, and moving its heartbeat would only delay the sweeper.
-  if (t.queueUrl === undefined) throw new ConfigError('--queue-url', 'requeue needs the work queue: pass --outputs FILE or --queue-url URL');
+  // Without a queue nothing would pick the job up, and moving its heartbeat would only delay the
+  // sweeper: on AWS the queue is needed; locally this process runs the job (cli/local-requeue.ts).
+  if (t.queueUrl === undefined && t.endpoint === undefined) {
+    throw new ConfigError('--queue-url', 'requeue needs the work queue: pass --outputs FILE or --queue-url URL (or --endpoint for a local run)');
+  }
   const claimed = await claimRequeue(t.doc, t.tables.jobs, job, systemClock);
+  if (t.queueUrl === undefined) return requeueHere(t, jobId, claimed, json);
   let sent = false;
   if (claimed) {
     // The handlers' queue adapter, so the message is the WorkMessage they send. Imported on use:
@@ -197,6 +212,20 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
   const result = { jobId, claimed, sent, note: claimed ? 'requeued' : 'the job moved meanwhile (live worker); not requeued' };
   process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
   return claimed ? 0 : 1;
+}
+
+async function requeueHere(t: Target, jobId: string, claimed: boolean, json: boolean): Promise<number> {
+  if (!claimed) return printRequeue({ jobId, claimed, ranHere: false, note: 'the job moved meanwhile (live worker); not requeued' }, json, 1);
+  if (!json) process.stderr.write(`${jobId}: requeued; no queue outlives npm start, so running it here…\n`);
+  const { runJobHere } = await import('./local-requeue.js');
+  const r = await runJobHere(t.doc, t.tables, jobId);
+  const note = r.busy && r.status !== 'DONE' ? `a live worker holds its lease; left to it (${r.status} ${r.cursor}/${r.totalUnits} units)` : `ran here: ${r.status} ${r.cursor}/${r.totalUnits} units in ${r.invocations} invocation(s)`;
+  return printRequeue({ jobId, claimed, ranHere: true, status: r.status, cursor: r.cursor, totalUnits: r.totalUnits, note }, json, r.status === 'DONE' || r.busy ? 0 : 1);
+}
+
+function printRequeue(result: { jobId: string; note: string } & Record<string, unknown>, json: boolean, code: number): number {
+  process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
+  return code;
 }
 
 function epochFlag(raw: string | boolean | undefined): number {
