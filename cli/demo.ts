@@ -28,6 +28,7 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
   --customers N         customers per billing period (default 400; 3 periods)
   --workers N           concurrent worker invocations (default 4)
   --seed N              seed for customers and amounts (default 1)
+  --lease-mode M        wall-clock (default) or version-watch
   --out FILE            where to write the timeline SVG (default out/timeline.svg)
   --json                print one JSON report on stdout and nothing else there
   --help                this text
@@ -39,6 +40,7 @@ export interface DemoFlags {
   customers: number;
   workers: number;
   seed: number;
+  leaseMode: 'wall-clock' | 'version-watch';
   /** Absolute path, checked writable. */
   out: string;
   json: boolean;
@@ -53,6 +55,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
       customers: { type: 'string' },
       workers: { type: 'string' },
       seed: { type: 'string' },
+      'lease-mode': { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -70,9 +73,15 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     customers: intFlag('customers', values.customers, 400, 0, 1_000_000),
     workers: intFlag('workers', values.workers, 4, 1, 64),
     seed: intFlag('seed', values.seed, 1, 0, 2 ** 31 - 1 - 10),
+    leaseMode: leaseModeFlag(values['lease-mode']),
     out: outFileFlag('out', values.out ?? 'out/timeline.svg'),
     json: values.json,
   };
+}
+
+function leaseModeFlag(raw: string | undefined): DemoFlags['leaseMode'] {
+  if (raw === undefined || raw === 'wall-clock' || raw === 'version-watch') return raw ?? 'wall-clock';
+  throw new InvalidInputError('--lease-mode', `must be wall-clock or version-watch, got "${raw}"`);
 }
 
 /** The three table sets of one run: the incident, its unsafe replay, the invoice run. */
@@ -156,6 +165,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
       customers: flags.customers,
       workers: flags.workers,
       seed: flags.seed,
+      leaseMode: flags.leaseMode,
       onProgress: progress.update,
     });
     progress.stop();
@@ -228,6 +238,7 @@ function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcom
       periods: run.jobs.length,
       workers: flags.workers,
       seed: flags.seed,
+      leaseMode: flags.leaseMode,
       elapsedMs: run.elapsedMs,
       unitsCommitted: run.units,
       invocations: run.invocations,

@@ -65,9 +65,10 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   const totalUnits = invoiceProcessor.totalUnits(INPUT);
   await createJob(doc, tables.jobs, { id: jobId, totalUnits, input: { ...INPUT } }, clock);
   const fence = { table: tables.fences, resource: fenceKeyOf(jobId) };
-  const effectsOf = (g: Generation, unit: number, writer: string): Effect[] =>
+  // A unit has ONE `now`: its effects, its fence write and its heartbeat carry it (the tie the checker reads).
+  const effectsOf = (g: Generation, unit: number, writer: string, now: number): Effect[] =>
     invoiceProcessor
-      .unitEffects(INPUT, { jobId, generation: g, unit, tables, now: clock.wallNow() })
+      .unitEffects(INPUT, { jobId, generation: g, unit, tables, now })
       .map((e) => ({ ...e, item: { ...e.item, writer } }));
 
   // A: acquire, (fence), read, then the pause.
@@ -79,7 +80,8 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   }
   const aJob = await readJob(doc, tables.jobs, jobId);
   say('worker-A', 'read', `read checkpoint: cursor ${aJob?.cursor}`);
-  const aEffects = effectsOf(a.generation, 0, 'worker-A');
+  const aNow = clock.wallNow();
+  const aEffects = effectsOf(a.generation, 0, 'worker-A', aNow);
   say('worker-A', 'pause', `paused ${PAUSE_MS} ms (GC) with unit 0 built; lease expires meanwhile`);
   const pausedAt = clock.monotonicNow();
 
@@ -93,16 +95,21 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   const bJob = await readJob(doc, tables.jobs, jobId);
   say('worker-B', 'read', `read checkpoint: cursor ${bJob?.cursor}`);
   for (let unit = bJob?.cursor ?? 0; unit < totalUnits; unit++) {
-    const effects = effectsOf(b.generation, unit, 'worker-B');
+    const now = clock.wallNow();
+    const effects = effectsOf(b.generation, unit, 'worker-B', now);
     const last = unit + 1 === totalUnits;
     if (opts.fenced) {
-      await commitFencedUnit({ doc, clock }, {
-        fence,
-        generation: b.generation,
-        checkpoint: { table: tables.jobs, key: jobId, expected: unit, next: unit + 1, set: { [J.status]: last ? 'DONE' : 'RUNNING', [J.heartbeatAt]: clock.wallNow() }, ...(last ? { remove: [J.unfinished] } : {}) },
-        effects,
-        token: { job: jobId, unit },
-      });
+      await commitFencedUnit(
+        { doc, clock },
+        {
+          fence,
+          generation: b.generation,
+          checkpoint: { table: tables.jobs, key: jobId, expected: unit, next: unit + 1, set: { [J.status]: last ? 'DONE' : 'RUNNING', [J.heartbeatAt]: now }, ...(last ? { remove: [J.unfinished] } : {}) },
+          effects,
+          token: { job: jobId, unit },
+        },
+        { now },
+      );
     } else {
       await unsafeWrite(doc, tables, jobId, unit, effects, last);
     }
@@ -119,13 +126,11 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   let chargesSuppressed = 0;
   if (opts.fenced) {
     try {
-      await commitFencedUnit({ doc, clock }, {
-        fence,
-        generation: a.generation,
-        checkpoint: { table: tables.jobs, key: jobId, expected: 0, next: 1, set: { [J.heartbeatAt]: clock.wallNow() } },
-        effects: aEffects,
-        token: { job: jobId, unit: 0 },
-      });
+      await commitFencedUnit(
+        { doc, clock },
+        { fence, generation: a.generation, checkpoint: { table: tables.jobs, key: jobId, expected: 0, next: 1, set: { [J.heartbeatAt]: aNow } }, effects: aEffects, token: { job: jobId, unit: 0 } },
+        { now: aNow },
+      );
     } catch (e) {
       if (!(e instanceof StaleGenerationError)) throw e;
       aRejected = true;

@@ -3,8 +3,9 @@
  * worker: it reads only the tables and their streams, by the attribute contract, and
  * recomputes what the input demands from the input alone.
  *
- * FENCE    no invoice write replaces a higher generation with a lower one; fences never go
- *          down; per job, committed units' generations never go down (stream order).
+ * FENCE    every effect write is tied to a fence write of the same generation and updatedAt (the
+ *          fence was in its transaction); no invoice write replaces a higher generation with a
+ *          lower one; fences never go down; per job, committed units' generations never go down.
  * ONCE     exactly one charge per (period, customer), inserted once, never modified or removed;
  *          invoice and charge counts and amounts match the input.
  * PROGRESS every job reached DONE with its cursor at totalUnits.
@@ -21,9 +22,30 @@ import { readStream, type StreamChange } from './streams.js';
 
 export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS';
 
+/** A grant that replaced an owner who had not released (from the Leases stream). */
+export interface Takeover {
+  key: string;
+  from: string;
+  to: string;
+  /** The replaced holder's expiry, on ITS wall clock. */
+  fromExpiresAt: number;
+  /** When the new holder was granted the lease, on ITS wall clock (its expiresAt - durationMs). */
+  grantedAt: number;
+}
+
+/**
+ * Takeovers granted before the replaced holder's expiry in true time, given each writer's known
+ * wall-clock offset (`skewOf`, 0 when the clocks agree): a lease held by two at once.
+ */
+export function overlapsOf(takeovers: readonly Takeover[], skewOf: (owner: string) => number = () => 0): Takeover[] {
+  return takeovers.filter((x) => x.grantedAt - skewOf(x.to) < x.fromExpiresAt - skewOf(x.from));
+}
+
 export interface InvariantReport {
   ok: boolean;
   invariants: Record<InvariantName, { ok: boolean; violations: string[] }>;
+  /** Every takeover; with the writers' clocks in step, one granted before the old expiry is an overlap. */
+  takeovers: Takeover[];
   stats: {
     jobs: number;
     invoices: number;
@@ -32,6 +54,9 @@ export interface InvariantReport {
     expectedInvoices: number;
     expectedTotalCents: number;
     streamRecords: number;
+    takeovers: number;
+    /** Takeovers granted before the replaced holder's expiry by the writers' own wall clocks. */
+    leaseOverlaps: number;
   };
 }
 
@@ -57,6 +82,22 @@ export async function checkInvariants(
     readStream(clients.client, clients.streams, tables.leases),
   ]);
 
+  // FENCE: the tie. A fenced unit writes its fence with (generation, updatedAt) and stamps every
+  // effect with the same pair; an effect with no such fence write was written without the fence.
+  // (A unit whose fence write changed nothing leaves no fence record, but then an earlier record
+  // carries that very pair.)
+  const fenceWrites = new Set(fenceStream.filter((c) => c.newImage !== undefined).map((c) => `${c.key}\u0000${String(c.newImage?.generation)}\u0000${String(c.newImage?.updatedAt)}`));
+  for (const c of invoiceStream) {
+    if (c.newImage === undefined) continue;
+    const jobId = c.newImage.jobId;
+    const g = c.newImage.generation;
+    const u = c.newImage.updatedAt;
+    const fence = `invoices#${String(jobId)}`;
+    if (typeof jobId !== 'string') add('FENCE', `${c.key}: written for no job (no jobId), so no fence can have protected it`);
+    else if (!fenceWrites.has(`${fence}\u0000${String(g)}\u0000${String(u)}`)) {
+      add('FENCE', `${c.key}: written at generation ${String(g)} (updatedAt ${String(u)}) with no fence write of that generation and updatedAt on ${fence}`);
+    }
+  }
   // FENCE: per item, never lower over higher.
   for (const c of invoiceStream) {
     const o = num(c.oldImage?.generation);
@@ -163,6 +204,18 @@ export async function checkInvariants(
       add('TOKENS', `lease ${c.key}: granted to ${newOwner} at generation ${n}, not above ${o}`);
     }
   }
+  const takeovers: Takeover[] = [];
+  for (const c of leaseStream) {
+    const from = c.newImage?.takenFrom;
+    const to = c.newImage?.owner;
+    // A grant to a new owner over one that had not released (a renewal keeps `takenFrom` but not the owner change).
+    if (c.event !== 'MODIFY' || typeof from !== 'string' || typeof to !== 'string' || c.oldImage?.owner !== from || to === from) continue;
+    const fromExpiresAt = num(c.oldImage?.expiresAt);
+    const expiresAt = num(c.newImage?.expiresAt);
+    const durationMs = num(c.newImage?.durationMs);
+    if (fromExpiresAt === undefined || expiresAt === undefined || durationMs === undefined) continue;
+    takeovers.push({ key: c.key, from, to, fromExpiresAt, grantedAt: expiresAt - durationMs });
+  }
   const leaseGen = new Map(leaseItems.map((l) => [String(l.pk), num(l.generation)]));
   for (const f of fenceItems) {
     const jobKey = String(f.pk).replace(/^invoices#/, 'job#');
@@ -177,6 +230,7 @@ export async function checkInvariants(
   return {
     ok: Object.values(invariants).every((i) => i.ok),
     invariants,
+    takeovers,
     stats: {
       jobs: jobs.length,
       invoices,
@@ -185,6 +239,8 @@ export async function checkInvariants(
       expectedInvoices,
       expectedTotalCents,
       streamRecords: invoiceStream.length + fenceStream.length + leaseStream.length,
+      takeovers: takeovers.length,
+      leaseOverlaps: overlapsOf(takeovers).length,
     },
   };
 }

@@ -24,6 +24,7 @@ import {
 import {
   assertJobId,
   claimRequeue,
+  fencesOfLease,
   readJob,
   TABLE_NAME,
   TABLE_ROLES,
@@ -302,10 +303,11 @@ async function run(
     case 'resume':
       return pauseOrResume(command, values);
     case 'seal': {
-      const reports = await seal(t.doc, [t.tables.fences, t.tables.leases], epoch!, {
+      const reports = await seal(t.doc, t.tables, epoch!, {
+        fencesOf: fencesOfLease,
         onProgress: (r) => values.json || process.stderr.write(`  ${r.table}: scanned ${r.scanned}, raised ${r.raised}\n`),
       });
-      process.stdout.write(values.json ? JSON.stringify({ epoch, tables: reports }) + '\n' : `sealed at ${formatGeneration((epoch! * 2 ** 32) as Generation)}: ${reports.map((r) => `${r.table} raised ${r.raised}/${r.scanned}`).join(', ')}\n`);
+      process.stdout.write(values.json ? JSON.stringify({ epoch, tables: reports }) + '\n' : `sealed at ${formatGeneration((epoch! * 2 ** 32) as Generation)}: ${reports.map((r) => `${r.table} raised ${r.raised}/${r.scanned}${r.created ? `, created ${r.created}` : ''}`).join(', ')}\n`);
       return 0;
     }
   }

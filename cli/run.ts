@@ -29,6 +29,7 @@ export interface RunOptions {
   customers: number;
   workers: number;
   seed: number;
+  leaseMode?: 'wall-clock' | 'version-watch';
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -85,7 +86,8 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const unitsPerJob = invoiceProcessor.totalUnits({ period: '2026-01', customers: opts.customers, seed: 0, unitSize: UNIT_SIZE, currency: 'EUR' });
   // A crash ends its invocation at once.
   const plan = new FaultPlan(defaultFaults(jobIds, LEASE_MS, unitsPerJob), clock, timeline, (owner) => runtime?.crash(owner));
-  const lease = { epoch: 0, durationMs: LEASE_MS, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 50 } };
+  const mode = opts.leaseMode === 'version-watch' ? { kind: 'version-watch' as const } : { kind: 'wall-clock' as const, maxClockSkewMs: 50 };
+  const lease = { epoch: 0, durationMs: LEASE_MS, mode };
   const base = { doc: opts.dynamo.doc, tables: opts.tables, clock, queue, telemetry };
 
   const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan }, { safetyMarginMs: Math.round(LEASE_MS / 2) });

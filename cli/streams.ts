@@ -26,7 +26,20 @@ export function streamsClient(endpoint: string | undefined): DynamoDBStreamsClie
   );
 }
 
-export async function readStream(client: DynamoDBClient, streams: DynamoDBStreamsClient, table: string): Promise<StreamChange[]> {
+/**
+ * An open shard has no end: past its last record it answers empty pages, and on AWS it can also
+ * answer empty pages BEFORE more records ("it might take multiple calls to get to a portion of
+ * the shard that contains stream records"). So an open shard is read until this many empty pages
+ * in a row; a closed shard until its iterator ends.
+ */
+export const EMPTY_PAGES_AT_TIP = 5;
+
+export async function readStream(
+  client: DynamoDBClient,
+  streams: DynamoDBStreamsClient,
+  table: string,
+  opts: { emptyPagesAtTip?: number } = {},
+): Promise<StreamChange[]> {
   const arn = (await client.send(new DescribeTableCommand({ TableName: table }))).Table?.LatestStreamArn;
   if (!arn) return [];
   const changes: StreamChange[] = [];
@@ -34,14 +47,17 @@ export async function readStream(client: DynamoDBClient, streams: DynamoDBStream
   do {
     const d = await streams.send(new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: exclusiveStart }));
     for (const shard of d.StreamDescription?.Shards ?? []) {
+      const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
       let iterator = (
         await streams.send(new GetShardIteratorCommand({ StreamArn: arn, ShardId: shard.ShardId, ShardIteratorType: 'TRIM_HORIZON' }))
       ).ShardIterator;
-      // An open shard returns an empty page once it is drained.
+      let empty = 0;
       for (let pages = 0; iterator && pages < 100_000; pages++) {
         const r = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
-        for (const rec of r.Records ?? []) changes.push(toChange(rec, shard.ShardId ?? ''));
-        if ((r.Records ?? []).length === 0) break;
+        const records = r.Records ?? [];
+        for (const rec of records) changes.push(toChange(rec, shard.ShardId ?? ''));
+        empty = records.length === 0 ? empty + 1 : 0;
+        if (!closed && empty >= (opts.emptyPagesAtTip ?? EMPTY_PAGES_AT_TIP)) break;
         iterator = r.NextShardIterator;
       }
     }

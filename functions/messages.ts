@@ -25,6 +25,8 @@ function issueError(root: string, issue: v.BaseIssue<unknown>, known: readonly s
 
 export const WorkMessageSchema = v.strictObject({
   jobId: v.pipe(v.string(), v.regex(/^[A-Za-z0-9#:._-]{1,200}$/, 'jobId must be 1-200 chars of [A-Za-z0-9#:._-]')),
+  // Sent by sweepers before the claimant watched the lease itself: still accepted, never used
+  // (a sweeper's observation must not stand in for the claimant's own wait).
   observedVersion: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
   reason: v.optional(v.picklist(['start', 'continuation', 'requeue'])),
 });
@@ -39,7 +41,6 @@ export function parseWorkMessage(body: string): WorkMessage {
   const r = v.safeParse(WorkMessageSchema, json);
   if (!r.success) throw issueError('body', r.issues[0], Object.keys(WorkMessageSchema.entries));
   const m: WorkMessage = { jobId: r.output.jobId };
-  if (r.output.observedVersion !== undefined) m.observedVersion = r.output.observedVersion;
   if (r.output.reason !== undefined) m.reason = r.output.reason;
   return m;
 }

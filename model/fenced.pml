@@ -16,7 +16,19 @@
  *                   a condition in a separate request (both the raise and every unit)
  *   RELEASE_NO_GEN  release and renew conditioned on the owner only, not on the generation
  *   COUNTER_RESET   release deletes the lease item: the generation counter restarts
+ *   SWEEPER_COUNT   (with VERSION_WATCH) the claimant trusts the sweeper's count of unchanged
+ *                   sweeps and claims with no wait of its own
+ *   SEAL_SKIPS_ABSENT (with SEAL) the seal raises only fences that exist already
  * Liveness control (only the LTL property can catch it): NO_SWEEPER (+ NO_ENDCHECK).
+ *
+ * Modes and drills (compile with -D<NAME>; the safe model must verify with each):
+ *   VERSION_WATCH   the version-watch lease: a free lease is claimed at once; a held one only by
+ *                   the receiver of the sweeper's requeue, which observes the version, waits a
+ *                   full duration on its own clock, and claims if the version is unchanged. The
+ *                   sweeper compares no clocks: two unchanged observations trigger a requeue.
+ *   SEAL            a disaster-recovery drill at any moment: the operator seals (every lease
+ *                   counter, then every fence a lease key protects, created if absent) to the
+ *                   new epoch's floor; no generation below it may commit afterwards.
  */
 
 /* ---------- bounds (override with -D) ---------- */
@@ -38,8 +50,18 @@
 #ifndef AMBIG
 #define AMBIG 1         /* ambiguous requests: lost commit responses, uncertain renewals */
 #endif
+#ifdef SEAL
+#define EPOCH_FLOOR 16  /* epoch 1's floor: above every token the bounds let epoch 0 issue */
+#endif
 #ifndef MAXGEN
+#ifdef SEAL
+#define MAXGEN 31
+#else
 #define MAXGEN 15       /* model bound on the counter: reaching it is reported, never hidden */
+#endif
+#endif
+#ifndef RQMAX
+#define RQMAX 1         /* the sweeper's requeue messages (version-watch: they start a watch) */
 #endif
 #ifndef NOWNERS
 #define NOWNERS 1       /* distinct owner ids; 1 = all workers share one id (one host) */
@@ -60,9 +82,16 @@
 /* Leases table, item job#J (lib/protocol/lease.ts) */
 byte lease_owner = NONE;   /* owner attribute; NONE = absent (free) */
 byte lease_gen = 0;        /* generation: the last token issued, never removed */
+/* version: changes on every acquire, renew and release. Only "changed since I looked" matters,
+ * so the model keeps one bit per observer instead of a counter (bit w: worker w, bit 7: the
+ * sweeper), set when it looks and cleared by every change. */
+byte seen_unchanged = 0;
+#define SWEEPER_BIT 128
+#define VERSION_CHANGES seen_unchanged = 0
 bool lapsed = false;       /* expiresAt has passed (abstract time, set by proctype Clock) */
 /* Fences table, item invoices#J (lib/protocol/fence.ts) */
 byte fence = 0;            /* greatest accepted generation */
+bool fence_exists = false; /* the fence item exists (the first raise creates it) */
 /* Jobs table, item J (lib/workflow/jobs.ts) */
 byte cursor = 0;           /* next unit */
 bool done = false;         /* status = DONE (set by the last unit's transaction) */
@@ -73,6 +102,7 @@ byte inv_gen[U];           /* invoice#u: generation of the writer (0 = absent); 
 byte charges[U];           /* charge#u: how many times it was CREATED (ONCE: at most 1) */
 /* SQS work queue */
 byte q = 1;                /* messages {jobId} waiting; the starter sent one */
+byte rq = 0;               /* requeue messages {jobId, reason: requeue} from the sweeper */
 
 /* ---------- ghosts (truth the store does not record) ---------- */
 byte max_issued = 0;       /* greatest generation ever handed out (TOKENS) */
@@ -83,12 +113,13 @@ bool crashed[NW];
 byte lapses_left = LAPSES;
 byte crashes_left = CRASHES;
 byte ambig_left = AMBIG;
+byte sealed = 0;           /* the floor once the seal completed (0: no seal yet) */
 
 /* ---------- invariants ---------- */
 /* TOKENS: the fence never exceeds the lease's counter */
 #define CHECK_TOKENS   assert(fence <= lease_gen)
 /* FENCE (store level): the fence item itself never goes down */
-#define SET_FENCE(v)   assert((v) >= fence); fence = (v); CHECK_TOKENS
+#define SET_FENCE(v)   assert((v) >= fence); fence = (v); fence_exists = true; CHECK_TOKENS
 
 #if defined(NO_FENCE) || defined(CHECK_THEN_ACT)
 #define FENCE_OK(g)    true
@@ -124,12 +155,25 @@ byte ambig_left = AMBIG;
     if \
     :: HOLDS(me, g) -> \
        printf("EVT w%d releases (as generation %d) the lease of generation %d\n", w, g, lease_gen); \
-       lease_owner = NONE; lapsed = false; RELEASE_BODY; \
+       lease_owner = NONE; lapsed = false; VERSION_CHANGES; RELEASE_BODY; \
        if :: live_grant == g -> live_grant = 0 :: else -> skip fi; \
        CHECK_TOKENS \
     :: else -> printf("EVT w%d: release of generation %d matches nothing\n", w, g) \
     fi \
   }
+
+/* acquire.ts sendGrant: the counter + 1, a new version, the owner (inside an atomic step) */
+#define GRANT \
+  printf("EVT w%d acquires the lease: generation %d (owner id %d; grant still in force: %d)\n", \
+         w, lease_gen + 1, me, live_grant); \
+  assert(live_grant == 0);          /* EXCL: no grant in force is taken over */ \
+  assert(lease_gen < MAXGEN);       /* model bound (not a protocol property) */ \
+  lease_gen++; VERSION_CHANGES; \
+  g = lease_gen; \
+  assert(g > max_issued);           /* TOKENS: strictly increasing, never reused */ \
+  max_issued = g; \
+  lease_owner = me; lapsed = false; live_grant = g; holder = w; \
+  CHECK_TOKENS
 
 /* lib/workflow/run-job.ts runJob, one invocation per queue message; lib/protocol/lease.ts, lib/protocol/fence.ts */
 proctype Worker(byte w) {
@@ -137,29 +181,51 @@ proctype Worker(byte w) {
   byte cur = 0;        /* its copy of the checkpoint cursor */
   byte outcome = 0;
   bit progressed = 0;  /* committed at least one unit in this invocation */
+  bool requeue = false; /* the message is the sweeper's requeue */
+  bool watching = false;
 #define me OWNER(w)
 
 end_idle:
   do
-  :: atomic { q > 0 -> q-- };               /* SQS delivers a message */
+  :: if
+     :: atomic { q > 0 -> q--; requeue = false }    /* SQS delivers a message */
+     :: atomic { rq > 0 -> rq--; requeue = true }   /* ... or the sweeper's requeue */
+     fi;
 
      /* 1. LeaseManager.tryAcquire: ONE conditional UpdateItem, generation + 1 */
+#ifdef VERSION_WATCH
      atomic {
        if
-       :: lease_owner == NONE || lapsed ->
-          printf("EVT w%d acquires the lease: generation %d (owner id %d; grant still in force: %d)\n",
-                 w, lease_gen + 1, me, live_grant);
-          assert(live_grant == 0);          /* EXCL: no grant in force is taken over */
-          assert(lease_gen < MAXGEN);       /* model bound (not a protocol property) */
-          lease_gen++;
-          g = lease_gen;
-          assert(g > max_issued);           /* TOKENS: strictly increasing, never reused */
-          max_issued = g;
-          lease_owner = me; lapsed = false; live_grant = g; holder = w;
-          CHECK_TOKENS
+       :: lease_owner == NONE -> GRANT
+       :: lease_owner != NONE && requeue -> seen_unchanged = seen_unchanged | (1 << w); watching = true;
+          printf("EVT w%d watches the lease of generation %d\n", w, lease_gen)
        :: else -> printf("EVT w%d: lease busy, message dropped\n", w)
        fi
      };
+     if
+     :: watching ->
+#ifndef SWEEPER_COUNT
+        /* job-steps.ts watchAndClaim: a full duration on ITS OWN clock. Unchanged for that long,
+         * the holder's grant has run out (the clock lapsed it); otherwise the version moved. */
+        (lapsed || (seen_unchanged & (1 << w)) == 0);
+#endif
+        atomic {
+          if
+          :: lease_owner == NONE || (seen_unchanged & (1 << w)) != 0 -> GRANT    /* version = :observed */
+          :: else -> printf("EVT w%d: the version moved (the holder renewed), busy\n", w)
+          fi;
+          watching = false
+        }
+     :: else -> skip
+     fi;
+#else
+     atomic {
+       if
+       :: lease_owner == NONE || lapsed -> GRANT
+       :: else -> printf("EVT w%d: lease busy, message dropped\n", w)
+       fi
+     };
+#endif
      if :: g == 0 -> goto ack :: else -> skip fi;
      CRASH_POINT;                           /* after-acquire */
 
@@ -200,7 +266,7 @@ end_idle:
         /* LeaseManager.renew: ONE conditional UpdateItem. (Two options, not if/else: an
          * `else` nested as the first statement of an option would be judged against the
          * enclosing selection, where `skip` is always executable.) */
-        :: atomic { HOLDS(me, g) -> lapsed = false; live_grant = lease_gen;
+        :: atomic { HOLDS(me, g) -> lapsed = false; live_grant = lease_gen; VERSION_CHANGES;
              printf("EVT w%d (generation %d) renews the lease of generation %d\n", w, g, lease_gen) }
         :: atomic { !HOLDS(me, g) ->                          /* LeaseLostError */
              printf("EVT w%d (generation %d): renewal refused, lease lost\n", w, g) };
@@ -227,6 +293,7 @@ commit: /* commitFencedUnit: ONE TransactWriteItems { fence, checkpoint, invoice
              assert(g >= started);         /* FENCE: nobody older commits after a newer read */
              assert(g >= job_gen);         /* FENCE: committed generations never go down */
              assert(g >= inv_gen[cur]);    /* FENCE: no upsert replaces a higher generation */
+             assert(g >= sealed);          /* SEAL: no token of an older epoch commits after the seal */
 #ifndef NO_FENCE
              SET_FENCE(g);
 #endif
@@ -268,7 +335,7 @@ commit: /* commitFencedUnit: ONE TransactWriteItems { fence, checkpoint, invoice
 superseded:
      RELEASE;
 ack:
-     atomic { g = 0; cur = 0; outcome = 0; progressed = 0 }
+     atomic { g = 0; cur = 0; outcome = 0; progressed = 0; requeue = false }
   od;
 dead:
   skip
@@ -288,15 +355,27 @@ end_clock:
   od
 }
 
-/* lib/workflow/sweeper.ts sweep (wall-clock verdict): an unfinished job whose lease is not live is
+/* lib/workflow/sweeper.ts sweep. Wall-clock verdict: an unfinished job whose lease is not live is
  * requeued by a conditional update on the observed heartbeat, then a queue send. Every
- * heartbeat is considered possibly stale (staleAfterMs is a timing parameter). */
+ * heartbeat is considered possibly stale (staleAfterMs is a timing parameter).
+ * Version-watch verdict: no clock at all. Two observations of (version, heartbeat) with
+ * anything in between, back-to-back sweeps included, trigger the requeue. */
 #ifndef NO_SWEEPER
 active proctype Sweeper() {
   bit h;
 end_sweep:
   do
-  :: atomic { !done -> h = hb };                     /* Query the unfinished-jobs index */
+  :: atomic { !done -> h = hb; seen_unchanged = seen_unchanged | SWEEPER_BIT };  /* Query the index (+ GetItem lease) */
+#ifdef VERSION_WATCH
+     atomic {                                        /* a later sweep: unchanged? claimRequeue, SendMessage */
+       if
+       :: !done && hb == h && (seen_unchanged & SWEEPER_BIT) != 0 -> hb = 1 - hb;
+          if :: rq < RQMAX -> rq++ :: else -> skip fi;
+          printf("EVT sweeper requeues the job (seen unchanged)\n")
+       :: else -> skip
+       fi
+     };
+#else
      if
      :: lease_owner == NONE || lapsed ->             /* GetItem on the lease: not live */
         atomic {                                     /* claimRequeue, then SendMessage */
@@ -308,8 +387,27 @@ end_sweep:
         }
      :: else -> skip
      fi;
+#endif
      h = 0
   od
+}
+#endif
+
+#ifdef SEAL
+/* The DR drill (lib/protocol/epochs.ts seal, after raiseEpoch and a redeploy): the lease
+ * counter, then the fence its key protects, to the new epoch's floor. Workers that acquire
+ * afterwards draw from the raised counter; holders of older tokens are still running. */
+active proctype Operator() {
+  atomic { lease_gen < EPOCH_FLOOR -> lease_gen = EPOCH_FLOOR; printf("EVT seal: the lease counter -> %d\n", EPOCH_FLOOR) };
+  atomic {
+#ifdef SEAL_SKIPS_ABSENT
+    if :: fence_exists && fence < EPOCH_FLOOR -> fence = EPOCH_FLOOR :: else -> skip fi;
+#else
+    if :: fence < EPOCH_FLOOR -> fence = EPOCH_FLOOR; fence_exists = true :: else -> skip fi;
+#endif
+    sealed = EPOCH_FLOOR;
+    printf("EVT seal complete: the fence is %d (it existed: %d)\n", fence, fence_exists)
+  }
 }
 #endif
 

@@ -347,7 +347,7 @@ describe('job inputs: parseInvoiceInput and createJob', () => {
       })
       .map(({ input, ...s }) => {
         const idOk = typeof s.id === 'string' && JOB_ID.test(s.id);
-        const unitsOk = typeof s.totalUnits === 'number' && Number.isSafeInteger(s.totalUnits) && s.totalUnits >= 0;
+        const unitsOk = typeof s.totalUnits === 'number' && Number.isSafeInteger(s.totalUnits) && s.totalUnits >= 1;
         const field = !idOk ? 'jobId' : !unitsOk ? 'totalUnits' : input.ok ? undefined : 'input';
         return { spec: { ...s, input: input.v }, field };
       })

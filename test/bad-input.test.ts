@@ -159,7 +159,7 @@ describe('bad input: a specific InvalidInputError and nothing written', () => {
   it('a bad epoch: negative, above MAX_EPOCH, not an integer', async () => {
     for (const epoch of [-1, MAX_EPOCH + 1, 1.5, Number.NaN]) {
       await rejectsField(() => raiseEpoch(t.dynamo.doc, t.names.leases, epoch), 'epoch');
-      await rejectsField(() => seal(t.dynamo.doc, [t.names.fences, t.names.leases], epoch), 'epoch');
+      await rejectsField(() => seal(t.dynamo.doc, t.names, epoch, { fencesOf: () => [] }), 'epoch');
       await rejectsField(() => manager(t, 'worker', { epoch }), 'epoch');
       await rejectsField(() => makeGeneration(epoch, 1), 'epoch');
     }

@@ -38,16 +38,16 @@ describe('what a chaos command runs', () => {
 describe('the chaos summary', () => {
   it('without controls it says they did not run, and one run has no rate', async () => {
     const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 } })).join('\n');
-    expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0');
+    expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0 LEASE=0');
     expect(text).toContain('negative controls: not run');
     expect(text).not.toMatch(/0\/0|NaN|runs\/min/);
   });
 
   it('a controls-only run prints no protocol line, and each control that ran', async () => {
-    const controls = { ...(await summary({})).controls, checkThenAct: { runs: 1, caught: 1 } };
+    const controls = { ...(await summary({})).controls, checkThenAct: { runs: 1, caught: 1, forced: { runs: 0, caught: 0 }, timed: { runs: 1, caught: 1 } } };
     const text = summaryLines(await summary({ controls, elapsedMs: 5_000 })).join('\n');
     expect(text).not.toContain('runs of the real protocol');
-    expect(text).toMatch(/control checkThenAct\s+caught 1\/1 \(100%\)/);
+    expect(text).toMatch(/control checkThenAct\s+caught 1\/1 \(100%\): timed 1\/1 \(100%\)$/m);
     expect(text).not.toMatch(/leaseOnly|0\/0|NaN/);
   });
 });
@@ -58,7 +58,7 @@ describe('npm run chaos -- --runs 1 --seed S', () => {
     expect(r.code, r.stderr).toBe(0);
     const s = JSON.parse(r.stdout);
     expect(s.runs).toBe(1);
-    for (const c of CONTROLS) expect(s.controls[c], c).toEqual({ runs: 0, caught: 0 });
+    for (const c of CONTROLS) expect(s.controls[c], c).toEqual({ runs: 0, caught: 0, forced: { runs: 0, caught: 0 }, timed: { runs: 0, caught: 0 } });
     expect(s.failedSeeds).toEqual([]);
   }, 90_000);
 

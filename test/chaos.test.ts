@@ -14,27 +14,44 @@ import { chaosRun } from './chaos/harness.js';
 const endpoint = inject('dynamoEndpoint');
 const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClient(endpoint) };
 
-/** The invariant each control must break (docs/verification.md, negative controls). */
-const BREAKS: Record<(typeof CONTROLS)[number], InvariantName> = {
+/** The invariant each control must break (docs/verification.md, negative controls); LEASE: a lease held by two. */
+const BREAKS: Record<(typeof CONTROLS)[number], InvariantName | 'LEASE'> = {
   leaseOnly: 'FENCE',
   checkThenAct: 'FENCE',
   separateFenceWrite: 'FENCE',
   counterReset: 'TOKENS',
+  fenceBypass: 'FENCE',
+  claimOnSweeperCount: 'LEASE',
 };
 
+/**
+ * The real protocol's CI seeds, one per dimension: 100 version-watch + the successor crashing
+ * after its fence raise + a DR drill; 101 wall-clock with clock skew beyond the bound; 102
+ * version-watch; 103 wall-clock with throttling and conflicts; 110 a drill in wall-clock mode.
+ */
+const SEEDS = [100, 101, 102, 103, 110];
+
 describe('chaos (fixed seeds)', () => {
-  it.concurrent.each([101, 102, 103])('seed %i: the real protocol keeps FENCE, ONCE, PROGRESS and TOKENS', async (seed) => {
+  it.concurrent.each(SEEDS)('seed %i: the real protocol keeps FENCE, ONCE, PROGRESS, TOKENS and no lease held by two', async (seed) => {
     const r = await chaosRun(env, seed, 'fenced');
     expect(r.error).toBeUndefined();
     expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations]))).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] });
+    expect(r.leaseViolation).toBe(false);
     // The schedule's incident really happened: the paused worker's write met the fence.
     expect(r.faultsFired).toContain('paused between read and write');
     expect(r.metrics[METRIC.staleGenerationRejected] ?? 0).toBeGreaterThanOrEqual(1);
-  }, 60_000);
+    if (r.schedule.incident === 'successor-crashes') expect(r.faultsFired).toContain('successor crashes after its fence raise');
+    if (r.schedule.drill !== undefined) expect(r.drill?.reports.map((x) => x.table)).toEqual([r.report.stats.jobs >= 0 ? expect.stringMatching(/leases$/) : '', expect.stringMatching(/fences$/)]);
+  }, 90_000);
 
-  it.concurrent.each(CONTROLS.map((c) => [c, BREAKS[c]] as const))('negative control %s is caught by the checker (%s)', async (variant, expected) => {
-    const r = await chaosRun(env, 101, variant);
-    expect(r.report.ok).toBe(false);
-    expect(r.report.invariants[expected].ok, JSON.stringify(r.report.invariants)).toBe(false);
-  }, 60_000);
+  // Each control twice: the incident's interleaving forced (seed 102, even) and left to timing (seed 103, odd).
+  it.concurrent.each(CONTROLS.flatMap((c) => [[c, 102, BREAKS[c]] as const, [c, 103, BREAKS[c]] as const]))('negative control %s (seed %i) is caught by the checker (%s)', async (variant, seed, expected) => {
+    const r = await chaosRun(env, seed, variant);
+    if (expected === 'LEASE') {
+      expect(r.leaseViolation, JSON.stringify(r.report.takeovers)).toBe(true);
+    } else {
+      expect(r.report.ok).toBe(false);
+      expect(r.report.invariants[expected].ok, JSON.stringify(r.report.invariants)).toBe(false);
+    }
+  }, 90_000);
 });

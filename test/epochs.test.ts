@@ -24,11 +24,15 @@ import {
   type Generation,
   type Lease,
 } from '../lib/protocol/index.js';
+import { fencesOfLease } from '../lib/workflow/index.js';
 import { makeTables, perTestTables, type TestTables } from './support/tables.js';
 import { countRequests } from './support/request-counter.js';
 import { acquire, fenceOf, getItem, manager, putJob, scanAll, unit } from './support/fixtures.js';
 
 const { tables } = perTestTables(import.meta.filename);
+
+/** The workflow's convention: `job#J` protects `invoices#J`. */
+const SEAL = { fencesOf: fencesOfLease };
 
 describe('raiseEpoch', () => {
   let t: TestTables;
@@ -69,7 +73,7 @@ describe('seal', () => {
 
     // The restore happened; the operator seals. No new holder has arrived yet.
     await raiseEpoch(t.dynamo.doc, t.names.leases, 1);
-    await seal(t.dynamo.doc, [t.names.fences, t.names.leases], 1);
+    await seal(t.dynamo.doc, t.names, 1, SEAL);
 
     expect(old.isSafe(lease)).toBe(true); // the old holder's local deadline has not passed
     const error = await commitFencedUnit(ctx, unit(t, job, lease.generation, 1, [inv(lease.generation, 1)])).catch((e: unknown) => e);
@@ -98,7 +102,7 @@ describe('seal', () => {
     await raiseFence({ doc: t.dynamo.doc }, fenceOf(t, 'held'), held.generation);
 
     await raiseEpoch(t.dynamo.doc, t.names.leases, 1);
-    await seal(t.dynamo.doc, [t.names.fences, t.names.leases], 1);
+    await seal(t.dynamo.doc, t.names, 1, SEAL);
 
     // A process still configured with epoch 0 cannot issue from a sealed counter...
     await expect(old.tryAcquire('job#released')).rejects.toBeInstanceOf(EpochBehindError);
@@ -136,33 +140,39 @@ describe('seal', () => {
     const newLease = await acquire(manager(t, 'new', { epoch: 1, clock }), 'job#new');
     await raiseEpoch(doc, t.names.leases, 1);
 
-    // The operator's seal dies after the fences table, before the leases table.
-    const crashed = seal(doc, [t.names.fences, t.names.leases], 1, {
+    // The operator's seal dies after the leases table, before the fences table.
+    const crashed = seal(doc, t.names, 1, {
+      ...SEAL,
       onProgress: (r) => {
-        if (r.table === t.names.fences) throw new Error('seal interrupted');
+        if (r.table === t.names.leases) throw new Error('seal interrupted');
       },
     });
     await expect(crashed).rejects.toThrow('seal interrupted');
-    expect((await getItem(t, t.names.fences, 'invoices#a'))?.generation).toBe(epochFloor(1));
-    expect((await getItem(t, t.names.leases, 'job#old'))?.generation).toBe(makeGeneration(0, 1));
+    expect((await getItem(t, t.names.leases, 'job#old'))?.generation).toBe(epochFloor(1));
+    expect((await getItem(t, t.names.fences, 'invoices#a'))?.generation).toBe(makeGeneration(0, 5));
 
-    const rerun = await seal(doc, [t.names.fences, t.names.leases], 1);
+    const rerun = await seal(doc, t.names, 1, SEAL);
     expect(rerun).toEqual([
-      { table: t.names.fences, scanned: 3, raised: 0 },
-      { table: t.names.leases, scanned: 3, raised: 1 }, // job#old; job#new is above; @epoch is skipped
+      { table: t.names.leases, scanned: 3, raised: 0 }, // job#old done before the crash; job#new is above; @epoch is skipped
+      // invoices#old and invoices#new: created by the crashed run; invoices#a and #b raised now; #c is above
+      { table: t.names.fences, scanned: 5, raised: 2, created: 0 },
     ]);
     // A further rerun writes nothing at all: it only scans.
     const counted = createDynamo({ endpoint: t.endpoint });
     const requests = countRequests(counted.client);
-    const again = await seal(counted.doc, [t.names.fences, t.names.leases], 1);
-    expect(again.map((r) => r.raised)).toEqual([0, 0]);
-    expect(Object.fromEntries(requests.counts)).toEqual({ Scan: 2 });
+    const again = await seal(counted.doc, t.names, 1, SEAL);
+    expect(again.map((r) => [r.raised, r.created ?? 0])).toEqual([
+      [0, 0],
+      [0, 0],
+    ]);
+    // The epoch record, two scans, and the (conditional, refused) raise of each lease key's fence.
+    expect(Object.fromEntries(requests.counts)).toEqual({ GetItem: 1, Scan: 2, UpdateItem: 2 });
     counted.client.destroy();
-    // Sealing an older epoch is a no-op too.
-    expect((await seal(doc, [t.names.fences, t.names.leases], 0)).map((r) => r.raised)).toEqual([0, 0]);
+    // Sealing any other epoch than the recorded one is refused, and writes nothing.
+    for (const other of [0, 2]) await expect(seal(doc, t.names, other, SEAL)).rejects.toMatchObject({ field: 'epoch' });
 
     const fences = Object.fromEntries((await scanAll(t, t.names.fences)).map((i) => [i.pk, i.generation]));
-    expect(fences).toEqual({ 'invoices#a': epochFloor(1), 'invoices#b': epochFloor(1), 'invoices#c': newer });
+    expect(fences).toEqual({ 'invoices#a': epochFloor(1), 'invoices#b': epochFloor(1), 'invoices#c': newer, 'invoices#old': epochFloor(1), 'invoices#new': epochFloor(1) });
     const leases = Object.fromEntries((await scanAll(t, t.names.leases)).map((i) => [i.pk, i.generation]));
     expect(leases).toEqual({ 'job#old': epochFloor(1), 'job#new': newLease.generation, [EPOCH_RECORD_KEY]: undefined });
     expect(newLease.generation).toBe(epochFloor(1) + 1);
@@ -175,8 +185,8 @@ describe('seal', () => {
     await old.release(await acquire(old, 'job#race'));
     await raiseFence({ doc: t.dynamo.doc }, fenceOf(t, 'race'), makeGeneration(0, 1));
 
-    // The seal scans each table, sees generation 0:1, and before it writes, a new-epoch holder
-    // acquires the lease (floor + 1) and raises the fence to it.
+    // The seal scans the leases, sees generation 0:1, and before it writes (the counter, then the
+    // fence that key protects), a new-epoch holder acquires the lease (floor + 1) and raises the fence to it.
     const fresh = manager(t, 'new', { epoch: 1, clock });
     let lease: Lease | undefined;
     const sealer = createDynamo({ endpoint: t.endpoint });
@@ -187,17 +197,23 @@ describe('seal', () => {
         const table = (args.input as { TableName?: string }).TableName ?? '';
         if (context.commandName === 'ScanCommand' && !interleaved.has(table)) {
           interleaved.add(table);
-          if (table === t.names.fences) await raiseFence({ doc: t.dynamo.doc }, fenceOf(t, 'race'), epochFloor(1) + 1 as Generation);
-          if (table === t.names.leases) lease = await acquire(fresh, 'job#race');
+          if (table === t.names.leases) {
+            lease = await acquire(fresh, 'job#race');
+            await raiseFence({ doc: t.dynamo.doc }, fenceOf(t, 'race'), lease.generation);
+          }
         }
         return out;
       },
       { step: 'initialize', name: 'interleaveAfterScan' },
     );
-    const reports = await seal(sealer.doc, [t.names.fences, t.names.leases], 1);
+    await raiseEpoch(t.dynamo.doc, t.names.leases, 1);
+    const reports = await seal(sealer.doc, t.names, 1, SEAL);
     sealer.client.destroy();
     expect(interleaved.size).toBe(2);
-    expect(reports.map((r) => r.raised)).toEqual([0, 0]);
+    expect(reports.map((r) => [r.raised, r.created ?? 0])).toEqual([
+      [0, 0],
+      [0, 0],
+    ]);
 
     expect(lease?.generation).toBe(epochFloor(1) + 1);
     expect((await getItem(t, t.names.fences, 'invoices#race'))?.generation).toBe(epochFloor(1) + 1);

@@ -1,21 +1,11 @@
 /**
- * The keeper on DynamoDB Local: background renewal, and the signal that tells protected work to
- * stop. Time is a ManualClock (it only moves when the test says so); network faults come from the
- * fault proxy.
+ * The keeper on DynamoDB Local: renewal when due (and only then), and the verdict that tells
+ * protected work to stop. Nothing runs in the background: the test calls keep() as the worker does
+ * between units. Time is a ManualClock (it only moves when the test says so); network faults
+ * come from the fault proxy.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  InvalidInputError,
-  leaseDeadline,
-  LeaseExpiredError,
-  LeaseKeeper,
-  LeaseLostError,
-  LeaseManager,
-  ManualClock,
-  skewedClock,
-  type Lease,
-  type LeaseConfig,
-} from '../lib/protocol/index.js';
+import { InvalidInputError, leaseDeadline, LeaseKeeper, LeaseLostError, LeaseManager, ManualClock, skewedClock, type LeaseConfig } from '../lib/protocol/index.js';
 import { acquire, getItem, until } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
 import { proxiedTables } from './support/tables.js';
@@ -24,145 +14,121 @@ const env = proxiedTables(import.meta.filename);
 const dynamo = env.dynamo;
 
 const D = 9_000; // duration; margin 900, drift 1 %: a grant sent at s is usable until s + 8010
-const INTERVAL = D / 3;
 
 const mgr = (owner: string, cfg: Partial<Omit<LeaseConfig, 'owner'>> = {}): LeaseManager => env.leases(owner, { durationMs: D, ...cfg });
 
 const lease = (key: string) => getItem(env.t, env.t.names.leases, key);
 
 describe('LeaseKeeper', () => {
-  it('renews in the background, moving the deadline forward past the original one; stop() ends renewals', async () => {
+  it('renews only when less than renewBelowMs remains, moving the deadline past the original one; one request per renewal, none otherwise', async () => {
     const key = 'job#keeper-renews';
     const clock = new ManualClock();
     const { doc, client } = dynamo();
     const counter = countRequests(client);
     const m = mgr('K', { doc, clock });
     const first = await acquire(m, key);
-    const renewed: Lease[] = [];
-    const keeper = new LeaseKeeper(m, first, { intervalMs: INTERVAL, onRenewed: (l) => renewed.push(l) });
-
-    for (let i = 1; i <= 4; i++) {
-      await clock.advance(INTERVAL);
-      await until(() => renewed.length === i, `renewal ${i}`);
-      expect(keeper.deadline).toBe(leaseDeadline(i * INTERVAL, m.rule));
-      expect(await lease(key)).toMatchObject({ owner: 'K', generation: first.generation, version: keeper.lease.version });
-    }
-    // 12 000 ms in: far past the first grant's deadline (8010), still held and safe.
-    expect(keeper.deadline).toBeGreaterThan(first.deadline + 3 * INTERVAL);
-    expect(keeper.signal.aborted).toBe(false);
-    expect(m.isSafe(keeper.lease)).toBe(true);
-
-    const last = await keeper.stop();
-    const after = await lease(key);
+    const keeper = new LeaseKeeper(m, first);
     counter.reset();
-    expect(clock.pendingSleepers).toBe(0);
-    await clock.advance(5 * D);
-    await new Promise((r) => setTimeout(r, 50));
+
+    expect(await keeper.keep()).toMatchObject({ kind: 'held', renewed: false });
+    await clock.advance(3_000); // 5010 ms left: above D/2
+    expect(await keeper.keep()).toMatchObject({ kind: 'held', renewed: false });
     expect(counter.total()).toBe(0);
-    expect(renewed).toHaveLength(4);
-    expect(await lease(key)).toEqual(after);
-    expect(after).toMatchObject({ version: last.version });
-    expect(keeper.signal.aborted).toBe(false); // stop() is not a failure
+
+    await clock.advance(1_000); // 4010 ms left: below D/2
+    const kept = await keeper.keep();
+    expect(kept).toMatchObject({ kind: 'held', renewed: true });
+    expect(counter.total()).toBe(1);
+    expect(keeper.lease.deadline).toBe(leaseDeadline(4_000, m.rule));
+    expect(keeper.lease.deadline).toBeGreaterThan(first.deadline);
+    expect(keeper.lease.generation).toBe(first.generation);
+    expect(await lease(key)).toMatchObject({ owner: 'K', version: keeper.lease.version });
+
+    await clock.advance(first.deadline - 4_000 + 1); // past the ORIGINAL deadline
+    expect(keeper.isSafe()).toBe(true);
+    expect(m.isSafe(first)).toBe(false);
   });
 
   it('renews on the real clock too (fractional performance.now() deadlines), keeping the lease safe past its first deadline', async () => {
     const key = 'job#keeper-real-clock';
-    const m = mgr('K', { durationMs: 1_500, marginMs: 100 }); // system clock
+    const m = env.leases('R', { durationMs: 600 });
     const first = await acquire(m, key);
-    const renewed: Lease[] = [];
-    const keeper = new LeaseKeeper(m, first, { intervalMs: 300, onRenewed: (l) => renewed.push(l) });
-    try {
-      await until(() => performance.now() > first.deadline + 100 || keeper.signal.aborted, 'past the first deadline', 2_000);
-      expect(keeper.signal.aborted).toBe(false);
-      expect(renewed.length).toBeGreaterThanOrEqual(3);
-      expect(m.isSafe(keeper.lease)).toBe(true);
-      expect(await lease(key)).toMatchObject({ owner: 'K', generation: first.generation });
-    } finally {
-      await keeper.stop();
-    }
+    const keeper = new LeaseKeeper(m, first, { renewBelowMs: 400 });
+    await new Promise((r) => setTimeout(r, 200)); // ~334 ms left: due
+    expect(await keeper.keep()).toMatchObject({ kind: 'held', renewed: true });
+    await new Promise((r) => setTimeout(r, first.deadline - performance.now() + 20));
+    expect(m.isSafe(first)).toBe(false);
+    expect(keeper.isSafe()).toBe(true);
   });
 
-  it('renewal timing out (blackholed) aborts the signal with LeaseExpiredError exactly when the last confirmed deadline passes, not before', async () => {
+  it('a renewal that hangs (blackholed) is abandoned exactly at the last confirmed deadline: uncertain, not before', async () => {
     const key = 'job#keeper-blackhole';
     const clock = new ManualClock();
-    const { doc } = dynamo({ viaProxy: true, maxAttempts: 1, requestTimeoutMs: 200 });
-    const m = mgr('K', { doc, clock }); // the keeper's renewals go through the proxy, 200 ms timeout
-    const l = await acquire(mgr('K', { clock }), key); // direct, default timeout: a cold engine can be slow
-    const itemBefore = await lease(key);
-    const hole = env.proxy.blackhole({ target: 'UpdateItem', when: (r) => r.json?.Key?.pk?.S === key, times: Infinity });
-    const keeper = new LeaseKeeper(m, l, { intervalMs: INTERVAL });
-    try {
-      await clock.advance(INTERVAL);
-      await hole.waitForHits(1);
-      // The renewal timed out (real 200 ms): uncertain, not lost. The keeper parks to retry.
-      await until(() => clock.pendingSleepers === 2, 'keeper retrying after the timeout');
-      expect(keeper.signal.aborted).toBe(false);
-
-      await clock.advance(l.deadline - 1 - clock.monotonicNow());
-      expect(keeper.signal.aborted).toBe(false);
-      await clock.advance(1);
-      expect(keeper.signal.aborted).toBe(true);
-      expect(keeper.signal.reason).toBeInstanceOf(LeaseExpiredError);
-      expect((keeper.signal.reason as LeaseExpiredError).generation).toBe(l.generation);
-      await hole.waitForHits(2); // it kept retrying meanwhile
-      // Nothing reached the store: the lease is merely uncertain to us, not taken.
-      expect(await lease(key)).toEqual(itemBefore);
-    } finally {
-      await keeper.stop();
-      hole.remove();
-    }
+    const { doc } = dynamo({ viaProxy: true, maxAttempts: 1, requestTimeoutMs: 60_000 });
+    const m = mgr('B', { doc, clock });
+    const first = await acquire(m, key);
+    const keeper = new LeaseKeeper(m, first);
+    await clock.advance(5_000); // due: 3010 ms left
+    const hole = env.proxy.blackhole({ target: 'UpdateItem' });
+    let settled = false;
+    const keeping = keeper.keep().finally(() => (settled = true));
+    await hole.waitForHits();
+    await until(() => clock.pendingSleepers > 0, 'the deadline watch');
+    await clock.advance(3_000);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(settled).toBe(false); // 10 ms before the deadline: still waiting for the answer
+    await clock.advance(20);
+    const r = await keeping;
+    expect(r.kind).toBe('uncertain');
+    expect(keeper.isSafe()).toBe(false);
+    hole.remove();
   });
 
-  it('renewal refused because another owner took the lease aborts the signal with LeaseLostError at once, long before the deadline', async () => {
+  it('a renewal refused because another owner took the lease is "lost" at once, long before the deadline', async () => {
     const key = 'job#keeper-lost';
     const clock = new ManualClock();
-    const m = mgr('A', { clock });
-    const l = await acquire(m, key);
-    const keeper = new LeaseKeeper(m, l, { intervalMs: INTERVAL });
-    // A was seized: B (whose wall clock is an hour ahead) sees the lease as expired and takes it.
-    const lb = await acquire(mgr('B', { clock: skewedClock(clock, 3_600_000) }), key);
-    const itemB = await lease(key);
-
-    await clock.advance(INTERVAL);
-    // Either the keeper fails, or it parks again to retry (2 sleepers): whichever comes first.
-    await until(() => keeper.signal.aborted || clock.pendingSleepers === 2, 'the renewal outcome');
-    expect(keeper.signal.aborted).toBe(true);
-    expect(clock.monotonicNow()).toBeLessThan(l.deadline);
-    const reason = keeper.signal.reason as LeaseLostError;
-    expect(reason).toBeInstanceOf(LeaseLostError);
-    expect(reason.holder).toMatchObject({ owner: 'B', generation: lb.generation });
-    expect(await lease(key)).toEqual(itemB);
-    await keeper.stop();
-    expect(clock.pendingSleepers).toBe(0);
+    const m = mgr('old', { clock });
+    const first = await acquire(m, key);
+    const keeper = new LeaseKeeper(m, first, { renewBelowMs: D - 1 });
+    // A contender whose wall clock runs ahead (beyond any skew bound) takes the lease while the
+    // keeper's own deadline is still far off.
+    await acquire(mgr('new', { clock: skewedClock(clock, D + 1) }), key);
+    const r = await keeper.keep();
+    expect(r.kind).toBe('lost');
+    expect(r.kind === 'lost' && r.error).toBeInstanceOf(LeaseLostError);
+    expect(await lease(key)).toMatchObject({ owner: 'new' });
   });
 
-  it('an interval above duration/3 is refused with InvalidInputError before anything is sent or scheduled', async () => {
-    const key = 'job#keeper-interval';
+  it('past the deadline (a paused holder) a renewal is still sent: it succeeds when nobody took the lease, its condition proves it, and the new deadline counts from its send time', async () => {
+    const key = 'job#keeper-late';
     const clock = new ManualClock();
-    const { doc, client } = dynamo();
-    const m = mgr('K', { doc, clock });
-    const l = await acquire(m, key);
-    const before = await lease(key);
-    const counter = countRequests(client);
+    const m = mgr('P', { clock });
+    const first = await acquire(m, key);
+    const keeper = new LeaseKeeper(m, first);
+    await clock.advance(D * 2);
+    expect(keeper.isSafe()).toBe(false);
+    expect(await keeper.keep()).toMatchObject({ kind: 'held', renewed: true });
+    expect(keeper.lease.deadline).toBe(leaseDeadline(D * 2, m.rule));
+    expect(keeper.lease.generation).toBe(first.generation);
+  });
 
-    const e = (() => {
-      try {
-        new LeaseKeeper(m, l, { intervalMs: D / 2 });
-      } catch (err) {
-        return err;
-      }
-      return undefined;
-    })();
-    expect(e).toBeInstanceOf(InvalidInputError);
-    expect((e as InvalidInputError).field).toBe('intervalMs');
-    expect(clock.pendingSleepers).toBe(0);
-    await clock.advance(2 * D);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(counter.total()).toBe(0);
-    expect(await lease(key)).toEqual(before);
+  it('beforeRenew runs before the renewal request (where fault injection delays a renewal), and only when one is due', async () => {
+    const key = 'job#keeper-hook';
+    const clock = new ManualClock();
+    const m = mgr('H', { clock });
+    const calls: number[] = [];
+    const keeper = new LeaseKeeper(m, await acquire(m, key), { beforeRenew: async () => void calls.push(clock.monotonicNow()) });
+    await keeper.keep();
+    await clock.advance(5_000);
+    await keeper.keep();
+    expect(calls).toEqual([5_000]);
+  });
 
-    // The boundary itself is allowed.
-    const ok = new LeaseKeeper(m, l, { intervalMs: D / 3 });
-    await ok.stop();
+  it('a threshold that is not inside (0, duration) is refused with InvalidInputError before anything is sent', async () => {
+    const m = mgr('X', { clock: new ManualClock() });
+    const l = await acquire(m, 'job#keeper-bad');
+    for (const renewBelowMs of [0, -1, D, D + 1, Number.NaN]) {
+      expect(() => new LeaseKeeper(m, l, { renewBelowMs })).toThrow(InvalidInputError);
+    }
   });
 });

@@ -13,6 +13,7 @@ import {
   LeaseLostError,
   makeGeneration,
   ManualClock,
+  MAX_EPOCH,
   MAX_SEQUENCE,
   SEQUENCE_SPACE,
   SequenceExhaustedError,
@@ -108,6 +109,28 @@ describe('local deadlines', () => {
   });
 });
 
+describe('local deadlines of a grant', () => {
+  it("an acquire's deadline counts from the send time: a grant whose response is delayed by D yields a deadline about D earlier than counting from arrival", async () => {
+    const key = 'job#acquire-deadline-from-send';
+    const { doc } = dynamo({ viaProxy: true, maxAttempts: 1 });
+    const rule = { durationMs: 5_000, maxDrift: 0.01, marginMs: 200 };
+    const m = mgr('A', { doc, ...rule });
+    const D = 400;
+    const slow = env.proxy.delay({ target: 'DynamoDB_20120810.UpdateItem', when: targets(key) }, D);
+
+    const sendTime = performance.now();
+    const grant = granted(await m.tryAcquire(key));
+    const arrival = performance.now();
+
+    expect(slow.hits).toBe(1);
+    expect(arrival - sendTime).toBeGreaterThanOrEqual(D - 5);
+    const usable = rule.durationMs * (1 - rule.maxDrift) - rule.marginMs;
+    expect(grant.deadline).toBeGreaterThanOrEqual(sendTime + usable);
+    expect(grant.deadline).toBeLessThanOrEqual(sendTime + usable + 50);
+    expect(arrival + usable - grant.deadline).toBeGreaterThanOrEqual(D - 5);
+  });
+});
+
 describe('ambiguous renewal', () => {
   it('a renewal whose response was lost after DynamoDB applied it succeeds on retry and the lease is kept', async () => {
     const key = 'job#ambiguous-renew';
@@ -198,6 +221,36 @@ describe('generations', () => {
     const before = await lease(key);
     await expect(mgr('stale-config', { epoch: 0 }).tryAcquire(key)).rejects.toBeInstanceOf(EpochBehindError);
     expect(await lease(key)).toEqual(before);
+  });
+});
+
+describe('the highest epoch and the new-epoch claim', () => {
+  it('at the highest epoch (2^21 - 1) the first acquire over an unsealed counter is granted MAX_EPOCH:1, and an exhausted sequence throws SequenceExhaustedError', async () => {
+    const key = 'job#max-epoch';
+    await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.leases, Item: { pk: key, generation: 5 } }));
+    const top = mgr('top', { epoch: MAX_EPOCH });
+    const first = granted(await top.tryAcquire(key));
+    expect(first.generation).toBe(makeGeneration(MAX_EPOCH, 1));
+    await top.release(first);
+
+    const full = 'job#max-epoch-exhausted';
+    await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.leases, Item: { pk: full, generation: epochCeiling(MAX_EPOCH) } }));
+    const before = await lease(full);
+    await expect(top.tryAcquire(full)).rejects.toBeInstanceOf(SequenceExhaustedError);
+    expect(await lease(full)).toEqual(before);
+  });
+
+  it("a lost response on the new-epoch claim: the SDK's retry finds its own grant and returns it, not a busy lease held by itself", async () => {
+    const key = 'job#new-epoch-lost';
+    await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.leases, Item: { pk: key, generation: 7 } }));
+    const { doc } = env.dynamo({ viaProxy: true, maxAttempts: 3 });
+    const lost = env.proxy.drop({ target: 'UpdateItem', when: (q) => targets(key)(q) && String(q.json?.UpdateExpression).includes(':first') });
+    const raised = mgr('new-epoch', { doc, epoch: 2 });
+    const r = await raised.tryAcquire(key);
+    expect(lost.hits).toBe(1);
+    const grant = granted(r);
+    expect(grant.generation).toBe(makeGeneration(2, 1));
+    expect(await lease(key)).toMatchObject({ owner: 'new-epoch', generation: makeGeneration(2, 1), version: grant.version });
   });
 });
 

@@ -133,7 +133,11 @@ describe('the ops CLI against the tables the main job left', () => {
     expect(proc.stdout).toBe('');
   });
 
-  it('seal --epoch 1, then status shows every fence and lease counter at 1:0', async () => {
+  it('seal refuses an epoch that is not the recorded one; raise-epoch 1 + seal --epoch 1, then status shows every fence and lease counter at 1:0', async () => {
+    const typo = await cli(['seal', '--epoch', '1', ...where]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/^error: epoch: the recorded epoch is 0; seal seals the recorded epoch only/);
+    expect((await cli(['raise-epoch', '--epoch', '1', ...where])).code).toBe(0);
     const sealed = await cli(['seal', '--epoch', '1', '--json', ...where]);
     expect(sealed.code).toBe(0);
     expect(JSON.parse(sealed.stdout)).toMatchObject({ epoch: 1 });
@@ -152,7 +156,7 @@ describe('the ops CLI against the tables the main job left', () => {
     // Sealing again is a no-op.
     const again = await cli(['seal', '--epoch', '1', '--json', ...where]);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout).tables.every((t: { raised: number }) => t.raised === 0)).toBe(true);
+    expect(JSON.parse(again.stdout).tables.every((t: { raised: number; created?: number }) => t.raised === 0 && (t.created ?? 0) === 0)).toBe(true);
   });
 });
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runModel, VARIANTS, type ModelReport } from '../model/run.js';
 
-const BROKEN = ['NO_FENCE', 'CHECK_THEN_ACT', 'RELEASE_NO_GEN', 'COUNTER_RESET'] as const;
+const BROKEN = ['NO_FENCE', 'CHECK_THEN_ACT', 'RELEASE_NO_GEN', 'COUNTER_RESET', 'SWEEPER_COUNT', 'SEAL_SKIPS_ABSENT'] as const;
 
 describe('model check (spin)', () => {
   let report: ModelReport;
@@ -32,23 +32,25 @@ describe('model check (spin)', () => {
     rmSync(trails, { recursive: true, force: true });
   });
 
-  it('checks the same variants as npm run model, including all four broken ones', () => {
+  it('checks the same variants as npm run model, including every broken one', () => {
     expect(Object.keys(report.variants)).toEqual(VARIANTS.map((v) => v.name));
     for (const name of BROKEN) expect(VARIANTS.find((v) => v.name === name)?.expect).toBe('refute');
   });
 
   it('verifies the safe model: safety and PROGRESS, complete searches, no errors', () => {
-    for (const name of ['safe', 'safe-3w']) {
+    for (const name of ['safe', 'safe-3w', 'safe-vw', 'safe-seal']) {
       const v = report.variants[name]!;
       expect(v.ok, `${name}: ${JSON.stringify(v.checks)}`).toBe(true);
       expect(v.errors).toBe(0);
       expect(v.complete).toBe(true);
       expect(v.states).toBeGreaterThan(10_000);
     }
-    const live = report.variants.safe!.checks.liveness;
-    expect(live?.errors).toBe(0);
-    expect(live?.complete).toBe(true);
-    expect(live?.panArgs).toEqual(expect.arrayContaining(['-a', '-f']));
+    for (const name of ['safe', 'safe-vw']) {
+      const live = report.variants[name]!.checks.liveness;
+      expect(live?.errors).toBe(0);
+      expect(live?.complete).toBe(true);
+      expect(live?.panArgs).toEqual(expect.arrayContaining(['-a', '-f']));
+    }
   });
 
   it.each(BROKEN)('refutes %s with a counterexample trail', (name) => {
@@ -67,6 +69,8 @@ describe('model check (spin)', () => {
     expect(report.variants.CHECK_THEN_ACT!.violation).toContain('g>=fence'); // FENCE: the fence item goes down
     expect(report.variants.RELEASE_NO_GEN!.violation).toContain('live_grant==0'); // EXCL: a live lease is freed and re-granted
     expect(report.variants.COUNTER_RESET!.violation).toMatch(/fence<=lease_gen|g>max_issued/); // TOKENS
+    expect(report.variants.SWEEPER_COUNT!.violation).toContain('live_grant==0'); // EXCL: a live lease handed to a second holder
+    expect(report.variants.SEAL_SKIPS_ABSENT!.violation).toContain('g>=sealed'); // SEAL: an old-epoch token commits after the seal
   });
 
   it('has a PROGRESS property with teeth: without the sweeper a crash leaves the job unfinished forever', () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createDynamo, InvalidInputError, skewedClock } from '../lib/protocol/index.js';
 import { claimRequeue, JOB_ATTR, leaseKeyOf, METRIC, readJob, sweep, sweepsToCover, type SweeperDeps } from '../lib/workflow/index.js';
-import { getItem, manager } from './support/fixtures.js';
+import { getItem, granted, manager, until } from './support/fixtures.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { context, createInvoiceJob, holdRequests, invariants, invoiceInput, workflow } from './support/workflow.js';
 
@@ -195,7 +195,7 @@ describe('version-watch sweeper: compares no clocks', () => {
   const sweepIntervalMs = 200;
   const needed = sweepsToCover(leaseMs, sweepIntervalMs);
 
-  it('requeues only after sweepsToCover() consecutive unchanged observations stored on the job; the message carries the version and a worker claims with it', async () => {
+  it('triggers a requeue only after sweepsToCover() consecutive unchanged observations stored on the job; the worker that gets it watches the lease a full duration on its own clock, then claims', async () => {
     expect(needed).toBe(4);
     const t = await tables();
     const w = workflow(t, { leaseMs, sweepIntervalMs, mode: { kind: 'version-watch' } });
@@ -218,8 +218,8 @@ describe('version-watch sweeper: compares no clocks', () => {
       expect(item?.[JOB_ATTR.sweepObservation]).toBe(`${version}|0|${job.heartbeatAt}`);
       expect(item?.[JOB_ATTR.sweepUnchanged]).toBe(i);
     }
-    // A message without the observed version cannot take the lease from a holder that never released it.
-    await w.queue.send({ jobId: job.id, reason: 'requeue' });
+    // A duplicate start message finds the lease held: acknowledged at once, nothing taken.
+    await w.queue.send({ jobId: job.id, reason: 'start' });
 
     expect(await sweep({ ...w.sweeperDeps, clock: clocks[0]! })).toMatchObject({ requeued: [job.id] });
     const item = await getItem(t, t.names.jobs, job.id);
@@ -227,12 +227,15 @@ describe('version-watch sweeper: compares no clocks', () => {
     expect(item?.[JOB_ATTR.sweepObservation]).toBeUndefined();
 
     const blind = w.deliver('X', 1);
-    expect(blind.bodies).toEqual([{ jobId: job.id, reason: 'requeue' }]);
+    expect(blind.bodies).toEqual([{ jobId: job.id, reason: 'start' }]);
     expect(await blind.done).toEqual({ batchItemFailures: [] });
     expect(w.telemetry.outcomeOf(blind.batch[0]!.messageId)).toBe('busy');
 
     const c = w.deliver('C', 1);
-    expect(c.bodies).toEqual([{ jobId: job.id, reason: 'requeue', observedVersion: version }]);
+    expect(c.bodies).toEqual([{ jobId: job.id, reason: 'requeue' }]);
+    await until(() => w.clock.pendingSleepers > 0, 'C watching the lease');
+    expect(w.telemetry.of('lease-watch', 'C')).toEqual([expect.objectContaining({ version, holder: 'A/0' })]);
+    await w.clock.advance(leaseMs * 1.01 + 50);
     expect(await c.done).toEqual({ batchItemFailures: [] });
     expect(w.telemetry.outcomeOf(c.batch[0]!.messageId)).toBe('done');
     expect(w.telemetry.of('lease-acquired', 'C')).toEqual([expect.objectContaining({ takeoverFrom: 'A/0' })]);
@@ -241,7 +244,7 @@ describe('version-watch sweeper: compares no clocks', () => {
     expect((await invariants(t)).ok).toBe(true);
   });
 
-  it('a job whose lease version keeps changing (a live holder renewing) is never requeued, and a stale observed version cannot claim it', async () => {
+  it('a job whose lease version keeps changing (a live holder renewing) is never requeued, and a worker watching it gives up busy', async () => {
     const t = await tables();
     const w = workflow(t, { leaseMs, sweepIntervalMs, mode: { kind: 'version-watch' } });
     const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-06', 4, 2));
@@ -249,7 +252,6 @@ describe('version-watch sweeper: compares no clocks', () => {
     const acquired = await holder.tryAcquire(leaseKeyOf(job.id));
     if (!acquired.ok) throw new Error('expected the lease');
     let lease = acquired.value;
-    const firstVersion = lease.version;
 
     // A long unit: no commit, no heartbeat, but the lease is renewed between sweeps.
     for (let i = 0; i < needed * 3; i++) {
@@ -263,13 +265,18 @@ describe('version-watch sweeper: compares no clocks', () => {
     expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ requeues: 0 });
     expect(w.queue.sent).toBe(0);
 
-    // A requeue message from an observation the holder has since renewed past: busy, nothing taken.
-    await w.queue.send({ jobId: job.id, reason: 'requeue', observedVersion: firstVersion });
+    // A requeue that arrives anyway (a manual one): the worker watches, the holder renews meanwhile.
+    await w.queue.send({ jobId: job.id, reason: 'requeue' });
     const late = w.deliver('L');
+    await until(() => w.clock.pendingSleepers > 0, 'L watching the lease');
+    await w.clock.advance(leaseMs / 2);
+    lease = await holder.renew(lease);
+    await w.clock.advance(leaseMs);
     expect(await late.done).toEqual({ batchItemFailures: [] });
     expect(w.telemetry.outcomeOf(late.batch[0]!.messageId)).toBe('busy');
     expect(await getItem(t, t.names.leases, leaseKeyOf(job.id))).toMatchObject({ owner: 'holder', generation: lease.generation, version: lease.version });
   });
+
   it('a commit stamped in the same millisecond as the observed heartbeat still cancels a requeue: the cursor moved', async () => {
     const t = await tables();
     const w = workflow(t); // a ManualClock that is never advanced: every heartbeat is the same instant
@@ -284,5 +291,84 @@ describe('version-watch sweeper: compares no clocks', () => {
     expect(after.heartbeatAt).toBe(observed.heartbeatAt);
     expect(await claimRequeue(t.dynamo.doc, t.names.jobs, observed, w.clock)).toBe(false);
     expect((await readJob(t.dynamo.doc, t.names.jobs, job.id))!.requeues).toBe(0);
+  });
+});
+
+describe('version-watch takeover: the claimant waits a full duration on its own clock, the sweeper only triggers', () => {
+  it('a paused live holder is never taken over however the sweeps are spaced: three sweeps in one millisecond trigger a requeue, and the claimant still waits its full duration', async () => {
+    const t = await tables();
+    const leaseMs = 10_000;
+    const w = workflow(t, { leaseMs, sweepIntervalMs: 60_000, mode: { kind: 'version-watch' } });
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-07', 4, 2)); // 2 units
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const paused = w.hooks.pause('before-commit', { owner: 'A', unit: 0 });
+    const a = w.deliver('A', 1);
+    await paused.reached;
+
+    // Back to back (Lambda's async retries, a backlog after a pause): no time passes between them.
+    const reports = [await w.sweeper({}), await w.sweeper({}), await w.sweeper({})];
+    expect(reports.flatMap((r) => r.requeued)).toEqual([job.id]);
+    const c = w.deliver('C', 1);
+    expect(c.bodies).toEqual([{ jobId: job.id, reason: 'requeue' }]);
+    await until(() => w.clock.pendingSleepers > 0, 'C watching the lease');
+    expect(w.telemetry.of('lease-watch', 'C')).toEqual([expect.objectContaining({ waitMs: expect.any(Number) })]);
+    expect(Number(w.telemetry.of('lease-watch', 'C')[0]!.waitMs)).toBeGreaterThanOrEqual(leaseMs);
+    expect(await getItem(t, t.names.leases, leaseKeyOf(job.id))).toMatchObject({ owner: 'A/0' });
+
+    // Half a lease later A wakes, renews (its version moves) and finishes; C's watch then fails.
+    await w.clock.advance(leaseMs / 2);
+    expect(await getItem(t, t.names.leases, leaseKeyOf(job.id))).toMatchObject({ owner: 'A/0' });
+    paused.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    await w.clock.advance(leaseMs);
+    expect(await c.done).toEqual({ batchItemFailures: [] });
+
+    expect(w.telemetry.of('lease-acquired').filter((e) => e.takeoverFrom !== undefined)).toEqual([]);
+    expect(w.telemetry.of('superseded')).toEqual([]);
+    expect(w.telemetry.units('A')).toEqual([0, 1]);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE' });
+    expect((await invariants(t)).ok).toBe(true);
+  });
+
+  it("a holder's longer recorded duration is respected: the sweeper's window and the claimant's wait are the holder's 300 s, not their own 120 s", async () => {
+    const t = await tables();
+    const own = 120_000;
+    const sweepIntervalMs = 60_000;
+    const w = workflow(t, { leaseMs: own, sweepIntervalMs, mode: { kind: 'version-watch' } });
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-08', 4, 2));
+    // A holder configured with a 300 s lease acquires and dies without a release.
+    const holder = manager(t, 'long-holder', { durationMs: 300_000, mode: { kind: 'version-watch' }, clock: w.clock });
+    granted(await holder.tryAcquire(leaseKeyOf(job.id)));
+
+    const requeuedAt: number[] = [];
+    for (let elapsed = 0; elapsed <= 600_000 && requeuedAt.length === 0; elapsed += sweepIntervalMs) {
+      if ((await w.sweeper({})).requeued.length > 0) requeuedAt.push(elapsed);
+      await w.clock.advance(sweepIntervalMs);
+    }
+    expect(requeuedAt[0]).toBeGreaterThanOrEqual(300_000 * 1.01);
+
+    // However early a trigger comes, the claimant's own wait is the holder's duration (a 15-minute invocation has the time).
+    const c = w.deliver('C', 1, () => 900_000);
+    await until(() => w.clock.pendingSleepers > 0, 'C watching the lease');
+    expect(Number(w.telemetry.of('lease-watch', 'C')[0]!.waitMs)).toBeGreaterThanOrEqual(300_000 * 1.01);
+    await w.clock.advance(300_000);
+    expect(await getItem(t, t.names.leases, leaseKeyOf(job.id))).toMatchObject({ owner: 'long-holder' });
+    await w.clock.advance(5_000);
+    expect(await c.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.of('lease-acquired', 'C')).toEqual([expect.objectContaining({ takeoverFrom: 'long-holder' })]);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE' });
+  });
+
+  it('a duplicate start message (not a requeue) finds the lease held and is acknowledged at once: only the sweeper\'s trigger makes a worker wait', async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 10_000, mode: { kind: 'version-watch' } });
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-09', 4, 2));
+    const holder = manager(t, 'holder', { durationMs: 10_000, mode: { kind: 'version-watch' }, clock: w.clock });
+    granted(await holder.tryAcquire(leaseKeyOf(job.id)));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const d = w.deliver('D', 1);
+    expect(await d.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(d.batch[0]!.messageId)).toBe('busy');
+    expect(w.clock.pendingSleepers).toBe(0);
   });
 });

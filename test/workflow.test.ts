@@ -5,11 +5,25 @@
  * when the test says so (lease expiry, staleness), and the fault proxy loses responses.
  * Each test ends with the invariant checker reading the tables and their streams back.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createDynamo } from '../lib/protocol/index.js';
+import { createDynamo, epochFloor, InvalidInputError, makeGeneration, raiseEpoch, raiseFence, seal, StaleGenerationError, systemClock } from '../lib/protocol/index.js';
 import { customerId } from '../lib/workloads/invoices.js';
-import { createJob, JOB_ATTR, METRIC, readJob, UNFINISHED, UNFINISHED_INDEX } from '../lib/workflow/index.js';
+import {
+  createJob,
+  fenceKeyOf,
+  fencesOfLease,
+  InvalidJobItemError,
+  JOB_ATTR,
+  JobNotFoundError,
+  markFailed,
+  MAX_UNIT_FAILURES,
+  METRIC,
+  readJob,
+  UNFINISHED,
+  UNFINISHED_INDEX,
+} from '../lib/workflow/index.js';
+import { FullBatchFailureError } from '../functions/worker-handler.js';
 import { getItem, scanAll } from './support/fixtures.js';
 import { startFaultProxy, type ProxiedRequest } from './support/proxy.js';
 import { perTestTables, type TestTables } from './support/tables.js';
@@ -134,6 +148,88 @@ describe('recovery: crashes, pauses, time running out', () => {
     expect(w.telemetry.units('B')).toEqual([1, 2, 3]);
     expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 4, generation: bInfo.generation });
     await expectOneChargePerCustomer(t, input.period, 8);
+    await expectInvariantsHold(t);
+  });
+
+  it("the successor raises the fence BEFORE it reads the checkpoint: at the proxy its fence UpdateItem precedes its Jobs read, and a stale holder's commit between that read and the successor's commit is rejected", async () => {
+    const t = await tables();
+    const proxy = await startFaultProxy(t.endpoint);
+    cleanups.push(() => proxy.close());
+    const via = createDynamo({ endpoint: proxy.endpoint });
+    cleanups.push(() => via.client.destroy());
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800, workerDoc: via.doc });
+    const input = invoiceInput('2026-07', 6, 2); // 3 units
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const aStall = w.hooks.pause('before-commit', { owner: 'A', unit: 0 });
+    const a = w.deliver('A');
+    await aStall.reached;
+    await w.clock.advance(1_000);
+    expect((await w.sweeper({})).requeued).toEqual([job.id]);
+
+    const seen: string[] = [];
+    proxy.inject({ times: Infinity, when: (q) => (seen.push(`${q.operation} ${String(q.json?.TableName ?? '')}`), false) }, { kind: 'delay', ms: 0 });
+    const bRead = w.hooks.pause('after-checkpoint-read', { owner: 'B' });
+    const b = w.deliver('B');
+    await bRead.reached;
+    const fenceRaise = seen.indexOf(`UpdateItem ${t.names.fences}`);
+    const checkpointRead = seen.lastIndexOf(`GetItem ${t.names.jobs}`);
+    expect(seen).toEqual([`GetItem ${t.names.jobs}`, `UpdateItem ${t.names.leases}`, `UpdateItem ${t.names.fences}`, `GetItem ${t.names.jobs}`]);
+    expect(fenceRaise).toBeLessThan(checkpointRead);
+
+    // B holds what it read; A wakes and commits unit 0 against the checkpoint B read.
+    aStall.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
+    expect(w.telemetry.of('commit-rejected', 'A')).toHaveLength(1);
+    expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ cursor: 0 });
+    bRead.release();
+    expect(await b.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.units('B')).toEqual([0, 1, 2]);
+    await expectInvariantsHold(t);
+  });
+
+  it("a stale holder's late fence raise cannot lower the fence: it is superseded, and the fence stays at the successor's generation", async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-08', 4, 2));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    // A acquires and stalls before raising its fence; B takes over, raises and finishes.
+    const aStall = w.hooks.pause('after-acquire', { owner: 'A' });
+    const a = w.deliver('A');
+    const aInfo = await aStall.reached;
+    await w.clock.advance(1_000);
+    expect((await w.sweeper({})).requeued).toEqual([job.id]);
+    const b = w.deliver('B');
+    expect(await b.done).toEqual({ batchItemFailures: [] });
+    const bGeneration = Number(w.telemetry.of('lease-acquired', 'B')[0]!.generation);
+    expect(bGeneration).toBeGreaterThan(aInfo.generation!);
+
+    aStall.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.of('superseded', 'A')).toEqual([expect.objectContaining({ why: 'fence-raise', by: bGeneration })]);
+    expect(await getItem(t, t.names.fences, `invoices#${job.id}`)).toMatchObject({ generation: bGeneration });
+    await expectInvariantsHold(t);
+  });
+
+  it('a rerun of committed units (the Jobs table restored from an older backup) repeats no charge: the once-only keys stop it, the invoices are upserted', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const input = invoiceInput('2026-09', 6, 2);
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    expect(await w.deliver('A').done).toEqual({ batchItemFailures: [] });
+    const charges = await chargesOf(t, input.period);
+
+    // The restore brings back the job as it was before the run (cursor 0, PENDING, unfinished).
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { ...(await getItem(t, t.names.jobs, job.id)), cursor: 0, status: 'PENDING', unfinished: UNFINISHED } }));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const rerun = w.deliver('B');
+    expect(await rerun.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(rerun.batch[0]!.messageId)).toBe('done');
+    expect(w.telemetry.get(METRIC.duplicatesSuppressed)).toBe(6);
+    expect(await chargesOf(t, input.period)).toEqual(charges); // not one charge rewritten
+    await expectOneChargePerCustomer(t, input.period, 6);
     await expectInvariantsHold(t);
   });
 
@@ -284,5 +380,134 @@ describe('bad job input', () => {
     expect(await b.done).toEqual({ batchItemFailures: [] });
     expect(w.telemetry.outcomeOf(b.batch[0]!.messageId)).toBe('done');
     expect(await getItem(t, t.names.leases, `job#${job.id}`)).toEqual(lease);
+  });
+});
+
+describe('jobs that can never progress end, and say why', () => {
+  it('a job with no units is refused at creation with a typed error and nothing written; one stored with totalUnits 0 ends FAILED instead of "done" forever', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const refused = await createJob(t.dynamo.doc, t.names.jobs, { id: 'empty-run', totalUnits: 0, input: {} }, w.clock).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(InvalidInputError);
+    expect((refused as InvalidInputError).field).toBe('totalUnits');
+    expect(await scanAll(t, t.names.jobs)).toEqual([]);
+
+    // An item written by an older version (or by hand) with no units.
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-09', 4, 2));
+    await t.dynamo.doc.send(new UpdateCommand({ TableName: t.names.jobs, Key: { pk: job.id }, UpdateExpression: 'SET totalUnits = :z', ExpressionAttributeValues: { ':z': 0 } }));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const a = w.deliver('A');
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('failed');
+    const item = await getItem(t, t.names.jobs, job.id);
+    expect(item).toMatchObject({ status: 'FAILED' });
+    expect(String(item?.failureReason)).toMatch(/totalUnits/);
+    expect(item?.[JOB_ATTR.unfinished]).toBeUndefined();
+  });
+
+  it('markFailed decodes its cancellation: a missing job is JobNotFoundError, a newer fence StaleGenerationError with its generation, a conflict is retried', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const g = makeGeneration(0, 3);
+    const fences = { doc: t.dynamo.doc, clock: w.clock };
+    await raiseFence(fences, { table: t.names.fences, resource: fenceKeyOf('no-such-job') }, g);
+    const missing = await markFailed(t.dynamo.doc, t.names, 'no-such-job', g, 'bad input', w.clock).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(JobNotFoundError);
+    expect(await scanAll(t, t.names.jobs)).toEqual([]);
+
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-10', 4, 2));
+    await raiseFence(fences, { table: t.names.fences, resource: fenceKeyOf(job.id) }, makeGeneration(0, 4));
+    const stale = await markFailed(t.dynamo.doc, t.names, job.id, g, 'bad input', w.clock).catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(StaleGenerationError);
+    expect((stale as StaleGenerationError).current).toBe(makeGeneration(0, 4));
+    expect(await getItem(t, t.names.jobs, job.id)).toMatchObject({ status: 'PENDING' });
+
+    const proxy = await startFaultProxy(t.endpoint);
+    cleanups.push(() => proxy.close());
+    const via = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    cleanups.push(() => via.client.destroy());
+    const conflict = proxy.error({ target: 'TransactWriteItems' }, 'TransactionCanceledException', {
+      CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
+    });
+    // The retry backs off on the clock it is given: a real one here, the ManualClock never moves.
+    await markFailed(via.doc, t.names, job.id, makeGeneration(0, 4), 'bad input', systemClock);
+    expect(conflict.hits).toBe(1);
+    expect(await getItem(t, t.names.jobs, job.id)).toMatchObject({ status: 'FAILED', failureReason: 'bad input' });
+  });
+
+  it('a unit that keeps failing with a non-condition error (ValidationException) ends the job FAILED with the reason after MAX_UNIT_FAILURES attempts recorded on the job, releasing the lease each time', async () => {
+    const t = await tables();
+    const proxy = await startFaultProxy(t.endpoint);
+    cleanups.push(() => proxy.close());
+    const via = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    cleanups.push(() => via.client.destroy());
+    const w = workflow(t, { workerDoc: via.doc });
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-11', 6, 2)); // 3 units
+    const unitOf = (r: ProxiedRequest) => Number(r.json?.TransactItems?.[1]?.Update?.ExpressionAttributeValues?.[':expected']?.N);
+    const refused = proxy.error({ target: 'TransactWriteItems', times: Infinity, when: (r) => unitOf(r) === 1 }, 'ValidationException');
+
+    const outcomes: (string | undefined)[] = [];
+    for (let i = 0; i < MAX_UNIT_FAILURES; i++) {
+      await w.queue.send({ jobId: job.id, reason: 'start' });
+      const d = w.deliver(`A${i}`);
+      await d.done.catch(() => undefined); // a one-record batch whose record is retried fails as a whole
+      outcomes.push(w.telemetry.outcomeOf(d.batch[0]!.messageId));
+      expect(await getItem(t, t.names.leases, `job#${job.id}`)).not.toHaveProperty('owner'); // released every time
+    }
+    expect(outcomes).toEqual([...Array(MAX_UNIT_FAILURES - 1).fill('uncertain'), 'failed']);
+    expect(refused.hits).toBe(MAX_UNIT_FAILURES);
+    const item = await getItem(t, t.names.jobs, job.id);
+    expect(item).toMatchObject({ status: 'FAILED', cursor: 1, [JOB_ATTR.failures]: MAX_UNIT_FAILURES, [JOB_ATTR.failedUnit]: 1 });
+    expect(String(item?.failureReason)).toMatch(/unit 1 .*ValidationException/);
+    expect(item?.[JOB_ATTR.unfinished]).toBeUndefined();
+    expect(await w.sweeper({})).toMatchObject({ unfinished: 0, requeued: [] });
+    const report = await invariants(t);
+    expect(report.invariants.PROGRESS.violations).toEqual([expect.stringMatching(/FAILED/)]);
+    expect([report.invariants.FENCE.ok, report.invariants.ONCE.ok, report.invariants.TOKENS.ok]).toEqual([true, true, true]);
+  });
+
+  it('a job item with an unknown status is a typed error: the worker writes nothing, and the sweeper skips it and sweeps the others', async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
+    const odd = await createInvoiceJob(t, w.clock, invoiceInput('2026-12', 4, 2));
+    await t.dynamo.doc.send(new UpdateCommand({ TableName: t.names.jobs, Key: { pk: odd.id }, UpdateExpression: 'SET #s = :s', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':s': 'PAUSED' } }));
+    await expect(readJob(t.dynamo.doc, t.names.jobs, odd.id)).rejects.toBeInstanceOf(InvalidJobItemError);
+
+    await w.queue.send({ jobId: odd.id, reason: 'start' });
+    const a = w.deliver('A');
+    await expect(a.done).rejects.toThrow(FullBatchFailureError); // its only record failed: the whole batch is retried
+    expect(w.telemetry.of('record-error')).toEqual([expect.objectContaining({ error: expect.stringMatching(/InvalidJobItemError.*status/) })]);
+    expect(await scanAll(t, t.names.leases)).toEqual([]);
+    expect(await scanAll(t, t.names.fences)).toEqual([]);
+
+    const stale = await createInvoiceJob(t, w.clock, invoiceInput('2027-01', 4, 2));
+    await w.clock.advance(1_000);
+    const report = await w.sweeper({});
+    expect(report).toMatchObject({ unfinished: 2, unreadable: [odd.id], requeued: [stale.id] });
+  });
+});
+
+describe('disaster recovery', () => {
+  it('an old-epoch holder paused between its acquire and its first fence raise cannot commit after the seal: the seal created the fence its lease key protects', async () => {
+    const t = await tables();
+    const w = workflow(t); // workers configured with epoch 0
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2027-02', 4, 2));
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const paused = w.hooks.pause('after-acquire', { owner: 'A' });
+    const a = w.deliver('A');
+    await paused.reached;
+    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toBeUndefined(); // A never raised it
+
+    // The restore happened; the operator raises the epoch and seals while A is paused.
+    await raiseEpoch(t.dynamo.doc, t.names.leases, 1);
+    const reports = await seal(t.dynamo.doc, t.names, 1, { fencesOf: fencesOfLease });
+    expect(reports.find((r) => r.table === t.names.fences)).toMatchObject({ created: 1 });
+
+    paused.release();
+    expect(await a.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
+    expect(w.telemetry.of('superseded', 'A')).toEqual([expect.objectContaining({ why: 'fence-raise', by: epochFloor(1) })]);
+    expect(await scanAll(t, t.names.invoices)).toEqual([]);
+    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toMatchObject({ generation: epochFloor(1) });
   });
 });

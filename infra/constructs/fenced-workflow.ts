@@ -231,7 +231,7 @@ export class FencedWorkflow extends Construct {
       ...props.environment,
     };
     const starterEnvironment = { [ENV.customers]: String(props.invoiceCustomers ?? 1000) };
-    validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });
+    validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, workerTimeout, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });
     this.environment = environment;
 
     // ---- Compute ------------------------------------------------------------------------------

@@ -14,11 +14,13 @@ export interface DurationSettings {
   maxClockSkew: Duration;
   staleAfter: Duration;
   sweepInterval: Duration;
+  workerTimeout: Duration;
   effectsPerItem: number;
 }
 
 export function validateSettings(env: Record<string, string>, d: DurationSettings): void {
   const { leaseDuration: lease, maxClockSkew: skew, staleAfter, sweepInterval, effectsPerItem } = d;
+  validateWatch(env, lease, d.workerTimeout);
   sweepSettingsFromEnv(env, leaseSettingsFromEnv(env));
   // EventBridge Scheduler's rate() counts whole minutes; CDK would fail later with a bare error.
   if (sweepInterval.toSeconds() % 60 !== 0) throw new ConfigError('sweepInterval', `must be a whole number of minutes, got ${sweepInterval.toSeconds()} s`);
@@ -40,5 +42,18 @@ export function validateSettings(env: Record<string, string>, d: DurationSetting
       `staleAfter (${staleAfter.toMilliseconds()} ms) must exceed the lease duration plus the clock-skew bound ` +
         `(${lease.toMilliseconds() + skew.toMilliseconds()} ms): the sweeper would requeue jobs whose holder is still live`,
     );
+  }
+}
+
+/**
+ * Version-watch: a worker that receives the sweeper's requeue watches the lease for a full
+ * duration (plus drift) inside its own invocation before it claims, and keeps the handler's
+ * 10 s safety margin. A timeout shorter than that could never take over a dead holder's job.
+ */
+function validateWatch(env: Record<string, string>, lease: Duration, workerTimeout: Duration): void {
+  if (env[ENV.leaseMode] !== 'version-watch') return;
+  const needMs = lease.toMilliseconds() * 1.01 + 10_000 + 5_000;
+  if (workerTimeout.toMilliseconds() < needMs) {
+    throw new ConfigError('worker.timeout', `in version-watch mode the worker's timeout (${workerTimeout.toMilliseconds()} ms) must cover a full lease watch plus margins (${Math.ceil(needMs)} ms)`);
   }
 }

@@ -141,23 +141,33 @@ export async function tryAcquire(ctx: LeaseContext, keyIn: string, opts: { obser
   };
   const first = await sendGrant(ctx, attempt, 'next');
   if ('lease' in first) return ok(first.lease);
-
+  const own = ownEarlierGrant(ctx, attempt, first.holder);
+  if (own !== undefined) return ok(own);
   const holder = holderOf(first.holder);
-  // The SDK retried a request whose first response was lost, and the first one applied.
-  if (holder.version === attempt.version && holder.owner === ctx.owner && holder.generation !== undefined) {
-    return ok(leaseFrom(ctx, key, holder.generation, attempt.version, attempt.sendTime, attempt.expiresAt, takenFrom(first.holder)));
-  }
   if (!claim.isFree(holder)) return err(contended(ctx, key, holder, opts.observation));
 
-  // Free, but the counter is outside this epoch's range.
+  // Free, but the counter is outside this epoch's range. Compared with the ceiling, not with the
+  // next epoch's floor: at the highest epoch there is no next epoch to build a floor from.
   const g = holder.generation ?? 0;
-  if (g >= epochFloor(ctx.epoch + 1)) throw new EpochBehindError(key, ctx.epoch, g);
-  if (g >= epochCeiling(ctx.epoch)) throw new SequenceExhaustedError(key, ctx.epoch);
+  if (g > epochCeiling(ctx.epoch)) throw new EpochBehindError(key, ctx.epoch, g);
+  if (g === epochCeiling(ctx.epoch)) throw new SequenceExhaustedError(key, ctx.epoch);
   // g < floor: the epoch was raised but this counter not sealed yet. Start the new epoch.
   const second = await sendGrant(ctx, attempt, 'new-epoch');
   if ('lease' in second) return ok(second.lease);
+  const again = ownEarlierGrant(ctx, attempt, second.holder);
+  if (again !== undefined) return ok(again);
   // Someone else took it in between: report them as the holder.
   return err(contended(ctx, key, holderOf(second.holder), undefined));
+}
+
+/**
+ * The SDK retried a request whose first response was lost, and the first one applied: the item
+ * carries this attempt's own version and owner. Either grant step can be the one retried.
+ */
+function ownEarlierGrant(ctx: LeaseContext, a: Attempt, item: Item | undefined): Lease | undefined {
+  const holder = holderOf(item);
+  if (holder.version !== a.version || holder.owner !== ctx.owner || holder.generation === undefined) return undefined;
+  return leaseFrom(ctx, a.key, holder.generation, a.version, a.sendTime, a.expiresAt, takenFrom(item));
 }
 
 /** What a contender does next: sleep until the holder's expiry (wall-clock) or until its watch matures. */

@@ -2,7 +2,8 @@
  * A fenced unit is ONE TransactWriteItems:
  *   [0] fence      SET generation = :g          IF generation <= :g   (equal is allowed)
  *   [1] checkpoint SET cursor = :next, ...      IF cursor = :expected
- *   [2..] effects  upserts (fence only) and once-only creations (attribute_not_exists(pk))
+ *   [2..] effects  upserts (fence only) and once-only creations (attribute_not_exists(pk)),
+ *                  each stamped with the fence's generation and updatedAt (the tie, items.ts)
  * All or nothing: a stale holder's unit leaves no effect behind. This module builds and
  * validates it (everything DynamoDB would reject is refused before anything is sent) and
  * marshals it once; commit.ts sends it.
@@ -16,7 +17,7 @@ import { InvalidInputError } from './errors.js';
 import { assertFenceRef, type FenceRef } from './fence.js';
 import { asGeneration, type Generation } from './generation.js';
 import { assertEffectItem, ONCE_CONDITION, type Effect } from './idempotency.js';
-import { CHECKPOINT_ATTR, FENCE_ATTR } from './items.js';
+import { CHECKPOINT_ATTR, FENCE_ATTR, TIE_ATTR } from './items.js';
 
 export const MAX_TRANSACTION_ACTIONS = 100;
 /** A fenced unit's transaction carries the fence and the checkpoint; the rest is effects. */
@@ -110,14 +111,16 @@ export function buildFencedUnit(unit: FencedUnit, now: number): { items: Transac
     if (typeof effect.table !== 'string' || effect.table.length < 3) throw new InvalidInputError(`${field}.table`, 'must be a table name');
     assertEffectItem(effect.item, `${field}.item`);
     claim(effect.table, effect.item.pk, field);
-    const size = itemBytes(effect.item, `${field}.item`);
+    // The tie: every effect carries the unit's generation and `now`, as the fence item does.
+    const item = { ...effect.item, [TIE_ATTR.generation]: unit.generation, [TIE_ATTR.updatedAt]: now };
+    const size = itemBytes(item, `${field}.item`);
     effectBytes += size;
     if (size > MAX_ITEM_BYTES) throw new InvalidInputError(`${field}.item`, `item of ~${size} bytes exceeds DynamoDB's 400 KB item limit`);
     items.push({
       Put:
         effect.kind === 'once'
-          ? { TableName: effect.table, Item: effect.item, ConditionExpression: ONCE_CONDITION }
-          : { TableName: effect.table, Item: effect.item },
+          ? { TableName: effect.table, Item: item, ConditionExpression: ONCE_CONDITION }
+          : { TableName: effect.table, Item: item },
     });
   });
 

@@ -33,7 +33,7 @@ export { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Rando
 
 // The lease: who may start, until when, with which generation.
 export { asLeaseKey, asOwnerId, LeaseManager, type Contended, type Holder, type Lease, type LeaseConfig, type LeaseMode, type Observation } from './lease.js';
-export { LeaseKeeper, validateRenewInterval, type KeeperOptions } from './keeper.js';
+export { LeaseKeeper, validateRenewBelow, type KeeperOptions, type KeepResult } from './keeper.js';
 
 // The fence: raised before reading, checked in the same transaction as every effect.
 export { assertFenceRef, raiseFence, type FenceContext, type FenceRef } from './fence.js';
@@ -54,7 +54,7 @@ export { commitFencedUnit, decodeCancellation, type CommitOutcome } from './comm
 export { assertEffectItem, ONCE_CONDITION, onceOnly, putOnce, upsert, type Effect, type EffectItem } from './idempotency.js';
 
 // The items the protocol reads and writes (the attribute contract).
-export { CHECKPOINT_ATTR, FENCE_ATTR, LEASE_ATTR } from './items.js';
+export { CHECKPOINT_ATTR, FENCE_ATTR, LEASE_ATTR, TIE_ATTR } from './items.js';
 
 // Outcomes and errors: a Result for expected outcomes, one typed error per failure.
 export { err, ok, type Err, type Ok, type Result } from './result.js';

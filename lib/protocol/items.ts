@@ -25,3 +25,11 @@ export const FENCE_ATTR = { key: 'pk', generation: 'generation', updatedAt: 'upd
  * `generation` the last generation that committed one. The fenced unit manages both.
  */
 export const CHECKPOINT_ATTR = { key: 'pk', cursor: 'cursor', generation: 'generation' } as const;
+
+/**
+ * The tie between a fence and its effects: a fenced unit writes the fence with `generation = :g`
+ * and `updatedAt = :now`, and stamps every effect item of the unit with the same two values, so a
+ * checker can prove from the streams alone that each effect was written in a transaction that
+ * also passed the fence (DESIGN.md, "The tie between a fence and its effects").
+ */
+export const TIE_ATTR = { generation: 'generation', updatedAt: 'updatedAt' } as const;

@@ -1,114 +1,87 @@
 /**
- * Renews a lease in the background and tells protected work when to stop.
+ * Keeps a lease: renews it when its remaining time falls below a threshold, and says when
+ * protected work must stop. The holder calls `keep()` between pieces of protected work (the
+ * workflow's worker calls it before every unit), so nothing runs in the background: a frozen or
+ * killed process renews nothing, a Lambda container thawed for the next invocation has no stray
+ * timer renewing an old lease, and what the tests drive is what runs.
  *
- * `signal` aborts when a renewal is refused (LeaseLostError) or when the last confirmed
- * deadline passes with no renewal confirmed (LeaseExpiredError: renewal uncertain). Protected
- * work must check it before each effect; the fence still rejects whatever was already in flight.
+ *   held        the lease is safe to use until `lease.deadline` (renewed if it was due)
+ *   lost        the renewal was refused: someone else holds it; stop (nothing to release)
+ *   uncertain   the renewal was not confirmed before the deadline; stop issuing protected work
+ *               (the fence still rejects whatever was already in flight)
  */
-import { fullJitter, type Random } from './backoff.js';
-import type { Clock } from './clock.js';
-import { InvalidInputError, LeaseExpiredError, LeaseLostError } from './errors.js';
+import { InvalidInputError, LeaseLostError } from './errors.js';
 import type { Lease, LeaseManager } from './lease.js';
 
+export type KeepResult =
+  | { readonly kind: 'held'; readonly lease: Lease; readonly renewed: boolean }
+  | { readonly kind: 'lost'; readonly error: LeaseLostError }
+  | { readonly kind: 'uncertain'; readonly cause: unknown };
+
 export interface KeeperOptions {
-  /** Time between renewals; at most duration/3 so two renewals can fail before the deadline. */
-  intervalMs: number;
-  random?: Random;
-  onRenewed?: (lease: Lease) => void;
+  /** Renew when less than this remains before the local deadline. Default: half the duration. */
+  renewBelowMs?: number;
+  /** Awaited before each renewal request: where fault injection delays a renewal. */
+  beforeRenew?: () => Promise<void>;
 }
 
-export function validateRenewInterval(intervalMs: number, durationMs: number): void {
-  if (!(Number.isFinite(intervalMs) && intervalMs > 0 && intervalMs <= durationMs / 3)) {
-    throw new InvalidInputError(
-      'intervalMs',
-      `renew interval must be > 0 and <= duration/3 (${durationMs / 3} ms), got ${intervalMs}`,
-    );
+export function validateRenewBelow(renewBelowMs: number, durationMs: number): void {
+  if (!(Number.isFinite(renewBelowMs) && renewBelowMs > 0 && renewBelowMs < durationMs)) {
+    throw new InvalidInputError('renewBelowMs', `must be > 0 and < the lease duration (${durationMs} ms), got ${renewBelowMs}`);
   }
 }
 
 export class LeaseKeeper {
   private current: Lease;
-  private readonly controller = new AbortController();
-  private readonly stopController = new AbortController();
-  private deadlineWatch = new AbortController();
-  private readonly clock: Clock;
-  private readonly loop: Promise<void>;
+  private readonly renewBelowMs: number;
 
   constructor(
     private readonly manager: LeaseManager,
     lease: Lease,
-    private readonly opts: KeeperOptions,
+    private readonly opts: KeeperOptions = {},
   ) {
-    validateRenewInterval(opts.intervalMs, manager.rule.durationMs);
+    this.renewBelowMs = opts.renewBelowMs ?? manager.rule.durationMs / 2;
+    validateRenewBelow(this.renewBelowMs, manager.rule.durationMs);
     this.current = lease;
-    this.clock = manager.clock;
-    this.armDeadline();
-    this.loop = this.run();
   }
 
+  /** The lease as last confirmed (its deadline moves with every confirmed renewal). */
   get lease(): Lease {
     return this.current;
   }
 
-  /** The local deadline (monotonic) of the last confirmed renewal. */
-  get deadline(): number {
-    return this.current.deadline;
+  /** True while the local deadline has not passed: protected work may still be issued. */
+  isSafe(): boolean {
+    return this.manager.isSafe(this.current);
   }
 
-  /** Aborts when protected work must stop. `signal.reason` is the typed error. */
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** Stops renewing (does not release). Resolves when the background loop has ended. */
-  async stop(): Promise<Lease> {
-    this.stopController.abort();
-    this.deadlineWatch.abort();
-    await this.loop;
-    return this.current;
-  }
-
-  private fail(error: Error): void {
-    if (!this.controller.signal.aborted) this.controller.abort(error);
-    this.deadlineWatch.abort();
-  }
-
-  /** A timer at the deadline, re-armed by every confirmed renewal. */
-  private armDeadline(): void {
-    this.deadlineWatch.abort();
-    const watch = new AbortController();
-    this.deadlineWatch = watch;
-    const lease = this.current;
-    this.clock.sleep(lease.deadline - this.clock.monotonicNow(), watch.signal).then(
-      () => this.fail(new LeaseExpiredError(lease.key, lease.generation)),
-      () => undefined,
-    );
-  }
-
-  private async run(): Promise<void> {
-    let failures = 0;
-    const stop = this.stopController.signal;
-    while (!stop.aborted && !this.controller.signal.aborted) {
-      const wait = failures === 0 ? this.opts.intervalMs : Math.min(this.opts.intervalMs, fullJitter(failures, undefined, this.opts.random));
-      try {
-        await this.clock.sleep(wait, stop);
-      } catch {
-        return;
-      }
-      // Don't let one renewal hang past the deadline: after it, the answer no longer matters.
-      // (AbortSignal.timeout throws RangeError on a fractional delay: performance.now() is fractional.)
-      const budget = Math.max(1, Math.ceil(this.current.deadline - this.clock.monotonicNow()));
-      const attempt = AbortSignal.any([stop, AbortSignal.timeout(budget)]);
-      try {
-        this.current = await this.manager.renew(this.current, { abortSignal: attempt });
-        failures = 0;
-        this.armDeadline();
-        this.opts.onRenewed?.(this.current);
-      } catch (e) {
-        if (e instanceof LeaseLostError) return this.fail(e);
-        // Timeout or network error: uncertain. Keep trying; the deadline watch decides.
-        failures++;
-      }
+  /** Renews when due; see the module comment for what each result means. */
+  async keep(): Promise<KeepResult> {
+    const clock = this.manager.clock;
+    if (this.current.deadline - clock.monotonicNow() >= this.renewBelowMs) return { kind: 'held', lease: this.current, renewed: false };
+    await this.opts.beforeRenew?.();
+    // A renewal sent before the deadline is abandoned AT the deadline (on the lease's own injected
+    // clock): after it the answer no longer matters. One sent after the deadline (a paused holder)
+    // may still succeed: its condition on owner AND generation proves nobody took the lease
+    // meanwhile, and its new deadline counts from its own send time.
+    const budget = this.current.deadline - clock.monotonicNow();
+    const atDeadline = new AbortController();
+    const done = new AbortController();
+    if (budget > 0) {
+      clock.sleep(budget, done.signal).then(
+        () => atDeadline.abort(new Error('the local deadline passed during the renewal')),
+        () => undefined,
+      );
+    }
+    try {
+      this.current = await this.manager.renew(this.current, { abortSignal: atDeadline.signal });
+      return { kind: 'held', lease: this.current, renewed: true };
+    } catch (e) {
+      if (e instanceof LeaseLostError) return { kind: 'lost', error: e };
+      // Timeout or network error: the renewal may or may not have applied.
+      return { kind: 'uncertain', cause: e };
+    } finally {
+      done.abort();
     }
   }
 }

@@ -17,18 +17,9 @@ export {
   type LeaseSettings,
   type SweepSettings,
 } from './config.js';
-export {
-  assertJobId,
-  claimRequeue,
-  createJob,
-  fenceKeyOf,
-  jobFromItem,
-  leaseKeyOf,
-  markFailed,
-  readJob,
-  type Job,
-  type JobStatus,
-} from './jobs.js';
+export { assertJobId, createJob, fenceKeyOf, fencesOfLease, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
+export { claimRequeue, markFailed, recordUnitFailure } from './job-writes.js';
+export { InvalidJobItemError, JobNotFoundError } from './errors.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {

@@ -7,8 +7,20 @@
  * and the two ways a holder leaves: release, and superseded (a newer generation owns the job).
  */
 import { randomUUID } from 'node:crypto';
-import { InvalidInputError, LeaseManager, StaleGenerationError, type FenceRef, type Generation, type Lease } from '../protocol/index.js';
-import { fenceKeyOf, leaseKeyOf, markFailed, readJob } from './jobs.js';
+import {
+  err,
+  InvalidInputError,
+  LeaseManager,
+  StaleGenerationError,
+  type Contended,
+  type FenceRef,
+  type Generation,
+  type Lease,
+  type Result,
+} from '../protocol/index.js';
+import { JobNotFoundError } from './errors.js';
+import { markFailed } from './job-writes.js';
+import { fenceKeyOf, leaseKeyOf, readJob, type Job } from './jobs.js';
 import { METRIC, type Telemetry } from './ports.js';
 import { fencedProtocol, type ProtocolOps, type WorkerDeps, type WorkerHooks, type WorkOutcome, type WorkRequest } from './worker.js';
 
@@ -37,6 +49,8 @@ export interface Held extends Run {
 
 /** After the checkpoint read: where the job stands and its parsed input. */
 export interface Ready extends Held {
+  /** The job as read after the fence raise (its failure count among it). */
+  readonly job: Job;
   readonly input: unknown;
   readonly totalUnits: number;
   readonly cursor: number;
@@ -78,14 +92,16 @@ export async function screenMessage(run: Run): Promise<WorkOutcome | undefined> 
   return undefined;
 }
 
-/** Step 1: one acquire attempt. A version-watch sweeper hands over its matured observation with the message. */
+/**
+ * Step 1: acquire. Held by someone else: a duplicate delivery, acknowledged at once, except for
+ * the sweeper's requeue in version-watch mode, where this worker watches the lease itself.
+ */
 export async function acquireLease(run: Run): Promise<Held | WorkOutcome> {
   const { jobId, owner, t } = run;
-  const observed = run.req.message.observedVersion;
-  const attempt = await run.leases.tryAcquire(
-    leaseKeyOf(jobId),
-    observed === undefined ? {} : { observation: { version: observed, at: Number.NEGATIVE_INFINITY, waitMs: 0 } },
-  );
+  let attempt = await run.leases.tryAcquire(leaseKeyOf(jobId));
+  if (!attempt.ok && run.leases.mode.kind === 'version-watch' && run.req.message.reason === 'requeue') {
+    attempt = await watchAndClaim(run, attempt.error);
+  }
   if (!attempt.ok) {
     t.count(METRIC.leaseBusy);
     t.event('lease-busy', { jobId, owner, holder: attempt.error.holder.owner, holderGeneration: attempt.error.holder.generation });
@@ -98,6 +114,23 @@ export async function acquireLease(run: Run): Promise<Held | WorkOutcome> {
   t.event('lease-acquired', { jobId, owner, generation: g, takeoverFrom: lease.takeoverFrom });
   await run.hooks.at('after-acquire', { jobId, owner, generation: g });
   return { ...run, lease, g, fence: { table: run.deps.tables.fences, resource: fenceKeyOf(jobId) }, units: 0 };
+}
+
+/**
+ * Version-watch: the version seen now must stay unchanged for a full lease duration ON THIS
+ * WORKER'S monotonic clock (the larger of its own duration and the holder's recorded one, with
+ * drift) before the claim. Nothing stands in for this wait: not the sweeper's count of unchanged
+ * sweeps (sweeps can run back to back), not another process's observation. Too little invocation
+ * time left to wait: busy (the sweeper triggers again).
+ */
+async function watchAndClaim(run: Run, seen: Contended): Promise<Result<Lease, Contended>> {
+  const { jobId, owner } = run;
+  if (seen.observation === undefined || seen.retryAfterMs > run.req.remainingTimeMs() - run.safetyMs) {
+    run.t.event('lease-watch-skipped', { jobId, owner, waitMs: seen.retryAfterMs, remainingMs: run.req.remainingTimeMs() });
+    return err(seen);
+  }
+  run.t.event('lease-watch', { jobId, owner, version: seen.observation.version, waitMs: seen.retryAfterMs, holder: seen.holder.owner });
+  return run.ops.watch(run.leases, leaseKeyOf(jobId), { ...seen, observation: seen.observation }, run.deps.clock);
 }
 
 /** Step 2: raise the fence to our generation. A refusal means we are obsolete already. */
@@ -128,6 +161,8 @@ export async function readCheckpoint(held: Held): Promise<Ready | WorkOutcome> {
     await release(held);
     return job.status === 'DONE' ? { kind: 'done', jobId, units: 0, generation: g } : { kind: 'failed', jobId, reason: job.failureReason ?? 'failed' };
   }
+  // Stored by an older version or by hand: a job with no units would be "done" and never DONE.
+  if (job.totalUnits < 1) return failJob(held, 'totalUnits must be >= 1: a job with no units can never be marked DONE');
   let input: unknown;
   try {
     input = held.deps.processor.parseInput(job.input);
@@ -135,7 +170,7 @@ export async function readCheckpoint(held: Held): Promise<Ready | WorkOutcome> {
     if (!(e instanceof InvalidInputError)) throw e;
     return failJob(held, e.message);
   }
-  return Object.assign(held, { input, totalUnits: job.totalUnits, cursor: job.cursor });
+  return Object.assign(held, { job, input, totalUnits: job.totalUnits, cursor: job.cursor });
 }
 
 /** Input that can never succeed: the job ends FAILED (a fenced write), out of the sweeper's reach. */
@@ -143,9 +178,13 @@ async function failJob(held: Held, reason: string): Promise<WorkOutcome> {
   const { jobId, owner, g } = held;
   try {
     await markFailed(held.deps.doc, held.deps.tables, jobId, g, reason, held.deps.clock);
-  } catch (stale) {
-    if (stale instanceof StaleGenerationError) return superseded(held, undefined, 'mark-failed');
-    throw stale;
+  } catch (e) {
+    if (e instanceof StaleGenerationError) return superseded(held, e.current, 'mark-failed');
+    if (e instanceof JobNotFoundError) {
+      await release(held);
+      return { kind: 'not-found', jobId };
+    }
+    throw e;
   }
   held.t.count(METRIC.jobsFailed);
   held.t.event('job-failed', { jobId, owner, generation: g, reason });

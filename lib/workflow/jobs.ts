@@ -4,22 +4,15 @@
  * inside fenced units; `unfinished` exists only while the job is PENDING or RUNNING, so the
  * sweeper's index holds exactly the jobs that may need recovery.
  */
-import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import {
-  conditionFailureItem,
-  describeValue,
-  FENCE_ATTR,
-  InvalidInputError,
-  isConditionalCheckFailed,
-  itemBytes,
-  MAX_ITEM_BYTES,
-  StaleGenerationError,
-  type Clock,
-  type Generation,
-} from '../protocol/index.js';
+import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { conditionFailureItem, describeValue, InvalidInputError, isConditionalCheckFailed, itemBytes, MAX_ITEM_BYTES, type Clock } from '../protocol/index.js';
+import { InvalidJobItemError } from './errors.js';
 import { JOB_ATTR as J, UNFINISHED } from './schema.js';
 
 export type JobStatus = 'PENDING' | 'RUNNING' | 'DONE' | 'FAILED';
+
+/** Attempts at one unit that fail with an error no retry can fix, before the job ends FAILED. */
+export const MAX_UNIT_FAILURES = 3;
 
 export interface Job {
   id: string;
@@ -32,6 +25,9 @@ export interface Job {
   input: Record<string, unknown>;
   createdAt: number;
   failureReason?: string;
+  /** Failed attempts at `failedUnit` with an error no retry can fix. */
+  failures?: number;
+  failedUnit?: number;
   sweepObservation?: string;
   sweepUnchanged?: number;
 }
@@ -46,20 +42,41 @@ export function assertJobId(id: unknown): asserts id is string {
 
 export const leaseKeyOf = (jobId: string): string => `job#${jobId}`;
 export const fenceKeyOf = (jobId: string): string => `invoices#${jobId}`;
+/** The fences a lease key protects, for the seal (protocol epochs.ts): `job#J` protects `invoices#J`. */
+export const fencesOfLease = (leaseKey: string): string[] => (leaseKey.startsWith('job#') ? [fenceKeyOf(leaseKey.slice('job#'.length))] : []);
 
+const STATUSES: readonly JobStatus[] = ['PENDING', 'RUNNING', 'DONE', 'FAILED'];
+
+/**
+ * A job as the Jobs contract describes it, checked: an item with an unknown status or a cursor
+ * that is not a count is an error, never a job to run (a typo'd status would otherwise be run
+ * as if unfinished).
+ */
 export function jobFromItem(item: Record<string, unknown>): Job {
+  const id = String(item[J.key]);
+  const count = (attr: string, fallback: number | undefined): number => {
+    const v = item[attr] ?? fallback;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new InvalidJobItemError(id, attr, `must be an integer >= 0, got ${describeValue(v)}`);
+    return v;
+  };
+  const status = item[J.status];
+  if (!STATUSES.includes(status as JobStatus)) throw new InvalidJobItemError(id, J.status, `must be one of ${STATUSES.join(', ')}, got ${describeValue(status)}`);
+  const input = item[J.input] ?? {};
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new InvalidJobItemError(id, J.input, 'must be a map');
   const job: Job = {
-    id: String(item[J.key]),
-    status: item[J.status] as JobStatus,
-    cursor: Number(item[J.cursor] ?? 0),
-    totalUnits: Number(item[J.totalUnits] ?? 0),
+    id,
+    status: status as JobStatus,
+    cursor: count(J.cursor, 0),
+    totalUnits: count(J.totalUnits, undefined),
     heartbeatAt: Number(item[J.heartbeatAt] ?? 0),
     requeues: Number(item[J.requeues] ?? 0),
-    input: (item[J.input] as Record<string, unknown>) ?? {},
+    input: input as Record<string, unknown>,
     createdAt: Number(item[J.createdAt] ?? 0),
   };
   if (typeof item[J.generation] === 'number') job.generation = item[J.generation] as number;
   if (typeof item[J.failureReason] === 'string') job.failureReason = item[J.failureReason] as string;
+  if (typeof item[J.failures] === 'number') job.failures = item[J.failures] as number;
+  if (typeof item[J.failedUnit] === 'number') job.failedUnit = item[J.failedUnit] as number;
   if (typeof item[J.sweepObservation] === 'string') job.sweepObservation = item[J.sweepObservation] as string;
   if (typeof item[J.sweepUnchanged] === 'number') job.sweepUnchanged = item[J.sweepUnchanged] as number;
   return job;
@@ -76,8 +93,9 @@ export async function createJob(
   clock: Clock,
 ): Promise<{ job: Job; created: boolean }> {
   assertJobId(spec?.id);
-  if (!Number.isSafeInteger(spec.totalUnits) || spec.totalUnits < 0) {
-    throw new InvalidInputError('totalUnits', 'must be an integer >= 0');
+  // A job with no units would never commit the unit that marks it DONE.
+  if (!Number.isSafeInteger(spec.totalUnits) || spec.totalUnits < 1) {
+    throw new InvalidInputError('totalUnits', `must be an integer >= 1, got ${describeValue(spec.totalUnits)}`);
   }
   if (typeof spec.input !== 'object' || spec.input === null || Array.isArray(spec.input)) throw new InvalidInputError('input', 'must be an object');
   // Refused here, not by the SDK's marshaller or DynamoDB (bare errors): NaN, symbols, cycles, > 400 KB.
@@ -114,97 +132,4 @@ export async function createJob(
 export async function readJob(doc: DynamoDBDocumentClient, table: string, id: string): Promise<Job | undefined> {
   const out = await doc.send(new GetCommand({ TableName: table, Key: { [J.key]: id }, ConsistentRead: true }));
   return out.Item === undefined ? undefined : jobFromItem(out.Item);
-}
-
-/**
- * Ends a job that can never succeed (bad input): FAILED with the reason, out of the sweeper's
- * index so it is not retried forever. Fenced like any other write: a ConditionCheck on the
- * fence in the same transaction, so an obsolete holder cannot fail a job a newer one runs.
- */
-export async function markFailed(
-  doc: DynamoDBDocumentClient,
-  tables: { jobs: string; fences: string },
-  jobId: string,
-  generation: Generation,
-  reason: string,
-  clock: Clock,
-): Promise<void> {
-  try {
-    await doc.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            ConditionCheck: {
-              TableName: tables.fences,
-              Key: { [FENCE_ATTR.key]: fenceKeyOf(jobId) },
-              ConditionExpression: '#g <= :g',
-              ExpressionAttributeNames: { '#g': FENCE_ATTR.generation },
-              ExpressionAttributeValues: { ':g': generation },
-            },
-          },
-          {
-            Update: {
-              TableName: tables.jobs,
-              Key: { [J.key]: jobId },
-              ConditionExpression: 'attribute_exists(pk)',
-              UpdateExpression: 'SET #s = :failed, #r = :reason, #h = :now, #gen = :g REMOVE #u',
-              ExpressionAttributeNames: { '#s': J.status, '#r': J.failureReason, '#h': J.heartbeatAt, '#gen': J.generation, '#u': J.unfinished },
-              ExpressionAttributeValues: { ':failed': 'FAILED', ':reason': reason.slice(0, 1_000), ':now': clock.wallNow(), ':g': generation },
-            },
-          },
-        ],
-      }),
-    );
-  } catch (e) {
-    if (e instanceof Error && e.name === 'TransactionCanceledException') {
-      throw new StaleGenerationError(fenceKeyOf(jobId), generation, undefined);
-    }
-    throw e;
-  }
-}
-
-/**
- * The sweeper's requeue claim: conditional on the heartbeat it observed, so a live worker's
- * progress cancels it and of two overlapping sweeps only one wins. Moves the heartbeat to now
- * so the requeued worker gets a full staleness window before the next requeue.
- */
-export async function claimRequeue(
-  doc: DynamoDBDocumentClient,
-  table: string,
-  job: Job,
-  clock: Clock,
-  extraCondition?: { expression: string; values: Record<string, unknown>; names: Record<string, string> },
-): Promise<boolean> {
-  try {
-    await doc.send(
-      new UpdateCommand({
-        TableName: table,
-        Key: { [J.key]: job.id },
-        // Heartbeat AND cursor: a commit always moves the cursor, even one stamped in the same millisecond.
-        ConditionExpression: `#h = :observed AND #c = :cursor AND attribute_exists(#u)` + (extraCondition ? ` AND (${extraCondition.expression})` : ''),
-        UpdateExpression: 'SET #h = :now, #q = if_not_exists(#q, :zero) + :one, #su = :zero REMOVE #so',
-        ExpressionAttributeNames: {
-          '#h': J.heartbeatAt,
-          '#c': J.cursor,
-          '#u': J.unfinished,
-          '#q': J.requeues,
-          '#su': J.sweepUnchanged,
-          '#so': J.sweepObservation,
-          ...extraCondition?.names,
-        },
-        ExpressionAttributeValues: {
-          ':observed': job.heartbeatAt,
-          ':cursor': job.cursor,
-          ':now': Math.max(clock.wallNow(), job.heartbeatAt + 1),
-          ':zero': 0,
-          ':one': 1,
-          ...extraCondition?.values,
-        },
-      }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  }
 }

@@ -3,12 +3,14 @@
  * and Powertools, the local runtime to an in-process queue and an in-memory sink.
  */
 
-/** The work queue's message body. `observedVersion`: a version-watch sweeper's matured observation. */
+/** The work queue's message body. */
 export interface WorkMessage {
   jobId: string;
-  /** Set by the sweeper in version-watch mode: the lease version it saw unchanged long enough. */
-  observedVersion?: string;
-  /** Why the message was sent: start, continuation, requeue (for logs). */
+  /**
+   * Why the message was sent. In version-watch mode a `requeue` (the sweeper's trigger) makes the
+   * worker watch a held lease for a full duration before it claims; any other message finding
+   * the lease held is a duplicate and is acknowledged at once.
+   */
   reason?: 'start' | 'continuation' | 'requeue';
 }
 

@@ -43,6 +43,9 @@ export const JOB_ATTR = {
   input: 'input',
   createdAt: 'createdAt',
   failureReason: 'failureReason',
+  /** Consecutive failed attempts at `failedUnit` with an error no retry can fix (ValidationException...). */
+  failures: 'failures',
+  failedUnit: 'failedUnit',
   /** Present only while the job is unfinished: the partition key of the sparse sweeper index. */
   unfinished: 'unfinished',
   /** The sweeper's stored observations for version-watch mode (no clock comparison). */

@@ -10,12 +10,16 @@
  *   (compares clocks, under the same skew bound as the lease).
  * - version-watch mode: compares no clocks. Each sweep records what it saw (lease version,
  *   cursor, heartbeat) on the job; a job seen unchanged over enough consecutive sweeps to cover
- *   a lease duration plus margin is requeued, with the lease version in the message so the
- *   worker can claim exactly that version.
+ *   the holder's lease (the larger of its recorded duration and ours) plus margin is requeued.
+ *   That is a TRIGGER only: sweeps can run back to back, so the count proves nothing about time.
+ *   The worker that receives the requeue watches the lease a full duration on its own clock
+ *   before it claims (job-steps.ts watchAndClaim).
  */
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError, isConditionalCheckFailed, LEASE_ATTR as L, type Clock, type LeaseMode } from '../protocol/index.js';
-import { claimRequeue, jobFromItem, leaseKeyOf, type Job } from './jobs.js';
+import { InvalidJobItemError } from './errors.js';
+import { claimRequeue } from './job-writes.js';
+import { jobFromItem, leaseKeyOf, type Job } from './jobs.js';
 import { METRIC, type Telemetry, type WorkQueue } from './ports.js';
 import { JOB_ATTR as J, UNFINISHED, UNFINISHED_INDEX, type TableNames } from './schema.js';
 
@@ -37,6 +41,8 @@ export interface SweepReport {
   requeued: string[];
   live: number;
   watching: number;
+  /** Unfinished job items that break the Jobs contract (an unknown status...): skipped, never requeued. */
+  unreadable: string[];
   oldestUnfinishedAgeMs: number;
   /**
    * Set when the sweep ran short of time before the end of the index: where the next sweep
@@ -66,13 +72,13 @@ export function sweepsToCover(durationMs: number, sweepIntervalMs: number, maxDr
   return Math.ceil((durationMs * (1 + maxDrift)) / sweepIntervalMs) + 1;
 }
 
-/** Each unfinished job with its index position (the ExclusiveStartKey that resumes just after it). */
-async function* unfinishedJobs(
+/** Each unfinished job item with its index position (the ExclusiveStartKey that resumes just after it). */
+async function* unfinishedItems(
   doc: DynamoDBDocumentClient,
   table: string,
   from: Record<string, unknown> | undefined,
   pageSize: number | undefined,
-): AsyncGenerator<{ job: Job; after: Record<string, unknown> }> {
+): AsyncGenerator<{ item: Record<string, unknown>; after: Record<string, unknown> }> {
   let start = from;
   do {
     // The index is eventually consistent: a job may appear a moment late or linger a moment
@@ -89,7 +95,7 @@ async function* unfinishedJobs(
       }),
     );
     for (const item of page.Items ?? []) {
-      yield { job: jobFromItem(item), after: { [J.key]: item[J.key], [J.unfinished]: item[J.unfinished], [J.heartbeatAt]: item[J.heartbeatAt] } };
+      yield { item, after: { [J.key]: item[J.key], [J.unfinished]: item[J.unfinished], [J.heartbeatAt]: item[J.heartbeatAt] } };
     }
     start = page.LastEvaluatedKey;
   } while (start !== undefined);
@@ -100,11 +106,11 @@ export async function sweep(deps: SweeperDeps, window: SweepWindow = {}): Promis
     throw new InvalidInputError('staleAfterMs', 'must exceed the lease duration');
   }
   if (!(deps.sweepIntervalMs > 0)) throw new InvalidInputError('sweepIntervalMs', 'must be > 0');
-  const report: SweepReport = { unfinished: 0, requeued: [], live: 0, watching: 0, oldestUnfinishedAgeMs: 0 };
+  const report: SweepReport = { unfinished: 0, requeued: [], live: 0, watching: 0, unreadable: [], oldestUnfinishedAgeMs: 0 };
   const now = deps.clock.wallNow();
   const reserveMs = window.reserveMs ?? 10_000;
   let position: Record<string, unknown> | undefined;
-  for await (const { job, after } of unfinishedJobs(deps.doc, deps.tables.jobs, window.resumeFrom, window.pageSize)) {
+  for await (const { item, after } of unfinishedItems(deps.doc, deps.tables.jobs, window.resumeFrom, window.pageSize)) {
     // Out of time: the next sweep starts with this job. At least one job per sweep, so even a
     // budget spent before the first one makes progress.
     if (position !== undefined && window.remainingTimeMs !== undefined && window.remainingTimeMs() < reserveMs) {
@@ -113,6 +119,8 @@ export async function sweep(deps: SweeperDeps, window: SweepWindow = {}): Promis
     }
     position = after;
     report.unfinished++;
+    const job = readable(deps, item, report);
+    if (job === undefined) continue;
     report.oldestUnfinishedAgeMs = Math.max(report.oldestUnfinishedAgeMs, now - job.createdAt);
     const lease = (
       await deps.doc.send(new GetCommand({ TableName: deps.tables.leases, Key: { [L.key]: leaseKeyOf(job.id) }, ConsistentRead: true }))
@@ -121,9 +129,9 @@ export async function sweep(deps: SweeperDeps, window: SweepWindow = {}): Promis
       deps.lease.mode.kind === 'wall-clock'
         ? wallClockVerdict(deps, job, lease, now, deps.lease.mode.maxClockSkewMs, report)
         : await versionWatchVerdict(deps, job, lease, report);
-    if (requeue === false) continue;
+    if (!requeue) continue;
     if (!(await claimRequeue(deps.doc, deps.tables.jobs, job, deps.clock))) continue;
-    await deps.queue.send({ jobId: job.id, reason: 'requeue', ...(requeue.observedVersion ? { observedVersion: requeue.observedVersion } : {}) });
+    await deps.queue.send({ jobId: job.id, reason: 'requeue' });
     report.requeued.push(job.id);
     deps.telemetry.count(METRIC.jobsRequeued);
     deps.telemetry.event('job-requeued', { jobId: job.id, cursor: job.cursor, requeues: job.requeues + 1 });
@@ -132,7 +140,18 @@ export async function sweep(deps: SweeperDeps, window: SweepWindow = {}): Promis
   return report;
 }
 
-type Verdict = false | { observedVersion?: string };
+/** The job, or undefined (reported, never requeued) when its item breaks the contract: one bad item must not stop the sweep. */
+function readable(deps: SweeperDeps, item: Record<string, unknown>, report: SweepReport): Job | undefined {
+  try {
+    return jobFromItem(item);
+  } catch (e) {
+    if (!(e instanceof InvalidJobItemError)) throw e;
+    report.unreadable.push(String(item[J.key]));
+    deps.telemetry.event('job-unreadable', { jobId: String(item[J.key]), error: e.message });
+    return undefined;
+  }
+}
+
 
 function wallClockVerdict(
   deps: SweeperDeps,
@@ -141,14 +160,14 @@ function wallClockVerdict(
   now: number,
   maxSkew: number,
   report: SweepReport,
-): Verdict {
+): boolean {
   if (job.heartbeatAt >= now - deps.staleAfterMs) return false;
   const expiresAt = lease?.[L.expiresAt];
   if (lease?.[L.owner] !== undefined && typeof expiresAt === 'number' && expiresAt >= now - maxSkew) {
     report.live++;
     return false;
   }
-  return {};
+  return true;
 }
 
 async function versionWatchVerdict(
@@ -156,14 +175,14 @@ async function versionWatchVerdict(
   job: Job,
   lease: Record<string, unknown> | undefined,
   report: SweepReport,
-): Promise<Verdict> {
+): Promise<boolean> {
   const version = typeof lease?.[L.version] === 'string' ? (lease[L.version] as string) : 'none';
   const observation = `${version}|${job.cursor}|${job.heartbeatAt}`;
   const unchanged = job.sweepObservation === observation ? (job.sweepUnchanged ?? 0) + 1 : 0;
-  const needed = sweepsToCover(deps.lease.durationMs, deps.sweepIntervalMs, deps.lease.maxDrift);
-  if (unchanged >= needed) {
-    return lease?.[L.owner] === undefined ? {} : { observedVersion: version };
-  }
+  // The holder's own recorded duration, when longer than ours: a 300 s holder is not stale after 120 s.
+  const holderMs = typeof lease?.[L.durationMs] === 'number' ? (lease[L.durationMs] as number) : 0;
+  const needed = sweepsToCover(Math.max(deps.lease.durationMs, holderMs), deps.sweepIntervalMs, deps.lease.maxDrift);
+  if (unchanged >= needed) return true;
   report.watching++;
   try {
     // Conditional on what this sweep read: of two overlapping sweeps only one counts.

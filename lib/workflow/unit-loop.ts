@@ -3,7 +3,17 @@
  * has time, commit ONE fenced transaction per unit; then finish (the last unit set DONE) or hand
  * off (release and enqueue a continuation).
  */
-import { CheckpointMovedError, EffectAlreadyExistsError, FencedError, LeaseLostError, StaleGenerationError, type Effect } from '../protocol/index.js';
+import {
+  CheckpointMovedError,
+  EffectAlreadyExistsError,
+  FencedError,
+  InvalidInputError,
+  LeaseKeeper,
+  StaleGenerationError,
+  TransactionFailedError,
+  type Effect,
+} from '../protocol/index.js';
+import { recordUnitFailure } from './job-writes.js';
 import { release, superseded, type Ready } from './job-steps.js';
 import { METRIC } from './ports.js';
 import { UnitDrafter, type Draft } from './unit-draft.js';
@@ -20,12 +30,23 @@ export async function runUnits(r: Ready): Promise<WorkOutcome> {
   const drafter = new UnitDrafter(r);
   // -Infinity: the invocation's first unit always stamps the heartbeat (and the last one always does).
   const loop: Loop = { cursor: r.cursor, lastBeat: Number.NEGATIVE_INFINITY, ahead: undefined };
+  // Renewal when less than half the lease remains, checked before every unit (nothing in the background).
+  const keeper = new LeaseKeeper(r.leases, r.lease, {
+    renewBelowMs: r.deps.lease.durationMs / 2,
+    beforeRenew: () => r.hooks.at('before-renew', { jobId: r.jobId, owner: r.owner, generation: r.g, unit: loop.cursor }),
+  });
   while (loop.cursor < r.totalUnits) {
-    const stop = await beforeUnit(r, loop.cursor);
+    const stop = await beforeUnit(r, keeper, loop.cursor);
     if (stop !== undefined) return stop;
     const wall = r.deps.clock.wallNow();
     // `ahead` is only ever drafted for the unit after the one that then committed: this cursor.
-    const current = loop.ahead !== undefined && wall - loop.ahead.now <= drafter.maxAgeMs ? loop.ahead : drafter.draft(loop.cursor, wall, loop.lastBeat);
+    let current: Draft;
+    try {
+      current = loop.ahead !== undefined && wall - loop.ahead.now <= drafter.maxAgeMs ? loop.ahead : drafter.draft(loop.cursor, wall, loop.lastBeat);
+    } catch (e) {
+      if (isPermanent(e)) return unitFailed(r, loop.cursor, e); // the processor cannot build this unit
+      throw e;
+    }
     loop.ahead = undefined;
     await r.hooks.at('before-commit', { jobId: r.jobId, owner: r.owner, generation: r.g, unit: loop.cursor });
     const end = await commitUnit(r, drafter, loop, current);
@@ -40,8 +61,8 @@ export async function runUnits(r: Ready): Promise<WorkOutcome> {
   return { kind: 'done', jobId: r.jobId, units: r.units, generation: r.g };
 }
 
-/** Before a unit: hand off when the invocation runs short; renew when the deadline nears; stop when it passed. */
-async function beforeUnit(r: Ready, cursor: number): Promise<WorkOutcome | undefined> {
+/** Before a unit: hand off when the invocation runs short; keep the lease (renew when due); stop when it is not safe. */
+async function beforeUnit(r: Ready, keeper: LeaseKeeper, cursor: number): Promise<WorkOutcome | undefined> {
   const { jobId, owner, g } = r;
   if (r.req.remainingTimeMs() < r.safetyMs) {
     await release(r);
@@ -49,37 +70,26 @@ async function beforeUnit(r: Ready, cursor: number): Promise<WorkOutcome | undef
     r.t.event('handed-off', { jobId, owner, generation: g, cursor });
     return { kind: 'handed-off', jobId, units: r.units, generation: g };
   }
-  if (r.lease.deadline - r.deps.clock.monotonicNow() < r.deps.lease.durationMs / 2) {
-    const lost = await renew(r, cursor);
-    if (lost !== undefined) return lost;
+  const kept = await keeper.keep();
+  if (kept.kind === 'lost') {
+    // Refused: someone else holds it now. Nothing to release.
+    r.t.count(METRIC.leaseLost);
+    r.t.event('lease-lost', { jobId, owner, generation: g, holder: kept.error.holder });
+    return { kind: 'superseded', jobId, units: r.units, generation: g, ...(kept.error.holder?.generation === undefined ? {} : { by: kept.error.holder.generation }) };
   }
-  if (!r.leases.isSafe(r.lease)) {
+  if (kept.kind === 'uncertain') {
+    r.t.event('lease-uncertain', { jobId, owner, generation: g, error: String(kept.cause) });
+    await release(r);
+    return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: kept.cause };
+  }
+  r.lease = kept.lease;
+  if (kept.renewed) r.t.event('lease-renewed', { jobId, owner, generation: g });
+  if (!keeper.isSafe()) {
     r.t.event('lease-uncertain', { jobId, owner, generation: g, error: 'local deadline passed' });
     await release(r);
     return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: 'deadline' };
   }
   return undefined;
-}
-
-/** Renews in place. Refused: the lease is lost (nothing to release). Unconfirmed: stop protected work. */
-async function renew(r: Ready, cursor: number): Promise<WorkOutcome | undefined> {
-  const { jobId, owner, g } = r;
-  await r.hooks.at('before-renew', { jobId, owner, generation: g, unit: cursor });
-  try {
-    r.lease = await r.leases.renew(r.lease);
-    r.t.event('lease-renewed', { jobId, owner, generation: g });
-    return undefined;
-  } catch (e) {
-    if (e instanceof LeaseLostError) {
-      r.t.count(METRIC.leaseLost);
-      r.t.event('lease-lost', { jobId, owner, generation: g, holder: e.holder });
-      return { kind: 'superseded', jobId, units: r.units, generation: g, ...(e.holder?.generation === undefined ? {} : { by: e.holder.generation }) };
-    }
-    // Timeout or network error: the renewal is uncertain. Stop issuing protected work.
-    r.t.event('lease-uncertain', { jobId, owner, generation: g, error: String(e) });
-    await release(r);
-    return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e };
-  }
 }
 
 /**
@@ -150,6 +160,7 @@ async function afterFailedCommit(
     r.t.event('duplicate-suppressed', { jobId, owner, generation: g, unit: cursor, keys: [...dup].map((k) => k.split('\u0000')[1]) });
     return { effects: remaining };
   }
+  if (isPermanent(e)) return { end: await unitFailed(r, cursor, e) };
   if (e instanceof FencedError) throw e;
   // Ambiguous (timeout, connection reset): resend the identical request while the lease is safe.
   if (attempt >= (r.deps.commitAttempts ?? 3) || !r.leases.isSafe(r.lease)) {
@@ -158,4 +169,31 @@ async function afterFailedCommit(
     return { end: { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e } };
   }
   return { effects };
+}
+
+/**
+ * Errors no resend can fix: the request itself is wrong (DynamoDB's ValidationException, a
+ * cancellation for a reason the library does not decode, a unit the library refuses to build).
+ * Configuration errors (AccessDenied, a missing table) are NOT among them: fixed, the job goes on.
+ */
+const isPermanent = (e: unknown): boolean =>
+  e instanceof TransactionFailedError || e instanceof InvalidInputError || (e instanceof Error && e.name === 'ValidationException');
+
+/** Counts the failed attempt on the job (fenced); at MAX_UNIT_FAILURES the job ends FAILED with the reason. */
+async function unitFailed(r: Ready, cursor: number, e: unknown): Promise<WorkOutcome> {
+  const { jobId, owner, g } = r;
+  const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  let recorded: { failures: number; failed: boolean };
+  try {
+    recorded = await recordUnitFailure(r.deps.doc, r.deps.tables, r.job, g, cursor, error, r.deps.clock);
+  } catch (x) {
+    if (x instanceof StaleGenerationError) return superseded(r, x.current, 'record-failure');
+    throw x;
+  }
+  r.t.event('unit-failed', { jobId, owner, generation: g, unit: cursor, failures: recorded.failures, error });
+  await release(r);
+  if (!recorded.failed) return { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e };
+  r.t.count(METRIC.jobsFailed);
+  r.t.event('job-failed', { jobId, owner, generation: g, reason: error });
+  return { kind: 'failed', jobId, reason: `unit ${cursor} failed ${recorded.failures} times: ${error}` };
 }

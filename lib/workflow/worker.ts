@@ -11,7 +11,18 @@
  * LAND; operation keys stop the current holder from repeating a once-only effect.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { commitFencedUnit, raiseFence, type Clock, type Generation, type Lease, type LeaseManager, type LeaseMode } from '../protocol/index.js';
+import {
+  commitFencedUnit,
+  raiseFence,
+  type Clock,
+  type Contended,
+  type Generation,
+  type Lease,
+  type LeaseManager,
+  type LeaseMode,
+  type Observation,
+  type Result,
+} from '../protocol/index.js';
 import type { Telemetry, WorkMessage, WorkQueue } from './ports.js';
 import type { Processor } from './processor.js';
 import type { TableNames } from './schema.js';
@@ -42,12 +53,18 @@ export interface ProtocolOps {
   raiseFence: typeof raiseFence;
   commitUnit: typeof commitFencedUnit;
   release: (leases: LeaseManager, lease: Lease) => Promise<{ released: boolean }>;
+  /** Version-watch: wait out the observation `seen` on this worker's own clock, then claim if the version is unchanged. */
+  watch: (leases: LeaseManager, key: string, seen: Contended & { observation: Observation }, clock: Clock) => Promise<Result<Lease, Contended>>;
 }
 
 export const fencedProtocol: ProtocolOps = {
   raiseFence,
   commitUnit: commitFencedUnit,
   release: (leases, lease) => leases.release(lease),
+  watch: async (leases, key, seen, clock) => {
+    await clock.sleep(seen.retryAfterMs);
+    return leases.tryAcquire(key, { observation: seen.observation });
+  },
 };
 
 export interface WorkerDeps {

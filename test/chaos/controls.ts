@@ -17,11 +17,11 @@ import {
 import { fencedProtocol, type ProtocolOps } from '../../lib/workflow/index.js';
 import type { FaultPoint } from '../../cli/faults.js';
 
-export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset'] as const;
+export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount'] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
 /** Called by a control between its check and its write: where the schedule puts its pause. */
-export type InsideCommit = (point: FaultPoint, info: { jobId: string; owner: string; unit?: number }) => Promise<void>;
+export type InsideCommit = (point: FaultPoint, info: { jobId: string; owner: string; generation?: number; unit?: number }) => Promise<void>;
 
 type Items = ReturnType<typeof buildFencedUnit>['items'];
 
@@ -35,19 +35,25 @@ function unconditional(items: Items): Items {
   return [{ Update: { ...rest, ExpressionAttributeValues: values } }, ...effects];
 }
 
-/** Sends the items; `withFence` says whether items[0] is the fence (else it is the checkpoint). */
+/**
+ * Sends the items; `withFence` says whether items[0] is the fence (else it is the checkpoint).
+ * A cancellation for a conflict with another transaction is retried, as the library does: the
+ * control's one mistake is the missing condition, not a give-up the real protocol never makes.
+ */
 async function send(ctx: FenceContext, unit: FencedUnit, items: Items, withFence = false): Promise<CommitOutcome> {
-  try {
-    await ctx.doc.send(new TransactWriteCommand({ TransactItems: items }));
-    return { status: 'committed', attempts: 1 };
-  } catch (e) {
-    if (e instanceof Error && e.name === 'TransactionCanceledException') {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await ctx.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      return { status: 'committed', attempts: attempt };
+    } catch (e) {
+      if (!(e instanceof Error) || e.name !== 'TransactionCanceledException') throw e;
       // Realign the reasons with [fence, checkpoint, ...effects] for the library's decoder.
       const reasons = (e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
       const decoded = decodeCancellation(unit, withFence ? reasons : [{ Code: 'None' }, ...reasons], e);
       if (decoded instanceof Error) throw decoded;
+      if (decoded !== 'conflict' || attempt >= 5) throw e;
+      await new Promise((r) => setTimeout(r, 10 * attempt));
     }
-    throw e;
   }
 }
 
@@ -62,7 +68,7 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: { d
     if (checked.has(key)) return;
     await check();
     checked.add(key);
-    await inside('inside-commit', { jobId: ownerOf(unit), owner: '', unit: unit.token.unit });
+    await inside('inside-commit', { jobId: ownerOf(unit), owner: '', generation: unit.generation, unit: unit.token.unit });
   };
   switch (variant) {
     case 'fenced':
@@ -106,6 +112,25 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: { d
           const { items } = buildFencedUnit(unit, opts.now ?? Date.now());
           return send(ctx, unit, unconditional(items));
         },
+      };
+    // The fence item dropped from the unit's transaction: the checkpoint and the once-only keys
+    // still hold, so a stale holder lands exactly when its successor raised the fence and
+    // crashed before any unit.
+    case 'fenceBypass':
+      return {
+        ...fencedProtocol,
+        commitUnit: async (ctx, unit, opts = {}) => {
+          const { items } = buildFencedUnit(unit, opts.now ?? Date.now());
+          return send(ctx, unit, items.slice(1));
+        },
+      };
+    // Version-watch claimed on the sweeper's count of unchanged sweeps, with no wait of its own:
+    // back-to-back sweeps hand a live lease to a second holder (the defect of DESIGN.md's
+    // "Nothing else can stand in for it").
+    case 'claimOnSweeperCount':
+      return {
+        ...fencedProtocol,
+        watch: (leases, key, seen) => leases.tryAcquire(key, { observation: { ...seen.observation, waitMs: 0 } }),
       };
     // Release deletes the lease item: the next acquire restarts the counter.
     case 'counterReset':

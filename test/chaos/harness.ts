@@ -1,35 +1,44 @@
 /**
  * One chaos run: a schedule (schedule.ts) executed against the real handlers on DynamoDB Local,
- * the workers' DynamoDB traffic through a fault proxy (lost and delayed responses), the local
- * runtime's queue and scheduler, then the independent invariant checker on the tables and
+ * the workers' DynamoDB traffic through a fault proxy (lost, delayed and refused requests), the
+ * local runtime's queue and scheduler, workers with their own (possibly skewed) clocks, an
+ * optional disaster-recovery drill, then the independent invariant checker on the tables and
  * streams. The variant is the real protocol or a negative control (controls.ts).
  */
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { createDynamo, systemClock, type Dynamo } from '../../lib/protocol/index.js';
+import { createDynamo, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../../lib/workloads/invoices.js';
-import { ensureTables, readJob, TABLE_ROLES, tableNames } from '../../lib/workflow/index.js';
+import { ensureTables, fenceKeyOf, fencesOfLease, readJob, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
 import { createStarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
-import { createWorkerHandler } from '../../functions/worker-handler.js';
-import { FaultPlan } from '../../cli/faults.js';
-import { checkInvariants, type InvariantReport } from '../../cli/invariants.js';
+import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
+import { FaultPlan, type PauseProbes } from '../../cli/faults.js';
+import { checkInvariants, overlapsOf, type InvariantReport } from '../../cli/invariants.js';
 import { LocalQueue } from '../../cli/queue.js';
-import { LocalRuntime } from '../../cli/runtime.js';
+import { LocalRuntime, slotOf } from '../../cli/runtime.js';
 import { LocalTelemetry } from '../../cli/telemetry.js';
-import { startFaultProxy } from '../support/proxy.js';
+import { startFaultProxy, type FaultProxy } from '../support/proxy.js';
 import { controlProtocol, type Variant } from './controls.js';
-import { forControl, makeSchedule, rng, type Schedule } from './schedule.js';
+import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
 export interface RunRecord {
   seed: number;
   variant: Variant;
+  /** For a control: whether the incident's interleaving was forced (even seeds) or left to timing. */
+  forced: boolean;
   ok: boolean;
   elapsedMs: number;
   report: InvariantReport;
+  /** Takeovers before the replaced holder's expiry, in true time (the schedule's skews taken out). */
+  overlaps: number;
+  /** An overlap while every clock kept its stated bound: a lease handed to a second live holder. */
+  leaseViolation: boolean;
   schedule: Schedule;
   faultsFired: string[];
   metrics: Record<string, number>;
+  drill?: { sealedAtMs: number; reports: SealReport[] };
   history: string[];
   error?: string;
 }
@@ -39,27 +48,55 @@ const isRenewal = (json: unknown) => {
   return typeof u === 'string' && u.startsWith('SET #expiresAt');
 };
 
+/** Lost, delayed and refused requests, each drawn from the run's own PRNG. */
+function injectFaults(proxy: FaultProxy, schedule: Schedule): void {
+  const r = rng(schedule.seed ^ 0x5bd1e995);
+  const always = { times: Infinity };
+  if (schedule.throttleP > 0) proxy.error({ ...always, when: () => r() < schedule.throttleP }, 'ThrottlingException');
+  if (schedule.conflictP > 0) {
+    proxy.error({ ...always, target: 'TransactWriteItems', when: (q) => r() < schedule.conflictP }, 'TransactionCanceledException', {
+      CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
+    });
+  }
+  if (schedule.dropCommitP > 0) proxy.drop({ ...always, target: 'TransactWriteItems', when: () => r() < schedule.dropCommitP });
+  if (schedule.renewDelayP > 0) proxy.delay({ ...always, target: 'UpdateItem', when: (q) => isRenewal(q.json) && r() < schedule.renewDelayP }, Math.round(schedule.leaseMs * 0.4));
+  if (schedule.delayP > 0) proxy.delay({ ...always, when: () => r() < schedule.delayP }, Math.round(schedule.delayMaxMs * r()));
+}
+
+/** The pauses' events, read from the tables directly (not through the proxy, not from the worker). */
+function probes(direct: Dynamo, tables: TableNames): PauseProbes {
+  return {
+    unitCommitted: async (jobId, unit) => ((await readJob(direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit,
+    fencedAbove: async (jobId, generation) => {
+      const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId) }, ConsistentRead: true }))).Item;
+      return typeof fence?.generation === 'number' && fence.generation > generation;
+    },
+  };
+}
+
+/** The slot index (0-based) behind an owner or request id `w3-…`. */
+const slotIndex = (ownerOrRequest: string): number => Number(slotOf(ownerOrRequest).slice(1)) - 1;
+
 export async function chaosRun(
   env: { endpoint: string; direct: Dynamo; streams: DynamoDBStreamsClient },
   seed: number,
   variant: Variant,
-  opts: { deadlineMs?: number; keepTables?: boolean } = {},
+  opts: { deadlineMs?: number; keepTables?: boolean; leaseMode?: ChaosLeaseMode } = {},
 ): Promise<RunRecord> {
-  const base = makeSchedule(seed);
-  const schedule = variant === 'fenced' ? base : forControl(base, variant);
+  const base = makeSchedule(seed, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
+  const forced = variant === 'fenced' || forcedFor(seed);
+  const schedule = variant === 'fenced' ? base : forControl(base, variant, forced);
   const clock = systemClock;
   const started = clock.monotonicNow();
+  const at = () => Math.round(clock.monotonicNow() - started);
   const tables = tableNames(`chaos-${seed}-${variant}-`);
   const history: string[] = [];
   await ensureTables(env.direct.client, tables);
   const proxy = await startFaultProxy(env.endpoint);
-  const r = rng(seed ^ 0x5bd1e995);
-  if (schedule.dropCommitP > 0) proxy.drop({ target: 'TransactWriteItems', when: () => r() < schedule.dropCommitP, times: Infinity });
-  if (schedule.renewDelayP > 0) proxy.delay({ target: 'UpdateItem', when: (q) => isRenewal(q.json) && r() < schedule.renewDelayP, times: Infinity }, Math.round(schedule.leaseMs * 0.4));
-  if (schedule.delayP > 0) proxy.delay({ when: () => r() < schedule.delayP, times: Infinity }, Math.round(schedule.delayMaxMs * r()));
+  injectFaults(proxy, schedule);
   const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
 
-  const telemetry = new LocalTelemetry(undefined, (line) => history.push(`${Math.round(clock.monotonicNow() - started)} ${line}`));
+  const telemetry = new LocalTelemetry(undefined, (line) => history.push(`${at()} ${line}`));
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: schedule.leaseMs * 48, maxReceiveCount: 10 });
   let runtime: LocalRuntime | undefined;
   const plan = new FaultPlan(
@@ -67,25 +104,38 @@ export async function chaosRun(
     clock,
     undefined,
     (owner) => {
-      history.push(`${Math.round(clock.monotonicNow() - started)} CRASH ${owner}`);
+      history.push(`${at()} CRASH ${owner}`);
       runtime?.crash(owner);
     },
-    async (jobId, unit) => ((await readJob(env.direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit,
+    probes(env.direct, tables),
+    (fault, info) => {
+      if (!schedule.requeueOnPause || fault !== schedule.faults[0]) return;
+      history.push(`${at()} REQUEUE ${info.jobId} while ${info.owner} is stalled`);
+      void queue.send({ jobId: info.jobId, reason: 'requeue' });
+    },
   );
-  const lease = { epoch: 0, durationMs: schedule.leaseMs, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 20 } };
+  const mode = schedule.leaseMode === 'wall-clock' ? { kind: 'wall-clock' as const, maxClockSkewMs: schedule.maxClockSkewMs } : { kind: 'version-watch' as const };
+  // One object for every invocation: the drill raises its epoch, as a redeploy would.
+  const lease = { epoch: 0, durationMs: schedule.leaseMs, mode };
   const deps = { doc: viaProxy.doc, tables, clock, queue, telemetry };
   const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases });
-  const worker = createWorkerHandler({ ...deps, processor: invoiceProcessor, lease, hooks: plan, protocol }, { safetyMarginMs: schedule.leaseMs });
+  // Each concurrency slot is a host with its own wall clock.
+  const workers: WorkerHandler[] = schedule.skews.map((skew) => {
+    const worker: WorkerDeps = { ...deps, clock: skew === 0 ? clock : skewedClock(clock, skew), processor: invoiceProcessor, lease, hooks: plan, protocol };
+    return createWorkerHandler(worker, { safetyMarginMs: schedule.leaseMs });
+  });
   const sweepOnce = createSweeperHandler({ ...deps, lease, staleAfterMs: schedule.leaseMs * 2, sweepIntervalMs: Math.round(schedule.leaseMs / 3) });
-  // Overlapping sweeps: the scheduler fires twice at once (EventBridge is at-least-once).
-  const sweeper = schedule.overlappingSweeps
-    ? async () => (await Promise.all([sweepOnce({}), sweepOnce({})]))[0]!
-    : sweepOnce;
+  const sweeper = async () => {
+    let report;
+    // Back to back (a burst), and each tick possibly twice at once (EventBridge is at-least-once).
+    for (let i = 0; i < schedule.sweepBurst; i++) report = schedule.overlappingSweeps ? (await Promise.all([sweepOnce({}), sweepOnce({})]))[0]! : await sweepOnce({});
+    return report!;
+  };
   const starter = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, customers: 0 });
   runtime = new LocalRuntime({
     clock,
     queue,
-    worker,
+    worker: (event, context) => workers[slotIndex(context.awsRequestId)]!(event, context),
     sweeper,
     concurrency: schedule.workers,
     batchSize: 1,
@@ -96,38 +146,34 @@ export async function chaosRun(
 
   const jobIds = schedule.jobs.map((j) => invoiceJobId(j.period));
   let error: string | undefined;
-  let report: InvariantReport;
+  let drill: RunRecord['drill'];
   try {
     for (const j of schedule.jobs) await starter({ period: j.period, customers: j.customers, seed: j.seed });
     const timers = schedule.duplicates.map((d) =>
       setTimeout(() => {
-        history.push(`${Math.round(clock.monotonicNow() - started)} DUPLICATE ${jobIds[d.job]}`);
+        history.push(`${at()} DUPLICATE ${jobIds[d.job]}`);
         void queue.send({ jobId: jobIds[d.job]!, reason: 'start' });
       }, d.atMs),
     );
-    runtime.start();
-    // PROGRESS is judged by a stall watchdog, not a stopwatch: the run fails when no job has
-    // advanced for `stallMs` (a protocol that stopped making progress), not when a loaded
-    // machine makes every round trip slow. A hard cap bounds the run anyway.
-    const stallMs = opts.deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60);
-    const hardCap = started + stallMs * 8;
-    let lastProgress = clock.monotonicNow();
-    let lastCursors = '';
-    for (;;) {
-      const jobs = await Promise.all(jobIds.map((id) => readJob(env.direct.doc, tables.jobs, id)));
-      if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;
-      const cursors = jobs.map((j) => j?.cursor ?? 0).join(',');
-      if (cursors !== lastCursors) {
-        lastCursors = cursors;
-        lastProgress = clock.monotonicNow();
-      }
-      if (clock.monotonicNow() > lastProgress + stallMs || clock.monotonicNow() > hardCap) {
-        history.push(`DEADLINE with jobs ${jobs.map((j) => `${j?.id}:${j?.status}:${j?.cursor}/${j?.totalUnits}`).join(' ')}`);
-        break;
-      }
-      await clock.sleep(50);
+    let drilling: Promise<void> | undefined;
+    if (schedule.drill !== undefined) {
+      timers.push(
+        setTimeout(() => {
+          drilling = (async () => {
+            // The runbook: record the new epoch, redeploy with it, seal. Workers in flight hold epoch-0 leases.
+            history.push(`${at()} DRILL raise epoch 1, seal`);
+            await raiseEpoch(env.direct.doc, tables.leases, 1);
+            lease.epoch = 1;
+            const reports = await seal(env.direct.doc, tables, 1, { fencesOf: fencesOfLease });
+            drill = { sealedAtMs: at(), reports };
+          })().catch((e: unknown) => void history.push(`ERROR drill ${String(e)}`));
+        }, schedule.drill.atMs),
+      );
     }
+    runtime.start();
+    await watchProgress(env.direct, tables, jobIds, schedule, history, opts.deadlineMs);
     timers.forEach(clearTimeout);
+    await drilling;
     // Paused workers wake up and try their writes: wait for them before reading back.
     const settle = clock.monotonicNow() + schedule.leaseMs * 40;
     while (plan.activePauses > 0 && clock.monotonicNow() < settle) await clock.sleep(25);
@@ -140,20 +186,55 @@ export async function chaosRun(
     await proxy.close();
     viaProxy.client.destroy();
   }
-  report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables);
+  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables);
   if (!opts.keepTables) {
     await Promise.all(TABLE_ROLES.map((role) => env.direct.client.send(new DeleteTableCommand({ TableName: tables[role] })).catch(() => undefined)));
   }
+  const overlaps = overlapsOf(report.takeovers, (owner) => schedule.skews[slotIndex(owner)] ?? 0).length;
+  const clocksInBound = schedule.skews.every((s) => Math.abs(s) <= schedule.maxClockSkewMs / 2);
+  const leaseViolation = clocksInBound && overlaps > 0;
   return {
     seed,
     variant,
-    ok: report.ok && error === undefined,
-    elapsedMs: Math.round(clock.monotonicNow() - started),
+    forced,
+    ok: report.ok && !leaseViolation && error === undefined,
+    elapsedMs: at(),
     report,
+    overlaps,
+    leaseViolation,
     schedule,
     faultsFired: plan.fired.map((f) => f.name),
     metrics: Object.fromEntries(telemetry.counts),
+    ...(drill === undefined ? {} : { drill }),
     history,
     ...(error === undefined ? {} : { error }),
   };
+}
+
+/**
+ * PROGRESS is judged by a stall watchdog, not a stopwatch: the run ends when every job ended, or
+ * when no job advanced for `stallMs` (a protocol that stopped making progress), not when a loaded
+ * machine makes every round trip slow. A hard cap bounds the run anyway.
+ */
+async function watchProgress(direct: Dynamo, tables: TableNames, jobIds: string[], schedule: Schedule, history: string[], deadlineMs: number | undefined): Promise<void> {
+  const clock = systemClock;
+  const started = clock.monotonicNow();
+  const stallMs = deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60);
+  const hardCap = started + stallMs * 8;
+  let lastProgress = clock.monotonicNow();
+  let lastCursors = '';
+  for (;;) {
+    const jobs = await Promise.all(jobIds.map((id) => readJob(direct.doc, tables.jobs, id)));
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) return;
+    const cursors = jobs.map((j) => j?.cursor ?? 0).join(',');
+    if (cursors !== lastCursors) {
+      lastCursors = cursors;
+      lastProgress = clock.monotonicNow();
+    }
+    if (clock.monotonicNow() > lastProgress + stallMs || clock.monotonicNow() > hardCap) {
+      history.push(`DEADLINE with jobs ${jobs.map((j) => `${j?.id}:${j?.status}:${j?.cursor}/${j?.totalUnits}`).join(' ')}`);
+      return;
+    }
+    await clock.sleep(50);
+  }
 }

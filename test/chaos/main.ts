@@ -19,13 +19,22 @@ import { streamsClient } from '../../cli/streams.js';
 import type { InvariantName } from '../../cli/invariants.js';
 import { CONTROLS, type Variant } from './controls.js';
 import { chaosRun, type RunRecord } from './harness.js';
+import type { ChaosLeaseMode } from './schedule.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
+type Tally = { runs: number; caught: number };
+
 export interface ChaosSummary {
   runs: number;
-  violations: Record<InvariantName, number>;
-  controls: Record<(typeof CONTROLS)[number], { runs: number; caught: number }>;
+  /** Per invariant, real-protocol runs that broke it; LEASE: a lease held by two while every clock kept its bound. */
+  violations: Record<InvariantName | 'LEASE', number>;
+  /** Per control: all runs, and those with the incident's interleaving forced (even seeds) or left to timing (odd). */
+  controls: Record<(typeof CONTROLS)[number], Tally & { forced: Tally; timed: Tally }>;
+  /** Real-protocol runs per lease mode, with clock skew beyond the bound, with a DR drill. */
+  dimensions: { wallClock: number; versionWatch: number; skewed: number; drills: number; successorCrashes: number };
+  /** Takeovers before the replaced holder's expiry (true time) in skewed runs: allowed, FENCE must still hold. */
+  skewOverlaps: { runs: number; overlaps: number };
   /** Real-protocol runs in which the fence refused at least one stale write, and how many it refused in all. */
   fenceRefusals: { runs: number; writes: number };
   failedSeeds: number[];
@@ -45,8 +54,12 @@ export interface ChaosOptions {
   controls?: readonly (typeof CONTROLS)[number][];
   /** Runs per embedded DynamoDB Local before it is replaced by a fresh one. Default 100. */
   recycleEvery?: number;
+  /** Force one lease mode for every run (default: a third of the seeds run version-watch). */
+  leaseMode?: ChaosLeaseMode;
   onRun?: (r: RunRecord, done: number, total: number) => void;
 }
+
+const tally = (): Tally => ({ runs: 0, caught: 0 });
 
 export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   const started = Date.now();
@@ -55,8 +68,10 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   for (const c of opts.controls ?? CONTROLS) for (let i = 0; i < opts.controlRuns; i++) tasks.push({ seed: opts.seed + i, variant: c });
   const summary: ChaosSummary = {
     runs: opts.runs,
-    violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0 },
-    controls: Object.fromEntries(CONTROLS.map((c) => [c, { runs: 0, caught: 0 }])) as ChaosSummary['controls'],
+    violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, LEASE: 0 },
+    controls: Object.fromEntries(CONTROLS.map((c) => [c, { ...tally(), forced: tally(), timed: tally() }])) as ChaosSummary['controls'],
+    dimensions: { wallClock: 0, versionWatch: 0, skewed: 0, drills: 0, successorCrashes: 0 },
+    skewOverlaps: { runs: 0, overlaps: 0 },
     fenceRefusals: { runs: 0, writes: 0 },
     failedSeeds: [],
     uncaughtControls: [],
@@ -85,10 +100,12 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
           for (;;) {
             const task = slice[next++];
             if (task === undefined) return;
-            const r = await chaosRun({ endpoint, direct, streams }, task.seed, task.variant);
+            const r = await chaosRun({ endpoint, direct, streams }, task.seed, task.variant, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
             done++;
             if (task.variant === 'fenced') {
               for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
+              if (r.leaseViolation) summary.violations.LEASE++;
+              countDimensions(summary, r);
               const refused = r.metrics[METRIC.staleGenerationRejected] ?? 0;
               summary.fenceRefusals.writes += refused;
               if (refused > 0) summary.fenceRefusals.runs++;
@@ -98,9 +115,12 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
               }
             } else {
               const c = summary.controls[task.variant];
-              c.runs++;
-              if (!r.report.ok) c.caught++;
-              else {
+              const caught = !r.report.ok || r.leaseViolation;
+              for (const t of [c, r.forced ? c.forced : c.timed]) {
+                t.runs++;
+                if (caught) t.caught++;
+              }
+              if (!caught) {
                 summary.uncaughtControls.push({ variant: task.variant, seed: task.seed });
                 save(r);
               }
@@ -121,8 +141,21 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
 }
 
 
+function countDimensions(summary: ChaosSummary, r: RunRecord): void {
+  const d = summary.dimensions;
+  if (r.schedule.leaseMode === 'wall-clock') d.wallClock++;
+  else d.versionWatch++;
+  if (r.schedule.drill !== undefined) d.drills++;
+  if (r.schedule.incident === 'successor-crashes') d.successorCrashes++;
+  if (r.schedule.skews.some((s) => Math.abs(s) > r.schedule.maxClockSkewMs / 2)) {
+    d.skewed++;
+    summary.skewOverlaps.runs++;
+    summary.skewOverlaps.overlaps += r.overlaps;
+  }
+}
+
 const HELP =
-  'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--endpoint URL]\n' +
+  'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--lease-mode M] [--endpoint URL]\n' +
   '  N runs of the real protocol (seeds S..S+N-1) and M runs of each negative control\n' +
   '  (default M = clamp(N/10, 10, 100); none for --runs 1, a replay); failing histories are saved under .chaos/\n' +
   'npm run chaos -- --replay S            replay seed S of the real protocol alone\n' +
@@ -168,9 +201,15 @@ export function summaryLines(s: ChaosSummary): string[] {
   if (s.runs > 0) {
     out.push(`${s.runs} run${s.runs === 1 ? '' : 's'} of the real protocol: violations ${Object.entries(s.violations).map(([k, v]) => `${k}=${v}`).join(' ')}`);
     out.push(`  the fence refused ${s.fenceRefusals.writes} stale writes, in ${s.fenceRefusals.runs} of ${s.runs} runs`);
+    const d = s.dimensions;
+    out.push(`  ${d.wallClock} wall-clock, ${d.versionWatch} version-watch; ${d.skewed} with clock skew beyond the bound (${s.skewOverlaps.overlaps} lease overlaps, all fenced); ${d.drills} DR drills; ${d.successorCrashes} successors crashed after their fence raise`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
-  for (const [c, v] of ran) out.push(`  control ${c.padEnd(20)} caught ${v.caught}/${v.runs} (${Math.round((v.caught / v.runs) * 100)}%)`);
+  const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;
+  for (const [c, v] of ran) {
+    const halves = (['forced', 'timed'] as const).filter((k) => v[k].runs > 0).map((k) => `${k} ${rate(v[k])}`);
+    out.push(`  control ${c.padEnd(20)} caught ${rate(v)}: ${halves.join(', ')}`);
+  }
   if (ran.length === 0) out.push('  negative controls: not run (--control-runs M runs each M times; --replay CONTROL@S one of them)');
   const total = s.runs + ran.reduce((n, [, v]) => n + v.runs, 0);
   out.push(`${Math.round(s.elapsedMs / 1000)} s${total > 1 && s.runsPerMinute > 0 ? `, ${s.runsPerMinute} runs/min` : ''}`);
@@ -190,6 +229,7 @@ async function cli(argv: string[]): Promise<number> {
       'control-runs': { type: 'string' },
       'no-controls': { type: 'boolean', default: false },
       endpoint: { type: 'string' },
+      'lease-mode': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -204,6 +244,10 @@ async function cli(argv: string[]): Promise<number> {
   const concurrency = int('concurrency', values.concurrency, 3, 1, 16);
   if (endpoint !== undefined) await checkEndpoint(endpoint);
   const json = values.json;
+  const leaseMode = values['lease-mode'];
+  if (leaseMode !== undefined && leaseMode !== 'wall-clock' && leaseMode !== 'version-watch') {
+    throw new InvalidInputError('--lease-mode', `must be wall-clock or version-watch, got "${leaseMode}"`);
+  }
   const log = (s: string) => process.stderr.write(s + '\n');
   const summary = await chaos({
     runs,
@@ -212,6 +256,7 @@ async function cli(argv: string[]): Promise<number> {
     controls,
     concurrency,
     ...(endpoint === undefined ? {} : { endpoint }),
+    ...(leaseMode === undefined ? {} : { leaseMode }),
     historyDir: resolve('.chaos'),
     onRun: (r, done, total) => {
       const bad = Object.entries(r.report.invariants).filter(([, v]) => !v.ok).map(([k]) => k);
@@ -222,11 +267,25 @@ async function cli(argv: string[]): Promise<number> {
   });
   const { failedSeeds, uncaughtControls, ...core } = summary;
   if (json) {
-    process.stdout.write(JSON.stringify({ runs: core.runs, violations: core.violations, controls: core.controls, fenceRefusals: core.fenceRefusals, elapsedMs: core.elapsedMs, runsPerMinute: core.runsPerMinute, failedSeeds, uncaughtControls }) + '\n');
+    process.stdout.write(
+      JSON.stringify({
+        runs: core.runs,
+        violations: core.violations,
+        controls: core.controls,
+        fenceRefusals: core.fenceRefusals,
+        dimensions: core.dimensions,
+        skewOverlaps: core.skewOverlaps,
+        elapsedMs: core.elapsedMs,
+        runsPerMinute: core.runsPerMinute,
+        failedSeeds,
+        uncaughtControls,
+      }) + '\n',
+    );
   } else {
     for (const line of summaryLines(summary)) process.stdout.write(line + '\n');
   }
-  const controlsOk = Object.values(core.controls).every((c) => c.runs === 0 || c.caught / c.runs >= 0.95);
+  const rate = (t: Tally) => t.runs === 0 || t.caught / t.runs >= 0.95;
+  const controlsOk = Object.values(core.controls).every((c) => rate(c.forced) && rate(c.timed));
   return failedSeeds.length === 0 && controlsOk ? 0 : 1;
 }
 

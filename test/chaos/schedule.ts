@@ -1,7 +1,8 @@
 /**
- * A chaos schedule, derived from a seed alone: how many workers, how long a lease, which
- * faults where. The same seed gives the same schedule (`--runs 1 --seed S` replays it); the
- * exact interleaving still depends on real time, so the history of every failing run is saved.
+ * A chaos schedule, derived from a seed alone: how many workers, how long a lease, which lease
+ * mode, which faults where, which refusals and skews. The same seed gives the same schedule
+ * (`--runs 1 --seed S` replays it); the exact interleaving still depends on real time, so the
+ * history of every failing run is saved.
  */
 import type { Fault, FaultPoint } from '../../cli/faults.js';
 import { invoiceJobId, mulberry32 } from '../../lib/workloads/invoices.js';
@@ -9,13 +10,22 @@ import { invoiceJobId, mulberry32 } from '../../lib/workloads/invoices.js';
 /** The schedule's random source: the same PRNG that makes invoice amounts reproducible. */
 export const rng = mulberry32;
 
+export type ChaosLeaseMode = 'wall-clock' | 'version-watch';
+
 export interface Schedule {
   seed: number;
   workers: number;
   leaseMs: number;
+  leaseMode: ChaosLeaseMode;
+  /** The wall-clock lease's stated bound on clock offset between hosts. */
+  maxClockSkewMs: number;
+  /** Per worker slot, how far its wall clock is off (ms). Beyond maxClockSkewMs in some runs: leases may overlap. */
+  skews: number[];
   unitSize: number;
   jobs: { period: string; customers: number; seed: number }[];
   faults: Fault[];
+  /** Which incident the first fault forces: the successor commits the same unit, or raises the fence and crashes. */
+  incident: 'successor-commits' | 'successor-crashes';
   /** Probability that a TransactWriteItems response is lost after the write applied. */
   dropCommitP: number;
   /** Probability that any response is delayed, and by up to how long. */
@@ -23,14 +33,24 @@ export interface Schedule {
   delayMaxMs: number;
   /** Probability that a renewal's response is delayed by 40 % of a lease (the worker renews at half). */
   renewDelayP: number;
+  /** Probabilities that a request is refused before it is applied: ThrottlingException (any), TransactionConflict (TransactWriteItems). */
+  throttleP: number;
+  conflictP: number;
   /** Offsets (ms) at which a duplicate of a job's message is delivered. */
   duplicates: { atMs: number; job: number }[];
+  /** The scheduler fires twice at once (EventBridge is at-least-once). */
   overlappingSweeps: boolean;
+  /** Sweeps run back to back per tick (Lambda's async retries, a backlog): 1 is a plain tick. */
+  sweepBurst: number;
+  /** A requeue message (an operator's manual requeue, a retried sweep) sent the moment the incident's worker stalls, its lease still live. */
+  requeueOnPause: boolean;
+  /** A disaster-recovery drill: raise the epoch and seal at this offset, while workers hold old-epoch leases. */
+  drill?: { atMs: number };
 }
 
 const CRASH_POINTS: FaultPoint[] = ['after-acquire', 'after-fence-raise', 'before-commit', 'after-commit'];
 
-export function makeSchedule(seed: number): Schedule {
+export function makeSchedule(seed: number, opts: { leaseMode?: ChaosLeaseMode } = {}): Schedule {
   const r = rng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -42,19 +62,13 @@ export function makeSchedule(seed: number): Schedule {
   const ids = jobs.map((j) => invoiceJobId(j.period));
   const unitsOf = (i: number) => Math.ceil(jobs[i]!.customers / unitSize);
 
-  // Always the article's incident: a worker paused inside a unit while its lease expires, the
-  // sweeper requeues, and a successor takes over and commits the same unit.
+  // Always an incident of the article: a worker paused inside a unit while its lease expires, the
+  // sweeper requeues, and a successor either commits the same unit, or raises the fence and
+  // crashes before any unit ("suppose B raises the fence and crashes before producing any invoice").
   const victim = int(0, jobs.length - 1);
-  const faults: Fault[] = [
-    {
-      name: 'paused between read and write',
-      point: 'before-commit',
-      jobId: ids[victim]!,
-      unit: int(0, Math.max(0, unitsOf(victim) - 2)),
-      // Until a successor has committed this unit (the incident's interleaving), at most 40 leases.
-      action: { kind: 'pause', ms: leaseMs * 40, untilSuccessorCommits: true },
-    },
-  ];
+  const incident = r() < 1 / 3 ? 'successor-crashes' : 'successor-commits';
+  const faults: Fault[] = [incidentPause(ids[victim]!, int(0, Math.max(0, unitsOf(victim) - 2)), leaseMs, incident)];
+  if (incident === 'successor-crashes') faults.push({ name: 'successor crashes after its fence raise', point: 'after-fence-raise', jobId: ids[victim]!, after: 'paused between read and write', action: { kind: 'crash' } });
   // Random extras: more pauses (inside units), and crashes at chosen points.
   for (let i = int(0, 2); i > 0; i--) {
     const j = int(0, jobs.length - 1);
@@ -65,37 +79,90 @@ export function makeSchedule(seed: number): Schedule {
     const point = pick(CRASH_POINTS);
     faults.push({ name: `crash at ${point}`, point, jobId: ids[j]!, ...(point === 'before-commit' || point === 'after-commit' ? { unit: int(0, unitsOf(j) - 1) } : {}), action: { kind: 'crash' } });
   }
+  const workers = int(2, 8);
+  // Drawn for every seed, so that forcing a mode (--lease-mode) changes nothing else of the schedule.
+  const drawnMode: ChaosLeaseMode = r() < 1 / 3 ? 'version-watch' : 'wall-clock';
+  const leaseMode = opts.leaseMode ?? drawnMode;
+  const skewed = r() < 0.25;
+  const skewDraws = Array.from({ length: workers }, () => Math.round((r() * 2 - 1) * leaseMs));
   return {
     seed,
-    workers: int(2, 8),
+    workers,
     leaseMs,
+    leaseMode,
+    maxClockSkewMs: 20,
+    // Clock skew matters only where clocks are compared: wall-clock mode.
+    skews: skewed && leaseMode === 'wall-clock' ? skewDraws : skewDraws.map(() => 0),
     unitSize,
     jobs,
     faults,
+    incident,
     dropCommitP: pick([0, 0.05, 0.15]),
     delayP: pick([0, 0.05, 0.2]),
     delayMaxMs: Math.round(leaseMs / 2),
     renewDelayP: pick([0, 0.1, 0.3]),
+    throttleP: pick([0, 0, 0.02, 0.05]),
+    conflictP: pick([0, 0, 0.03, 0.08]),
     duplicates: Array.from({ length: int(0, 3) }, () => ({ atMs: int(0, leaseMs * 6), job: int(0, jobs.length - 1) })),
     overlappingSweeps: r() < 0.5,
+    sweepBurst: pick([1, 1, 2, 4]),
+    requeueOnPause: r() < 0.3,
+    ...(r() < 0.15 ? { drill: { atMs: int(leaseMs, leaseMs * 6) } } : {}),
   };
 }
+
+/** The incident's pause: until the successor has committed the paused unit, or has raised the fence (and then crashed). */
+function incidentPause(jobId: string, unit: number, leaseMs: number, incident: Schedule['incident']): Fault {
+  return {
+    name: 'paused between read and write',
+    point: 'before-commit',
+    jobId,
+    unit,
+    // At most 40 leases: the event normally comes long before.
+    action: { kind: 'pause', ms: leaseMs * 40, until: incident === 'successor-crashes' ? 'successor-fences' : 'successor-commits' },
+  };
+}
+
+/** Whether a negative control's run forces the incident's interleaving (even seeds) or leaves it to timing (odd seeds). */
+export const forcedFor = (seed: number): boolean => seed % 2 === 0;
 
 /**
  * A control's schedule must reach the code its mistake lives in: for check-then-act and the
  * separate fence write the incident's pause sits inside the broken commit (between the check and
  * the write); for the counter reset no crash may take away every release (the broken release is
- * what deletes the counter). The three write-side controls keep every commit response: the
- * stale holder's late transaction first fails on a once-only charge the successor already made,
- * and it is the worker's resend without that charge that overwrites the successor's invoices. A
- * lost response there (seed 5003: "socket hang up", the worker gives up as uncertain) ends the
- * stale holder before its mistake shows. The real protocol keeps its lost responses.
+ * what deletes the counter); for the fence bypass the successor raises the fence and crashes;
+ * for the sweeper-count claim the lease is watched in version-watch mode with back-to-back
+ * sweeps and a requeue sent while the incident's worker is stalled (its lease still live). The three write-side controls keep every commit response: the stale holder's late
+ * transaction first fails on a once-only charge the successor already made, and it is the
+ * worker's resend without that charge that overwrites the successor's invoices. A lost response
+ * there (seed 5003: "socket hang up", the worker gives up as uncertain) ends the stale holder
+ * before its mistake shows. The real protocol keeps its lost responses.
+ *
+ * `forced: false` turns the incident's pause into a plain timed pause (16 leases): the
+ * checker must catch the mistake without the interleaving being forced (reported separately).
  */
-export function forControl(s: Schedule, variant: string): Schedule {
-  const [first, ...rest] = s.faults;
-  if (first === undefined) return s;
-  if (variant === 'checkThenAct' || variant === 'separateFenceWrite') return { ...s, dropCommitP: 0, faults: [{ ...first, point: 'inside-commit' }, ...rest] };
-  if (variant === 'leaseOnly') return { ...s, dropCommitP: 0 };
-  if (variant === 'counterReset') return { ...s, faults: s.faults.filter((f) => f.action.kind !== 'crash') };
-  return s;
+export function forControl(s: Schedule, variant: string, forced = true): Schedule {
+  const incident = variant === 'fenceBypass' ? 'successor-crashes' : s.incident;
+  const [head, ...others] = s.faults.filter((f) => f.name !== 'successor crashes after its fence raise');
+  if (head === undefined) return s;
+  const pause = incidentPause(head.jobId, head.unit ?? 0, s.leaseMs, incident);
+  // Timed: a plain stall of 16 leases, ample for the sweeper's staleness window and a takeover.
+  const first: Fault = forced ? pause : { ...pause, action: { kind: 'pause', ms: s.leaseMs * 16 } };
+  const crash: Fault[] = incident === 'successor-crashes' ? [{ name: 'successor crashes after its fence raise', point: 'after-fence-raise', jobId: head.jobId, after: 'paused between read and write', action: { kind: 'crash' } }] : [];
+  const base: Schedule = { ...s, incident, faults: [first, ...crash, ...others] };
+  switch (variant) {
+    case 'checkThenAct':
+    case 'separateFenceWrite':
+      return { ...base, dropCommitP: 0, faults: [{ ...first, point: 'inside-commit' }, ...crash, ...others] };
+    case 'leaseOnly':
+    case 'fenceBypass':
+      return { ...base, dropCommitP: 0 };
+    case 'counterReset':
+      return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
+    case 'claimOnSweeperCount':
+      // Every slot a host: the requeue must find a free worker while the stalled holder's lease is live.
+      return { ...base, leaseMode: 'version-watch', skews: [0, 0, 0, 0, 0, 0, 0, 0], workers: 8, sweepBurst: 8, requeueOnPause: true };
+    default:
+      return base;
+  }
 }

@@ -82,6 +82,14 @@ describe('functions', () => {
     expect(build({ staleAfter: Duration.seconds(31) })).toThrow(/staleAfter \(31000 ms\) must exceed the lease duration plus the clock-skew bound/);
   });
 
+  it("version-watch: the worker's timeout must cover a full lease watch, or no worker could ever take over a dead holder's job", () => {
+    const build = (props: Partial<FencedWorkflowProps>) => () =>
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, leaseMode: 'version-watch', ...props });
+    expect(build({ leaseDuration: Duration.minutes(2) })).toThrow(/worker.timeout: in version-watch mode the worker's timeout \(120000 ms\) must cover a full lease watch/);
+    expect(build({ leaseDuration: Duration.minutes(2), worker: { entry: 'functions/worker.ts', timeout: Duration.minutes(3) } })).not.toThrow();
+    expect(build({})).not.toThrow(); // 30 s leases, 2-minute worker
+  });
+
   it("a fork's unit size cap comes from its processor's effects per item: (100 - fence - checkpoint) / effects", () => {
     const build = (props: Partial<FencedWorkflowProps>) => () =>
       new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, ...props });

@@ -19,6 +19,10 @@
  * - `drop`: the request is forwarded and applied, then the client's socket is destroyed before
  *   any byte of the response is written: a lost response, an ambiguous write.
  * - `blackhole`: never forwarded, never answered; the caller sees only its own timeout.
+ * - `respond(body)`: never forwarded; answered at once with `status` and the JSON `body` (a
+ *   function of the request): what DynamoDB answers when it refuses a request before applying
+ *   it (`error('ThrottlingException')`, a `TransactionConflict` cancellation), or an empty
+ *   stream page (GetRecords with no records and a next iterator).
  *
  * Keep-alive friendly: unaffected requests share kept-alive connections on both sides.
  * `close()` destroys every open connection (including blackholed ones) and every held response.
@@ -26,7 +30,11 @@
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type FaultAction = { kind: 'delay'; ms: number } | { kind: 'drop' } | { kind: 'blackhole' };
+export type FaultAction =
+  | { kind: 'delay'; ms: number }
+  | { kind: 'drop' }
+  | { kind: 'blackhole' }
+  | { kind: 'respond'; status: number; body: (req: ProxiedRequest) => unknown };
 
 /** What a rule's predicate sees of a request. */
 export interface ProxiedRequest {
@@ -63,6 +71,10 @@ export interface FaultProxy {
   delay(match: FaultMatch, ms: number): Fault;
   drop(match?: FaultMatch): Fault;
   blackhole(match?: FaultMatch): Fault;
+  /** Answers without forwarding (nothing is applied). */
+  respond(match: FaultMatch, body: (req: ProxiedRequest) => unknown, status?: number): Fault;
+  /** Refuses without forwarding, as DynamoDB does: HTTP 400 with `__type` (e.g. `ThrottlingException`) and any extra fields. */
+  error(match: FaultMatch, type: string, extra?: Record<string, unknown>): Fault;
   close(): Promise<void>;
 }
 
@@ -154,9 +166,15 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
       } catch {
         json = undefined;
       }
-      const rule = closed ? undefined : pick({ target, operation, body: text, json });
+      const request = { target, operation, body: text, json };
+      const rule = closed ? undefined : pick(request);
 
       if (rule?.action.kind === 'blackhole') return; // held until the caller gives up or close()
+      if (rule?.action.kind === 'respond') {
+        const answer = Buffer.from(JSON.stringify(rule.action.body(request)));
+        reply(res, { status: rule.action.status, headers: { 'content-type': 'application/x-amz-json-1.0' }, body: answer });
+        return;
+      }
       let answer;
       try {
         answer = await forward(req, body);
@@ -213,6 +231,9 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
     delay: (match, ms) => inject(match, { kind: 'delay', ms }),
     drop: (match = {}) => inject(match, { kind: 'drop' }),
     blackhole: (match = {}) => inject(match, { kind: 'blackhole' }),
+    respond: (match, body, status = 200) => inject(match, { kind: 'respond', status, body }),
+    error: (match, type, extra = {}) =>
+      inject(match, { kind: 'respond', status: 400, body: () => ({ __type: `com.amazonaws.dynamodb.v20120810#${type}`, message: `injected ${type}`, ...extra }) }),
     async close() {
       if (closed) return;
       closed = true;

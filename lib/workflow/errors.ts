@@ -1,0 +1,25 @@
+/**
+ * The workflow's own failures (the protocol's are in lib/protocol/errors.ts): each a FencedError
+ * subclass, so callers branch on the class (or `code`), never on a message.
+ */
+import { FencedError } from '../protocol/index.js';
+
+/** A fenced write to a job found no job item: it was never created, or was removed by hand. */
+export class JobNotFoundError extends FencedError {
+  readonly code = 'JOB_NOT_FOUND';
+  constructor(readonly jobId: string) {
+    super(`job ${jobId} does not exist`);
+  }
+}
+
+/** A job item that breaks the Jobs contract (an unknown status, a cursor that is not a count): never run. */
+export class InvalidJobItemError extends FencedError {
+  readonly code = 'INVALID_JOB_ITEM';
+  constructor(
+    readonly jobId: string,
+    readonly field: string,
+    message: string,
+  ) {
+    super(`job ${jobId}: ${field} ${message}`);
+  }
+}
