@@ -52,6 +52,10 @@ export { commitFencedUnit, decodeCancellation, type CommitOutcome } from './comm
 // Idempotency: a once-only effect carries its own operation key.
 export { assertEffectItem, ONCE_CONDITION, onceOnly, putOnce, upsert, type Effect, type EffectItem } from './idempotency.js';
 
+// The lighter tools, for when a lease is not worth it (docs/choosing.md).
+export { GUARD_CONDITION, guardedPut, type GuardedItem } from './conditional.js';
+export { updateOptimistic, VERSION_ATTR, type Change, type OptimisticOptions, type OptimisticOutcome, type VersionedRecord } from './optimistic.js';
+
 // The items the protocol reads and writes (the attribute contract).
 export { CHECKPOINT_ATTR, FENCE_ATTR, LEASE_ATTR } from './items.js';
 
@@ -70,8 +74,10 @@ export {
   LeaseLostError,
   SequenceExhaustedError,
   StaleGenerationError,
+  StaleRecordError,
   TransactionConflictError,
   TransactionFailedError,
+  VersionConflictError,
 } from './errors.js';
 
 // DynamoDB helpers: one kept-alive client, low-level sends without a second marshalling pass.
