@@ -111,6 +111,11 @@ export class ManualClock implements Clock {
   get pendingSleepers(): number {
     return this.sleepers.length;
   }
+
+  /** When the earliest sleeper wakes (monotonic), if any: lets a test move time to the next event exactly. */
+  get nextWakeAt(): number | undefined {
+    return this.sleepers.reduce<number | undefined>((min, s) => (min === undefined || s.at < min ? s.at : min), undefined);
+  }
 }
 
 export interface DeadlineRule {

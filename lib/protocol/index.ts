@@ -34,6 +34,9 @@ export { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Rando
 // The lease: who may start, until when, with which generation.
 export { asLeaseKey, asOwnerId, LeaseManager, type Contended, type Holder, type Lease, type LeaseConfig, type LeaseMode, type Observation } from './lease.js';
 export { LeaseKeeper, validateRenewInterval, type KeeperOptions } from './keeper.js';
+// Fair waiting (opt-in): a queue of contenders in a waiter table of the caller's, a predecessor watch.
+export { FairAcquirer, type FairHooks, type FairOptions, type FairPoint } from './fair-acquire.js';
+export { COUNTER_SK, WAITER_ATTR, waitersTableInput, type Waiter } from './waiters.js';
 
 // The fence: raised before reading, checked in the same transaction as every effect.
 export { assertFenceRef, raiseFence, type FenceContext, type FenceRef } from './fence.js';

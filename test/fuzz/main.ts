@@ -8,7 +8,8 @@
  */
 import { parseArgs } from 'node:util';
 import fc from 'fast-check';
-import { createDynamo } from '../../lib/protocol/index.js';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { createDynamo, waitersTableInput } from '../../lib/protocol/index.js';
 import { ensureTables, tableNames } from '../../lib/workflow/index.js';
 import { startDynamoLocal, type DynamoLocal } from '../../cli/dynamodb-local.js';
 import { coverage, leaseFenceProperty, MAX_COMMANDS, MIN_COMMANDS } from './model.js';
@@ -100,11 +101,13 @@ async function main(argv: string[]): Promise<number> {
     const stamp = new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14);
     const tables = tableNames(`fuzz-${stamp}-${Math.random().toString(36).slice(2, 8)}-`);
     await ensureTables(dynamo.client, tables);
+    const waiters = `${tables.leases.replace(/leases$/, '')}waiters`;
+    await dynamo.client.send(new CreateTableCommand(waitersTableInput(waiters)));
     const replay = flags.path === undefined ? '' : ` --path ${flags.path}`;
     log(`Checking ${flags.runs} sequences of ${MIN_COMMANDS}-${flags.maxCommands} commands (seed ${flags.seed}${replay}) on ${endpoint}`);
     const started = Date.now();
     let done = 0;
-    const property = leaseFenceProperty({ doc: dynamo.doc, tables }, { maxCommands: flags.maxCommands });
+    const property = leaseFenceProperty({ doc: dynamo.doc, tables, waiters }, { maxCommands: flags.maxCommands });
     const progress = setInterval(() => log(`  ${done} sequences, ${coverage.commands ?? 0} commands, ${Math.round((Date.now() - started) / 1000)} s`), 10_000);
     progress.unref();
     const details = await fc.check(
