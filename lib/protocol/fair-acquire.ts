@@ -35,7 +35,7 @@ import { leaseDeadline } from './clock.js';
 import { AcquireTimeoutError, InvalidInputError } from './errors.js';
 import type { Lease, LeaseManager, Observation } from './lease.js';
 import { asLeaseKey } from './lease-model.js';
-import { anyWaiting, register, removeWaiter, renewPromise, takeTicket, view, type Queue, type Waiter } from './waiters.js';
+import { markServed, queueHead, register, removeWaiter, renewPromise, takeTicket, view, type Queue, type Waiter } from './waiters.js';
 
 /** Where the fair acquire may be paused (or crashed, by never resolving) by fault injection. */
 export type FairPoint = 'joined' | 'looked' | 'requeued';
@@ -98,9 +98,27 @@ export class FairAcquirer {
     this.backoff = opts.backoff ?? defaultBackoff;
   }
 
-  /** One holder's turn as a waiter counts it: a lease period plus the clock bound (the earliest an unreleased lease frees). */
+  /**
+   * One holder's turn as a waiter counts it: the head claims at the lease's expiry plus the clock
+   * bound plus its jitter (at most min(100 ms, lease/20), acquire.ts `contended`), and the lease
+   * runs its full period: a release is not noticed earlier. Counting less would wake waiters
+   * before their turn (a read each), more would leave the key idle between holders.
+   */
   get turnMs(): number {
-    return this.leases.rule.durationMs + this.skewMs;
+    const { durationMs, maxDrift } = this.leases.rule;
+    return durationMs * (1 + maxDrift) + this.skewMs + Math.min(100, durationMs / 20);
+  }
+
+  /**
+   * How long a promise must outlast a wake-up: time to look, and to renew the promise, before the
+   * waiter behind may take it as lapsed. A live waiter whose requests are slower than this is
+   * skipped by mistake (it re-queues: fair to it no longer), so it is generous: half a turn, at
+   * most 5 s, at least the lease's margin. It must stay under a lease period: the waiter behind
+   * reads this promise to learn that the head has gone, and must learn it before the head's lease
+   * runs out. A crashed waiter costs the queue this much (plus the clock bound).
+   */
+  private get actMs(): number {
+    return Math.max(this.leases.rule.marginMs, Math.min(this.turnMs / 2, 5_000));
   }
 
   /**
@@ -121,7 +139,7 @@ export class FairAcquirer {
     };
     try {
       const lease = (await this.enter(w)) ?? (await this.wait(w));
-      await this.leave(w);
+      await this.leave(w, true);
       return lease;
     } catch (e) {
       await this.leave(w);
@@ -131,7 +149,7 @@ export class FairAcquirer {
 
   /** Nobody queued: try at once, as the plain acquire would. Otherwise (or held) the wait joins the queue. */
   private async enter(w: Wait): Promise<Lease | undefined> {
-    if (await anyWaiting(w.q)) return undefined;
+    if ((await queueHead(w.q)) !== undefined) return undefined;
     const lease = await this.attempt(w);
     if (lease === undefined && this.remaining(w) <= 0) throw new AcquireTimeoutError(w.q.key, w.attempts);
     return lease;
@@ -168,9 +186,10 @@ export class FairAcquirer {
     await this.hook('looked', w);
     if (seen.me === undefined) return this.rejoin(w);
     if (this.leases.clock.monotonicNow() >= place.validUntil) {
-      // Paused (or cut off) past my own promise: the waiter behind me may act on it. Renew first
-      // (refused: I was skipped), then look again: never act on the look from before the pause.
-      return (await this.promise(w, 0)) ? undefined : this.rejoin(w);
+      // Paused (or cut off, or slow) past my own promise: the waiter behind me may act on it.
+      // Renew first, for a whole turn (refused: I was skipped), then look again: never act on
+      // the look from before the pause.
+      return (await this.promise(w, this.turnMs)) ? undefined : this.rejoin(w);
     }
     if (seen.predecessor !== undefined) return this.watch(w, seen.predecessor);
     return this.head(w);
@@ -222,14 +241,18 @@ export class FairAcquirer {
     return undefined;
   }
 
-  /** Takes a ticket and writes my waiter item, with a first promise of one turn. */
+  /**
+   * Takes a ticket and writes my waiter item. Its first promise is one turn per ticket ahead not
+   * yet served (the counter says how many): a crowd that arrives at once is spread over the turns
+   * it will wait at once, instead of each waiter looking every turn until the spacing settles.
+   */
   private async join(w: Wait): Promise<void> {
     const clock = this.leases.clock;
-    const ticket = await takeTicket(w.q);
+    const { ticket, served } = await takeTicket(w.q);
     const token = randomUUID();
     const sendMono = clock.monotonicNow();
     const sendWall = clock.wallNow();
-    const expiresAt = sendWall + this.turnMs;
+    const expiresAt = sendWall + Math.max(1, ticket - served) * this.turnMs;
     await register(w.q, { ticket, owner: this.leases.owner, token, expiresAt });
     w.place = { ticket, token, expiresAt, validUntil: this.validUntil(sendMono, sendWall, expiresAt) };
     await this.hook('joined', w);
@@ -252,8 +275,8 @@ export class FairAcquirer {
     const clock = this.leases.clock;
     const place = w.place!;
     const { marginMs, maxDrift } = this.leases.rule;
-    // Valid a margin past the wake-up: time to look and act before the promise runs out.
-    const needed = clock.monotonicNow() + wakeInMs + marginMs;
+    // Valid past the wake-up: time to look and act before the promise runs out.
+    const needed = clock.monotonicNow() + wakeInMs + this.actMs;
     if (place.validUntil >= needed) return true;
     const sendMono = clock.monotonicNow();
     const sendWall = clock.wallNow();
@@ -288,11 +311,12 @@ export class FairAcquirer {
    * hint whose promise lapses and which the waiter behind it removes; an error here must not
    * cost the caller a lease it was granted.
    */
-  private async leave(w: Wait): Promise<void> {
+  private async leave(w: Wait, granted = false): Promise<void> {
     const place = w.place;
     w.place = undefined;
     if (place === undefined) return;
     await removeWaiter(w.q, place).catch(() => false);
+    if (granted) await markServed(w.q, place.ticket).catch(() => false);
   }
 
   private async hook(point: FairPoint, w: Wait): Promise<void> {

@@ -6,7 +6,8 @@
  * by the caller, and never in the Leases table, whose items must never be deleted.
  *
  * Table: partition key `pk` (S, the lease key), sort key `sk` (N). Per lease key:
- *   sk = 0     the ticket counter: `last` (N), the last ticket handed out (atomic ADD)
+ *   sk = 0     the ticket counter: `last` (N), the last ticket handed out (atomic ADD), and
+ *              `served` (N), the last ticket granted the lease: `last - served` waiters ahead
  *   sk = t > 0 the waiter holding ticket t: `owner`, `token` (random, one per registration:
  *              it tells a waiter's own item from a successor's), `expiresAt` (N, wall-clock
  *              ms): the waiter's promise to act again (look, or renew this promise) before then.
@@ -19,7 +20,7 @@ import type { LeaseKey } from './brand.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
 
 /** The waiter items' attribute names (a contract: operators read this table to see a queue). */
-export const WAITER_ATTR = { key: 'pk', ticket: 'sk', last: 'last', owner: 'owner', token: 'token', expiresAt: 'expiresAt' } as const;
+export const WAITER_ATTR = { key: 'pk', ticket: 'sk', last: 'last', served: 'served', owner: 'owner', token: 'token', expiresAt: 'expiresAt' } as const;
 
 /** The sort key of the ticket counter: waiters hold tickets 1, 2, 3... */
 export const COUNTER_SK = 0;
@@ -67,24 +68,26 @@ function waiterOf(item: Record<string, unknown> | undefined): Waiter | undefined
   return { ticket, owner, token, expiresAt };
 }
 
-/** Is anyone queued for this key? One Query of at most one item. */
-export async function anyWaiting(q: Queue): Promise<boolean> {
+/** The first waiter in the queue (lowest ticket), if anyone is queued. One Query of at most one item. */
+export async function queueHead(q: Queue): Promise<Waiter | undefined> {
   const out = await q.doc.send(
     new QueryCommand({
       TableName: q.table,
       KeyConditionExpression: '#pk = :k AND #sk > :counter',
       ExpressionAttributeNames: { '#pk': A.key, '#sk': A.ticket },
       ExpressionAttributeValues: { ':k': q.key, ':counter': COUNTER_SK },
-      ProjectionExpression: '#sk',
       ConsistentRead: true,
       Limit: 1,
     }),
   );
-  return (out.Items ?? []).length > 0;
+  return waiterOf(out.Items?.[0]);
 }
 
-/** The next ticket: one atomic ADD on the counter item. A retried lost response skips a number, which is harmless. */
-export async function takeTicket(q: Queue): Promise<number> {
+/**
+ * The next ticket: one atomic ADD on the counter item, which also tells how many tickets ahead
+ * have not been served yet. A retried lost response skips a number, which is harmless.
+ */
+export async function takeTicket(q: Queue): Promise<{ ticket: number; served: number }> {
   const out = await q.doc.send(
     new UpdateCommand({
       TableName: q.table,
@@ -92,12 +95,33 @@ export async function takeTicket(q: Queue): Promise<number> {
       UpdateExpression: 'ADD #last :one',
       ExpressionAttributeNames: { '#last': A.last },
       ExpressionAttributeValues: { ':one': 1 },
-      ReturnValues: 'UPDATED_NEW',
+      ReturnValues: 'ALL_NEW',
     }),
   );
   const last = out.Attributes?.[A.last];
+  const served = out.Attributes?.[A.served];
   if (typeof last !== 'number') throw new TypeError(`${q.table}: the ticket counter of ${q.key} returned no number`);
-  return last;
+  return { ticket: last, served: typeof served === 'number' ? served : 0 };
+}
+
+/** Records that `ticket` was granted the lease (never moving the mark back). False when a later ticket was recorded first. */
+export async function markServed(q: Queue, ticket: number): Promise<boolean> {
+  try {
+    await q.doc.send(
+      new UpdateCommand({
+        TableName: q.table,
+        Key: { [A.key]: q.key, [A.ticket]: COUNTER_SK },
+        UpdateExpression: 'SET #served = :t',
+        ConditionExpression: 'attribute_not_exists(#served) OR #served < :t',
+        ExpressionAttributeNames: { '#served': A.served },
+        ExpressionAttributeValues: { ':t': ticket },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  }
 }
 
 /** Writes the waiter's item. A retry after a lost response finds its own token and is a success. */
