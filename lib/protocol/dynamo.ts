@@ -12,6 +12,7 @@ import type { AttributeValue, DynamoDBClientResolvedConfig, ServiceInputTypes, S
 import type { Command } from '@smithy/types';
 import { InvalidInputError } from './errors.js';
 
+/** Client settings; everything else is the SDK's default chain (region, credentials). */
 export interface DynamoOptions {
   /** e.g. http://127.0.0.1:8000 for DynamoDB Local; absent for AWS. */
   endpoint?: string;
@@ -22,11 +23,16 @@ export interface DynamoOptions {
   maxSockets?: number;
 }
 
+/** The two clients the library uses: low-level (table admin) and the document client (every protocol call). */
 export interface Dynamo {
   client: DynamoDBClient;
   doc: DynamoDBDocumentClient;
 }
 
+/**
+ * Both clients over one kept-alive connection pool, with a request timeout that fails instead of
+ * hanging; against DynamoDB Local (`endpoint`) it supplies dummy credentials when none are set.
+ */
 export function createDynamo(opts: DynamoOptions = {}): Dynamo {
   const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64 };
   const config: DynamoDBClientConfig = {

@@ -23,6 +23,7 @@ export function describeValue(v: unknown, max = 120): string {
   return s.length > max ? `${s.slice(0, max)}…` : s;
 }
 
+/** The base of every error this library throws: branch on the subclass or on `code`. */
 export abstract class FencedError extends Error {
   abstract readonly code: string;
   constructor(message: string, options?: { cause?: unknown }) {

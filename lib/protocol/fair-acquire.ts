@@ -7,8 +7,9 @@
  * queue only orders contenders and keeps all but one of them away from the lease item.
  *
  *   enter    nobody queued: one ordinary tryAcquire (granted: done, 2 requests in all)
- *   join     take a ticket (one atomic counter per key), write a waiter item whose `expiresAt`
- *            is a promise: "I will look again, or renew this, before then"
+ *   join     take a ticket (one atomic counter per key, which also says how many tickets ahead
+ *            are unserved) and write a waiter item whose `expiresAt` is a promise: "I will look
+ *            again, or renew this, before then": one turn per ticket ahead
  *   look     one strongly consistent Query: my own item (gone? I was skipped: join again, at the
  *            tail) and my nearest predecessor
  *   act      only while my own promise is still valid on my monotonic clock: after a pause or a
@@ -18,15 +19,16 @@
  *            has lapsed (beyond the clock-offset bound) is removed, conditionally on the promise
  *            seen, and I look again: a crashed waiter is skipped
  *   head     no predecessor: re-check authority through the normal conditional acquire (its
- *            ALL_OLD reads the lease); granted: remove my item, return the lease; held: sleep
- *            until the holder's expiry, like LeaseManager.acquire
- *   promise  before every sleep my promise must cover the wake-up; else it is renewed, spaced
- *            one turn (a lease period plus the clock bound) behind my predecessor's promise
+ *            ALL_OLD reads the lease); granted: remove my item, mark my ticket served, return the
+ *            lease; held: sleep until the holder's expiry, like LeaseManager.acquire
+ *   promise  before every sleep my promise must cover the wake-up and half a turn more; else it
+ *            is renewed, one turn behind my predecessor's promise
  *
- * What it does not do: make the lease safer (the fence does that), or order contenders that use
- * the plain acquire on the same key (they can take a free lease ahead of the queue; still one
- * holder at a time). A release is noticed at the released lease's expiry, as with the plain
- * acquire: the queue moves one holder per lease period.
+ * A turn is the lease period plus the clock bound and the head's jitter: the queue hands the key
+ * on about once per turn. A holder that releases early is noticed when the next waiter looks (at
+ * the holder's promise as a waiter), not at once. What it does not do: make the lease safer (the
+ * fence does that), or order contenders that use the plain acquire on the same key (they can take
+ * a free lease ahead of the queue; still one holder at a time).
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -40,10 +42,12 @@ import { markServed, queueHead, register, removeWaiter, renewPromise, takeTicket
 /** Where the fair acquire may be paused (or crashed, by never resolving) by fault injection. */
 export type FairPoint = 'joined' | 'looked' | 'requeued';
 
+/** Fault injection for the fair acquire: awaited at each FairPoint (tests, the chaos harness). */
 export interface FairHooks {
   at(point: FairPoint, info: { key: string; owner: string; ticket: number }): Promise<void> | void;
 }
 
+/** Where the queue lives, and how the fair acquire judges a promise and backs off. */
 export interface FairOptions {
   doc: DynamoDBDocumentClient;
   /** The waiter table (waitersTableInput): hints only, never the Leases table. */
@@ -81,6 +85,11 @@ interface Wait {
   place: Place | undefined;
 }
 
+/**
+ * The fair acquire over one LeaseManager (see this module's header): `acquire(key)` waits its turn
+ * in the queue, then acquires through the lease's normal conditional acquire. Release the lease
+ * with the manager, as any other.
+ */
 export class FairAcquirer {
   private readonly skewMs: number;
   private readonly random: Random;

@@ -6,6 +6,11 @@
  *   a holder died or stalled        → the lease (LeaseManager, LeaseKeeper)
  *   an obsolete holder wakes up     → the fence (raiseFence, commitFencedUnit)
  *   the holder repeats an effect    → idempotency (onceOnly, putOnce, the unit's request token)
+ *
+ * Beside them, the lighter tools for when a lease is not worth it (guardedPut, putOnce,
+ * updateOptimistic), and the fair acquire for many queued contenders (FairAcquirer). Which to
+ * take: docs/choosing.md; examples: docs/library.md. Every export is documented where it is
+ * declared (test/api-docs.test.ts).
  */
 
 // Tokens: generations are (epoch, sequence) in one DynamoDB number; epochs after a restore.

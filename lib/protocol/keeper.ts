@@ -10,6 +10,7 @@ import type { Clock } from './clock.js';
 import { InvalidInputError, LeaseExpiredError, LeaseLostError } from './errors.js';
 import type { Lease, LeaseManager } from './lease.js';
 
+/** How a LeaseKeeper renews. */
 export interface KeeperOptions {
   /** Time between renewals; at most duration/3 so two renewals can fail before the deadline. */
   intervalMs: number;
@@ -17,6 +18,7 @@ export interface KeeperOptions {
   onRenewed?: (lease: Lease) => void;
 }
 
+/** Throws InvalidInputError unless 0 < interval <= duration / 3 (two renewals may fail before the deadline). */
 export function validateRenewInterval(intervalMs: number, durationMs: number): void {
   if (!(Number.isFinite(intervalMs) && intervalMs > 0 && intervalMs <= durationMs / 3)) {
     throw new InvalidInputError(
@@ -26,6 +28,11 @@ export function validateRenewInterval(intervalMs: number, durationMs: number): v
   }
 }
 
+/**
+ * Keeps a granted lease renewed every `intervalMs`, and aborts `signal` when protected work must
+ * stop: a refused renewal (LeaseLostError) or no confirmed renewal by the local deadline
+ * (LeaseExpiredError). `stop()` ends the renewals; it does not release.
+ */
 export class LeaseKeeper {
   private current: Lease;
   private readonly controller = new AbortController();

@@ -28,6 +28,7 @@ import { InvalidInputError, VersionConflictError } from './errors.js';
 /** The attribute that carries a record's version. */
 export const VERSION_ATTR = 'version';
 
+/** A record read and written by updateOptimistic: any attributes; `pk` and `version` are the library's. */
 export type VersionedRecord = Record<string, unknown>;
 
 /**
@@ -37,6 +38,7 @@ export type VersionedRecord = Record<string, unknown>;
  */
 export type Change = (current: Readonly<VersionedRecord> | undefined) => VersionedRecord | undefined | Promise<VersionedRecord | undefined>;
 
+/** Where the record is, and how hard to try. */
 export interface OptimisticOptions {
   doc: DynamoDBDocumentClient;
   table: string;
@@ -49,6 +51,7 @@ export interface OptimisticOptions {
   backoff?: BackoffPolicy;
 }
 
+/** `written`: the change landed on the version it was computed from. `unchanged`: the change function returned undefined. */
 export type OptimisticOutcome =
   | { readonly status: 'written'; readonly record: VersionedRecord; readonly attempts: number }
   | { readonly status: 'unchanged'; readonly record: VersionedRecord | undefined; readonly attempts: number };
