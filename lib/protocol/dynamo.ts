@@ -139,3 +139,15 @@ function valueBytes(v: unknown, field: string, depth: number): number {
   if (typeof v === 'object') return 3 + Object.entries(v).reduce((n, [k, e]) => n + Buffer.byteLength(k) + 1 + valueBytes(e, field, depth + 1), 0);
   return Buffer.byteLength(String(v));
 }
+
+/**
+ * A request that got no answer to act on: no HTTP response at all (the SDK's own errors carry
+ * `$metadata` without a status), a server fault or throttling. Anything else (a bad table name,
+ * missing permissions, a bug) is thrown to the caller.
+ */
+export function isUnanswered(e: unknown): boolean {
+  if (!(e instanceof Error) || !('$metadata' in e)) return false;
+  const x = e as Error & { $fault?: string; $metadata?: { httpStatusCode?: number } };
+  if (x.$fault === 'server' || x.$metadata?.httpStatusCode === undefined) return true;
+  return ['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded'].includes(x.name);
+}

@@ -33,11 +33,12 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { defaultBackoff, fullJitter, type BackoffPolicy, type Random } from './backoff.js';
-import { leaseDeadline } from './clock.js';
+import { isUnanswered } from './dynamo.js';
 import { AcquireTimeoutError, InvalidInputError } from './errors.js';
 import type { Lease, LeaseManager, Observation } from './lease.js';
 import { asLeaseKey } from './lease-model.js';
-import { markServed, queueHead, register, removeWaiter, renewPromise, takeTicket, view, type Queue, type Waiter } from './waiters.js';
+import { leastPromise, validUntil, type Place } from './queue-place.js';
+import { markServed, queueState, register, removeWaiter, renewPromise, takeTicket, view, type Queue, type Waiter } from './waiters.js';
 
 /** Where the fair acquire may be paused (or crashed, by never resolving) by fault injection. */
 export type FairPoint = 'joined' | 'looked' | 'requeued';
@@ -63,25 +64,20 @@ export interface FairOptions {
   hooks?: FairHooks;
 }
 
-/** My place in the queue. */
-interface Place {
-  readonly ticket: number;
-  readonly token: string;
-  expiresAt: number;
-  /** Monotonic: act on a look only before this instant (the promise, less drift and margin). */
-  validUntil: number;
-}
-
 /** One acquire's state. */
 interface Wait {
   readonly q: Queue;
   readonly end: number;
   readonly signal: AbortSignal | undefined;
+  /** Past the first step (the direct attempt when nobody is queued). */
+  entered: boolean;
   attempts: number;
   observation: Observation | undefined;
   /** What the last refused attempt said: how long until the lease can be free, counted from `refusedAt`. */
   retryAfterMs: number;
   refusedAt: number | undefined;
+  /** The first waiter, as seen on entering: what a first promise counts from. */
+  head: Waiter | undefined;
   place: Place | undefined;
 }
 
@@ -140,14 +136,16 @@ export class FairAcquirer {
       q: { doc: this.opts.doc, table: this.opts.table, key: asLeaseKey(key) },
       end: clock.monotonicNow() + (opts.timeoutMs ?? Number.POSITIVE_INFINITY),
       signal: opts.signal,
+      entered: false,
       attempts: 0,
       observation: undefined,
       retryAfterMs: 0,
       refusedAt: undefined,
+      head: undefined,
       place: undefined,
     };
     try {
-      const lease = (await this.enter(w)) ?? (await this.wait(w));
+      const lease = await this.wait(w);
       await this.leave(w, true);
       return lease;
     } catch (e) {
@@ -156,18 +154,23 @@ export class FairAcquirer {
     }
   }
 
-  /** Nobody queued: try at once, as the plain acquire would. Otherwise (or held) the wait joins the queue. */
+  /** Nobody queued: try at once, as the plain acquire would. Otherwise (or held) the next step joins the queue. */
   private async enter(w: Wait): Promise<Lease | undefined> {
-    if ((await queueHead(w.q)) !== undefined) return undefined;
+    const { counter, head } = await queueState(w.q);
+    w.head = head;
+    if (head !== undefined) return undefined;
     const lease = await this.attempt(w);
     if (lease === undefined && this.remaining(w) <= 0) throw new AcquireTimeoutError(w.q.key, w.attempts);
+    // Granted with nobody queued: every ticket handed out so far is gone. Say so, so that the next
+    // crowd does not count them as waiters ahead (best effort, like every queue write).
+    if (lease !== undefined && counter !== undefined && counter.last > counter.served) await markServed(w.q, counter.last).catch(() => false);
     return lease;
   }
 
   /**
-   * Look, then act on the look, until granted. A request that gets no answer (network, throttling,
-   * a server error) ends the step: back off, then look again, so nothing seen before the cut is
-   * acted on after it: a waiter that reconnects re-checks its place before anything else.
+   * Enter, join, then look and act on the look, until granted. A request that gets no answer
+   * (network, throttling, a server error) ends the step: back off, then look again, so nothing
+   * seen before the cut is acted on after it: a waiter that reconnects re-checks its place first.
    */
   private async wait(w: Wait): Promise<Lease> {
     let failures = 0;
@@ -186,9 +189,13 @@ export class FairAcquirer {
   }
 
   private async step(w: Wait): Promise<Lease | undefined> {
+    if (!w.entered) {
+      w.entered = true; // cut off while entering: join (always safe) rather than enter again
+      return this.enter(w);
+    }
     const place = w.place;
     if (place === undefined) {
-      await this.join(w); // a join that was cut off half-way
+      await this.join(w); // first time, or a join that was cut off half-way
       return undefined;
     }
     const seen = await view(w.q, place.ticket, place.token);
@@ -251,9 +258,10 @@ export class FairAcquirer {
   }
 
   /**
-   * Takes a ticket and writes my waiter item. Its first promise is one turn per ticket ahead not
-   * yet served (the counter says how many): a crowd that arrives at once is spread over the turns
-   * it will wait at once, instead of each waiter looking every turn until the spacing settles.
+   * Takes a ticket and writes my waiter item. Its first promise is one turn per ticket ahead,
+   * counted from the first waiter seen on entering, or else from the last ticket served: a crowd
+   * that arrives at once is spread over the turns it will wait at once, instead of each waiter
+   * looking every turn until the spacing settles.
    */
   private async join(w: Wait): Promise<void> {
     const clock = this.leases.clock;
@@ -261,9 +269,11 @@ export class FairAcquirer {
     const token = randomUUID();
     const sendMono = clock.monotonicNow();
     const sendWall = clock.wallNow();
-    const expiresAt = sendWall + Math.max(1, ticket - served) * this.turnMs;
+    const ahead = w.head !== undefined && w.head.ticket < ticket ? ticket - w.head.ticket + 1 : ticket - served;
+    w.head = undefined; // a later join (after being skipped) counts from the counter
+    const expiresAt = sendWall + Math.max(1, ahead) * this.turnMs;
     await register(w.q, { ticket, owner: this.leases.owner, token, expiresAt });
-    w.place = { ticket, token, expiresAt, validUntil: this.validUntil(sendMono, sendWall, expiresAt) };
+    w.place = { ticket, token, expiresAt, validUntil: validUntil(this.leases.rule, sendMono, sendWall, expiresAt) };
     await this.hook('joined', w);
   }
 
@@ -283,24 +293,16 @@ export class FairAcquirer {
   private async promise(w: Wait, wakeInMs: number, spaced = 0): Promise<boolean> {
     const clock = this.leases.clock;
     const place = w.place!;
-    const { marginMs, maxDrift } = this.leases.rule;
     // Valid past the wake-up: time to look and act before the promise runs out.
     const needed = clock.monotonicNow() + wakeInMs + this.actMs;
     if (place.validUntil >= needed) return true;
     const sendMono = clock.monotonicNow();
     const sendWall = clock.wallNow();
-    const least = sendWall + Math.ceil((needed - sendMono + marginMs) / (1 - maxDrift));
-    const expiresAt = Math.max(least, spaced);
+    const expiresAt = Math.max(leastPromise(this.leases.rule, sendMono, sendWall, needed), spaced);
     if (!(await renewPromise(w.q, place, expiresAt))) return false;
     place.expiresAt = expiresAt;
-    place.validUntil = this.validUntil(sendMono, sendWall, expiresAt);
+    place.validUntil = validUntil(this.leases.rule, sendMono, sendWall, expiresAt);
     return true;
-  }
-
-  /** Like a lease's local deadline (clock.ts): counted from the send time, less drift and margin. */
-  private validUntil(sendMono: number, sendWall: number, expiresAt: number): number {
-    const { marginMs, maxDrift } = this.leases.rule;
-    return leaseDeadline(sendMono, { durationMs: expiresAt - sendWall, maxDrift, marginMs });
   }
 
   private remaining(w: Wait): number {
@@ -333,14 +335,3 @@ export class FairAcquirer {
   }
 }
 
-/**
- * A request that got no answer to act on: no HTTP response at all (the SDK's own errors carry
- * `$metadata` without a status), a server fault or throttling. Anything else (a bad table name,
- * missing permissions, a bug) is thrown to the caller.
- */
-function isUnanswered(e: unknown): boolean {
-  if (!(e instanceof Error) || !('$metadata' in e)) return false;
-  const x = e as Error & { $fault?: string; $metadata?: { httpStatusCode?: number } };
-  if (x.$fault === 'server' || x.$metadata?.httpStatusCode === undefined) return true;
-  return ['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded'].includes(x.name);
-}

@@ -68,19 +68,32 @@ function waiterOf(item: Record<string, unknown> | undefined): Waiter | undefined
   return { ticket, owner, token, expiresAt };
 }
 
-/** The first waiter in the queue (lowest ticket), if anyone is queued. One Query of at most one item. */
-export async function queueHead(q: Queue): Promise<Waiter | undefined> {
+/** The queue as one Query shows it: the ticket counter (if a queue ever formed) and the first waiter. */
+export interface QueueState {
+  readonly counter: { readonly last: number; readonly served: number } | undefined;
+  readonly head: Waiter | undefined;
+}
+
+/** The counter and the first waiter (lowest ticket): one strongly consistent Query of at most two items. */
+export async function queueState(q: Queue): Promise<QueueState> {
   const out = await q.doc.send(
     new QueryCommand({
       TableName: q.table,
-      KeyConditionExpression: '#pk = :k AND #sk > :counter',
+      KeyConditionExpression: '#pk = :k AND #sk >= :counter',
       ExpressionAttributeNames: { '#pk': A.key, '#sk': A.ticket },
       ExpressionAttributeValues: { ':k': q.key, ':counter': COUNTER_SK },
       ConsistentRead: true,
-      Limit: 1,
+      Limit: 2,
     }),
   );
-  return waiterOf(out.Items?.[0]);
+  const items = out.Items ?? [];
+  const counter = items.find((i) => i[A.ticket] === COUNTER_SK);
+  const last = counter?.[A.last];
+  const served = counter?.[A.served];
+  return {
+    counter: typeof last === 'number' ? { last, served: typeof served === 'number' ? served : 0 } : undefined,
+    head: items.map((i) => waiterOf(i)).find((w) => w !== undefined),
+  };
 }
 
 /**
