@@ -195,10 +195,14 @@ export function fairnessMarkdown(r: Fairness): string[] {
     row('takeover after a holder crash (crashed grant → next grant), median / max', (s) => `${f(s.takeoverMedianMs, 0)} / ${f(s.takeoverMaxMs, 0)} ms (${s.crashes} crashes)`),
     row('generations one apart, none repeated', (s) => (s.tokensInOrder ? 'yes' : 'NO')),
     '',
-    'Today every waiting contender tries the lease item at each expiry it learned, and whoever is first wins, so a contender can',
-    'lose turn after turn. The fair acquire lets only the head of the queue try; the others each read their predecessor\'s item',
-    'when its promise is due. A waiter\'s turn comes at the released lease\'s expiry plus the clock bound (a release is not',
-    'noticed earlier, on either side), so a wait is about position × (lease + bound + jitter); a crash costs the same as a release.',
+    'Today every waiting contender tries the lease item at each expiry it learned, and whoever is first wins; a contender back',
+    'from its time away can also take a lease just released, ahead of those sleeping until its expiry (hence more grants on that',
+    'side): some contenders lose turn after turn. The fair acquire lets only the head of the queue try the lease; the others each',
+    'read their predecessor\'s item when its promise is due, one turn (lease + clock bound + jitter) per waiter ahead, so a wait is',
+    'about position × turn, and the key passes about once per turn. A crashed holder costs a full turn, as does one that releases',
+    'after the next waiter has looked.',
+    'Position counts the contenders waiting or holding when a wait began; arrivals closer together than a round trip have no',
+    'order to keep (their tickets are taken in the order their requests land).',
     '',
   ];
 }

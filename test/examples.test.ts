@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { makeGeneration, ManualClock, StaleGenerationError, waitersTableInput, type Lease } from '../lib/protocol/index.js';
+import { makeGeneration, ManualClock, StaleGenerationError, type Lease } from '../lib/protocol/index.js';
 import { recordPayment } from '../docs/examples/create-once.js';
 import { inTurn } from '../docs/examples/fair-queue.js';
 import { writeReport } from '../docs/examples/fenced-write.js';
@@ -16,21 +16,19 @@ import { sellSeats } from '../docs/examples/optimistic.js';
 import { runIfLeader } from '../docs/examples/singleton-worker.js';
 import { granted, until } from './support/fixtures.js';
 import { Scene } from './support/scene.js';
-import { proxiedTables } from './support/tables.js';
+import { proxiedTables, waiterTable } from './support/tables.js';
 
 const env = proxiedTables(import.meta.filename);
 const root = new URL('..', import.meta.url).pathname;
+const waiters = waiterTable(env);
 /** "A table of your own": keyed by `pk` (S), nothing of the workflow's. */
 let mine: string;
-let waiters: string;
 
 beforeAll(async () => {
   mine = `${env.t.prefix}mine`;
-  waiters = `${env.t.prefix}waiters`;
   await env.t.dynamo.client.send(
     new CreateTableCommand({ TableName: mine, BillingMode: 'PAY_PER_REQUEST', AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }], KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }] }),
   );
-  await env.t.dynamo.client.send(new CreateTableCommand(waitersTableInput(waiters)));
 });
 
 const item = async (pk: string) => (await env.t.dynamo.doc.send(new GetCommand({ TableName: mine, Key: { pk }, ConsistentRead: true }))).Item;
@@ -105,7 +103,7 @@ describe('docs/library.md examples', () => {
     const order: string[] = [];
     for (const who of ['first', 'second', 'third']) {
       const leases = env.leases(who, { clock: scene.clock, mode, durationMs: 1_000 });
-      void scene.start(() => inTurn(leases, env.t.dynamo.doc, waiters, 'fair#docs', async () => void order.push(who)));
+      void scene.start(() => inTurn(leases, env.t.dynamo.doc, waiters.name, 'fair#docs', async () => void order.push(who)));
       await scene.settle();
     }
     await holder.release(held);

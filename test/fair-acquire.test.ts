@@ -3,31 +3,19 @@
  * one ManualClock that moves only when all contenders are parked (test/support/scene.ts), gates
  * in the acquire's hooks for pauses and crashes, the fault proxy for a cut-off connection.
  */
-import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
-import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  AcquireTimeoutError,
-  FairAcquirer,
-  waitersTableInput,
-  type FairPoint,
-  type Lease,
-} from '../lib/protocol/index.js';
+import { AcquireTimeoutError, FairAcquirer, type FairPoint, type Lease, type LeaseManager } from '../lib/protocol/index.js';
 import { granted, until } from './support/fixtures.js';
 import { countByTable } from './support/request-counter.js';
 import { Scene, type Gate } from './support/scene.js';
-import { proxiedTables } from './support/tables.js';
+import { proxiedTables, waiterTable } from './support/tables.js';
 
 const env = proxiedTables(import.meta.filename);
 const L = 1_000;
 const SKEW = 100;
 const mode = { kind: 'wall-clock', maxClockSkewMs: SKEW } as const;
-let waiters: string;
-
-beforeAll(async () => {
-  waiters = `${env.t.prefix}waiters`;
-  await env.t.dynamo.client.send(new CreateTableCommand(waitersTableInput(waiters)));
-});
+const waiters = waiterTable(env);
 
 type Hook = (point: FairPoint, ticket: number) => Promise<void> | void;
 
@@ -35,7 +23,7 @@ type Hook = (point: FairPoint, ticket: number) => Promise<void> | void;
 function contender(scene: Scene, owner: string, opts: { hook?: Hook; random?: number; doc?: DynamoDBDocumentClient } = {}): FairAcquirer {
   const random = () => opts.random ?? 0.5;
   const leases = env.leases(owner, { clock: scene.clock, mode, durationMs: L, random, ...(opts.doc ? { doc: opts.doc } : {}) });
-  return new FairAcquirer(leases, { doc: opts.doc ?? env.t.dynamo.doc, table: waiters, random, hooks: { at: (p, info) => opts.hook?.(p, info.ticket) } });
+  return new FairAcquirer(leases, { doc: opts.doc ?? env.t.dynamo.doc, table: waiters.name, random, hooks: { at: (p, info) => opts.hook?.(p, info.ticket) } });
 }
 
 interface Grant {
@@ -54,18 +42,19 @@ function live(scene: Scene, grants: Grant[], who: string, fair: FairAcquirer, ke
   });
 }
 
-async function queue(key: string): Promise<Record<string, unknown>[]> {
-  const out = await env.t.dynamo.doc.send(new QueryCommand({ TableName: waiters, KeyConditionExpression: 'pk = :k AND sk > :z', ExpressionAttributeValues: { ':k': key, ':z': 0 }, ConsistentRead: true }));
-  return out.Items ?? [];
+const queue = (key: string) => waiters.queued(key);
+
+/** A fresh scene whose key `key` is held by H (a plain holder, released or crashed as the test says), and its grant list. */
+async function behindHolder(key: string): Promise<{ scene: Scene; holder: LeaseManager; held: Lease; grants: Grant[] }> {
+  const scene = new Scene();
+  const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
+  return { scene, holder, held: granted(await holder.tryAcquire(key)), grants: [] };
 }
 
 describe('fair acquire: FIFO, one contender at the lease', () => {
   it('five contenders that queue behind a holder are served in arrival order, one turn apart, generations +1 each; with the same jitter the plain acquire serves them in reverse', async () => {
     const key = 'fair#fifo';
-    const scene = new Scene();
-    const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
-    const first = granted(await holder.tryAcquire(key));
-    const grants: Grant[] = [];
+    const { scene, holder, held: first, grants } = await behindHolder(key);
     const fairClient = env.dynamo();
     const fairRequests = countByTable(fairClient.client);
     for (let i = 0; i < 5; i++) {
@@ -126,10 +115,7 @@ describe('fair acquire: FIFO, one contender at the lease', () => {
 describe('fair acquire: crashed and paused waiters', () => {
   it('a waiter that crashed in the queue is skipped once its promise lapses: the one behind it removes it and is served in the crashed one\'s turn, a clock bound late', async () => {
     const key = 'fair#crash';
-    const scene = new Scene();
-    const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
-    const first = granted(await holder.tryAcquire(key));
-    const grants: Grant[] = [];
+    const { scene, holder, held: first, grants } = await behindHolder(key);
     const crash = scene.gate(); // never opened
     const tickets = new Map<string, number>();
     for (const who of ['w0', 'w1', 'w2']) {
@@ -161,10 +147,7 @@ describe('fair acquire: crashed and paused waiters', () => {
 
   it('a paused waiter that wakes after being skipped re-checks and does not barge in, though the lease is free when it wakes: it re-queues behind the waiter that skipped it', async () => {
     const key = 'fair#paused';
-    const scene = new Scene();
-    const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
-    const crashed = granted(await holder.tryAcquire(key)); // H crashes: never renews, never releases
-    const grants: Grant[] = [];
+    const { scene, held: crashed, grants } = await behindHolder(key); // H crashes: never renews, never releases
     const points: string[] = [];
     const tickets = new Map<string, number[]>();
     const pauseW0 = scene.gate();
@@ -250,10 +233,7 @@ describe('fair acquire: crashed and paused waiters', () => {
 
   it('a waiter whose every look is slower than its promise allows (a slow network) still gets its turn: it renews for a whole turn and acts on the next look', async () => {
     const key = 'fair#slow';
-    const scene = new Scene();
-    const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
-    const held = granted(await holder.tryAcquire(key));
-    const grants: Grant[] = [];
+    const { scene, held, grants } = await behindHolder(key);
     const points: string[] = [];
     // Each look answers 700 ms late: past the half turn (580 ms) a promise keeps for acting.
     const slow = contender(scene, 'w0', { hook: async (p) => void (points.push(p), p === 'looked' && (await scene.clock.sleep(700))) });
@@ -268,11 +248,8 @@ describe('fair acquire: crashed and paused waiters', () => {
 
   it('a waiter whose connection is cut re-checks when it comes back: skipped meanwhile, it re-queues behind the one that skipped it, though the lease is free then', async () => {
     const key = 'fair#reconnect';
-    const scene = new Scene();
-    const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
-    const held = granted(await holder.tryAcquire(key)); // H crashes
+    const { scene, held, grants } = await behindHolder(key); // H crashes
     const cut = env.dynamo({ viaProxy: true, maxAttempts: 1 });
-    const grants: Grant[] = [];
     const w0Points: string[] = [];
     const w1Tickets: number[] = [];
     const pauseW1 = scene.gate();
@@ -316,9 +293,9 @@ describe('fair acquire: what it costs, what it does not protect', () => {
     const key = 'fair#free';
     const { doc, client } = env.dynamo();
     const counts = countByTable(client);
-    const fair = new FairAcquirer(env.leases('solo', { doc }), { doc, table: waiters });
+    const fair = new FairAcquirer(env.leases('solo', { doc }), { doc, table: waiters.name });
     const lease = await fair.acquire(key);
-    expect(Object.fromEntries(counts)).toEqual({ [waiters]: 1, [env.t.names.leases]: 1 });
+    expect(Object.fromEntries(counts)).toEqual({ [waiters.name]: 1, [env.t.names.leases]: 1 });
     expect(lease.owner).toBe('solo');
     expect(await queue(key)).toEqual([]);
   });
@@ -344,10 +321,7 @@ describe('fair acquire: what it costs, what it does not protect', () => {
 
   it('the race it loses: a plain acquirer takes a lease released early ahead of the sleeping queue; still one holder at a time, generations still +1', async () => {
     const key = 'fair#barge';
-    const scene = new Scene();
-    const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
-    const held = granted(await holder.tryAcquire(key));
-    const grants: Grant[] = [];
+    const { scene, holder, held, grants } = await behindHolder(key);
     let joined = false;
     void live(scene, grants, 'w0', contender(scene, 'w0', { hook: (p) => void (p === 'joined' && (joined = true)) }), key);
     await until(() => joined, 'w0 queued');
@@ -365,12 +339,9 @@ describe('fair acquire: what it costs, what it does not protect', () => {
 
   it('a registration whose response was lost is recognised by its token on the SDK\'s resend', async () => {
     const key = 'fair#lost-put';
-    const scene = new Scene();
-    const holder = env.leases('H', { clock: scene.clock, mode, durationMs: L });
-    const held = granted(await holder.tryAcquire(key));
+    const { scene, held, grants } = await behindHolder(key);
     const { doc } = env.dynamo({ viaProxy: true, maxAttempts: 3 });
     const lost = env.proxy.drop({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key });
-    const grants: Grant[] = [];
     const points: string[] = [];
     void live(scene, grants, 'w0', contender(scene, 'w0', { doc, hook: (p) => void points.push(p) }), key);
     await scene.settle();

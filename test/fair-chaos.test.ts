@@ -11,26 +11,20 @@
  * (FENCE); every contender that did not crash is served all its turns (PROGRESS); only crashed
  * waiters can leave items in the queue. More seeds: FAIR_CHAOS_SEEDS=200 npx vitest run test/fair-chaos.test.ts
  */
-import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { commitFencedUnit, FairAcquirer, raiseFence, StaleGenerationError, upsert, waitersTableInput, type Dynamo, type FencedUnit, type Lease } from '../lib/protocol/index.js';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { commitFencedUnit, FairAcquirer, raiseFence, StaleGenerationError, upsert, type Dynamo, type FencedUnit, type Lease } from '../lib/protocol/index.js';
 import { rng } from './chaos/schedule.js';
 import { getItem, putJob } from './support/fixtures.js';
 import { Scene } from './support/scene.js';
-import { proxiedTables } from './support/tables.js';
+import { proxiedTables, waiterTable } from './support/tables.js';
 
 const env = proxiedTables(import.meta.filename);
 const SEEDS = Number(process.env.FAIR_CHAOS_SEEDS ?? 4);
 const L = 1_000;
 const SKEW = 100;
 const mode = { kind: 'wall-clock', maxClockSkewMs: SKEW } as const;
-let waiters: string;
-
-beforeAll(async () => {
-  waiters = `${env.t.prefix}waiters`;
-  await env.t.dynamo.client.send(new CreateTableCommand(waitersTableInput(waiters)));
-});
+const waiters = waiterTable(env);
 
 interface Run {
   grants: number[];
@@ -107,7 +101,7 @@ async function chaos(seed: number, variant: 'fenced' | 'leaseOnly' = 'fenced'): 
       }
       if (r() < 0.2) await scene.clock.sleep(Math.floor(r() * 2 * L)); // a stall, maybe past its promise
     };
-    const fair = new FairAcquirer(leases, { doc, table: waiters, hooks: { at } });
+    const fair = new FairAcquirer(leases, { doc, table: waiters.name, hooks: { at } });
     void scene.start(async () => {
       await scene.clock.sleep(Math.floor(r() * L)); // arrivals spread over a lease period
       for (let turn = 0; turn < TURNS; turn++) {
@@ -150,8 +144,7 @@ describe('chaos on the fair path', () => {
       expect(run.commits.every((g, i) => i === 0 || g >= run.commits[i - 1]!), context).toBe(true);
       const fence = await getItem(env.t, env.t.names.fences, `fence#${seed}`);
       if (run.commits.length > 0) expect(fence?.generation, context).toBeGreaterThanOrEqual(run.commits.at(-1)!);
-      const left = await env.t.dynamo.doc.send(new QueryCommand({ TableName: waiters, KeyConditionExpression: 'pk = :k AND sk > :z', ExpressionAttributeValues: { ':k': `chaos#${seed}`, ':z': 0 }, ConsistentRead: true }));
-      for (const w of left.Items ?? []) expect(run.crashedWaiters.has(String(w.owner)), context).toBe(true);
+      for (const w of await waiters.queued(`chaos#${seed}`)) expect(run.crashedWaiters.has(String(w.owner)), context).toBe(true);
     }
     // The schedules reached every fault: lost answers, fence refusals, crashes in the queue and holding.
     console.log(`fair chaos: ${JSON.stringify(seen)}`);
