@@ -235,7 +235,7 @@ describe('fair acquire: crashed and paused waiters', () => {
     const key = 'fair#slow';
     const { scene, held, grants } = await behindHolder(key);
     const points: string[] = [];
-    // Each look answers 700 ms late: past the half turn (580 ms) a promise keeps for acting.
+    // Each look answers 700 ms late: past the half lease (500 ms) a promise keeps for acting.
     const slow = contender(scene, 'w0', { hook: async (p) => void (points.push(p), p === 'looked' && (await scene.clock.sleep(700))) });
     void live(scene, grants, 'w0', slow, key);
     await scene.run(() => grants.length === 1);

@@ -21,7 +21,7 @@
  *   head     no predecessor: re-check authority through the normal conditional acquire (its
  *            ALL_OLD reads the lease); granted: remove my item, mark my ticket served, return the
  *            lease; held: sleep until the holder's expiry, like LeaseManager.acquire
- *   promise  before every sleep my promise must cover the wake-up and half a turn more; else it
+ *   promise  before every sleep my promise must cover the wake-up and half a lease more; else it
  *            is renewed, one turn behind my predecessor's promise
  *
  * A turn is the lease period plus the clock bound and the head's jitter: the queue hands the key
@@ -104,10 +104,10 @@ export class FairAcquirer {
   }
 
   /**
-   * One holder's turn as a waiter counts it: the head claims at the lease's expiry plus the clock
-   * bound plus its jitter (at most min(100 ms, lease/20), acquire.ts `contended`), and the lease
-   * runs its full period: a release is not noticed earlier. Counting less would wake waiters
-   * before their turn (a read each), more would leave the key idle between holders.
+   * One holder's turn as a waiter counts it: the lease's full period (drift included), then the
+   * clock bound and the head's jitter (at most min(100 ms, lease/20), acquire.ts `contended`)
+   * before the next claim. A release is seen only when the next waiter looks. Counting less would
+   * wake waiters before their turn (a read each), more would leave the key idle between holders.
    */
   get turnMs(): number {
     const { durationMs, maxDrift } = this.leases.rule;
@@ -117,13 +117,14 @@ export class FairAcquirer {
   /**
    * How long a promise must outlast a wake-up: time to look, and to renew the promise, before the
    * waiter behind may take it as lapsed. A live waiter whose requests are slower than this is
-   * skipped by mistake (it re-queues: fair to it no longer), so it is generous: half a turn, at
-   * most 5 s, at least the lease's margin. It must stay under a lease period: the waiter behind
-   * reads this promise to learn that the head has gone, and must learn it before the head's lease
-   * runs out. A crashed waiter costs the queue this much (plus the clock bound).
+   * skipped by mistake (it re-queues: fair to it no longer), so it is generous: half the lease
+   * period, at most 5 s, at least the lease's margin. It must stay under a lease period: the
+   * waiter behind reads this promise to learn that the head has gone, and must learn it before the
+   * head's lease runs out. A crashed waiter costs the queue this much (plus the clock bound).
    */
   private get actMs(): number {
-    return Math.max(this.leases.rule.marginMs, Math.min(this.turnMs / 2, 5_000));
+    const { durationMs, marginMs } = this.leases.rule;
+    return Math.max(marginMs, Math.min(durationMs / 2, 5_000));
   }
 
   /**
