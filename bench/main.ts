@@ -1,13 +1,14 @@
 /**
- * `npm run bench [-- --json] [-- --quick] [-- --only a,b] [-- --endpoint URL]`
+ * `npm run bench [-- --json] [-- --quick] [-- --only a,b] [-- --endpoint URL] [-- --write-docs]`
  *
  * Starts its own DynamoDB Local (one for the whole run), then measures, each figure against its
  * baseline in the same run: the worker bundle, the client's own cost per unit, fenced vs unsafe
  * throughput with the request mix and WCU, DynamoDB Local's SDK-free floor, lease cycles vs the
  * peer libraries, takeover latency, contention, fair waiting (the fair acquire beside today's).
- * Progress on stderr. Without --json (and without --quick): a table on
- * stdout and docs/benchmarks.md + docs/img/bench-*.svg rewritten. With --json: exactly one JSON
- * object on stdout.
+ * Progress on stderr. Without --json: a table on
+ * stdout. With --json: exactly one JSON object on stdout. The committed figures
+ * (docs/benchmarks.md + docs/img/bench-*.svg) are rewritten only with --write-docs, and only by a
+ * full run (not --quick, not --only): a smoke run never leaves noisy figures in the tree.
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE = '1';
@@ -15,9 +16,9 @@ process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE = '1';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { urlFlag } from '../cli/flags.js';
+import { checkEndpoint } from '../cli/endpoint.js';
+import { parseFlags, urlFlag, userErrorLine } from '../cli/flags.js';
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { measureBundle } from './bundle.js';
 import { measureClientCost } from './client.js';
@@ -39,12 +40,46 @@ type Step = (typeof STEPS)[number];
 
 const HELP = `npm run bench [-- options]
 
-  --json            print one JSON object on stdout (docs are not rewritten)
-  --quick           reduced rounds and trials: a smoke run, noisier figures (never rewrites the docs)
+  --json            print one JSON object on stdout
+  --quick           reduced rounds and trials: a smoke run, noisier figures
   --only a,b        run a subset of: ${STEPS.join(', ')}
-  --endpoint URL    use a running DynamoDB Local instead of starting one
-  --no-docs         do not rewrite docs/benchmarks.md
+  --endpoint URL    use a running DynamoDB Local (npm run dynamodb) instead of starting one
+  --write-docs      rewrite the committed figures (docs/benchmarks.md, docs/img/bench-*.svg) from
+                    this run; a full run only (not with --quick or --only), on a quiet machine
 `;
+
+export interface BenchFlags {
+  json: boolean;
+  quick: boolean;
+  only?: Step[];
+  endpoint?: string;
+  writeDocs: boolean;
+}
+
+/** The flags, checked: bad input is an InvalidInputError (one line, exit 2) before anything runs. */
+export function parseBenchFlags(argv: string[]): BenchFlags | 'help' {
+  const { values } = parseFlags({
+    args: argv,
+    options: {
+      json: { type: 'boolean', default: false },
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      endpoint: { type: 'string' },
+      'write-docs': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) return 'help';
+  const endpoint = urlFlag('endpoint', values.endpoint);
+  const only = values.only?.split(',').map((s) => s.trim()) as Step[] | undefined;
+  for (const s of only ?? []) if (!STEPS.includes(s)) throw new InvalidInputError('--only', `unknown step "${s}" (${STEPS.join(', ')})`);
+  const writeDocs = values['write-docs'];
+  // The committed figures come from one full run: a smoke run or a subset would replace them with noise or holes.
+  if (writeDocs && values.quick) throw new InvalidInputError('--write-docs', 'needs a full run: leave out --quick');
+  if (writeDocs && only !== undefined) throw new InvalidInputError('--write-docs', 'needs a full run: leave out --only');
+  return { json: values.json, quick: values.quick, writeDocs, ...(only ? { only } : {}), ...(endpoint ? { endpoint } : {}) };
+}
 
 function settings(quick: boolean) {
   return quick
@@ -73,24 +108,14 @@ function settings(quick: boolean) {
 /** Resolves once the text is handed to the OS: the process exits right after. */
 const write = (text: string): Promise<void> => new Promise((resolve) => process.stdout.write(text, () => resolve()));
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      json: { type: 'boolean', default: false },
-      quick: { type: 'boolean', default: false },
-      only: { type: 'string' },
-      endpoint: { type: 'string' },
-      'no-docs': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-  if (values.help) {
+async function main(argv: string[]): Promise<void> {
+  const values = parseBenchFlags(argv);
+  if (values === 'help') {
     process.stdout.write(HELP);
     return;
   }
-  const endpoint = urlFlag('endpoint', values.endpoint);
-  const only = values.only?.split(',').map((s) => s.trim()) as Step[] | undefined;
-  for (const s of only ?? []) if (!STEPS.includes(s)) throw new Error(`--only: unknown step "${s}" (${STEPS.join(', ')})`);
+  const { endpoint, only } = values;
+  if (endpoint !== undefined) await checkEndpoint(endpoint);
   const wants = (s: Step) => only === undefined || only.includes(s);
   const cfg = settings(values.quick);
 
@@ -190,34 +215,41 @@ async function main(): Promise<void> {
   machine.loadAverage.end = loadavg().map((x) => round(x));
   const full: BenchRun = { ...run, machine, quick: values.quick, seconds: (performance.now() - started) / 1000, stepSeconds };
 
-  if (values.json) {
-    await write(`${JSON.stringify(jsonReport(full))}\n`);
-    return;
-  }
-  await write(`${renderTable(full)}\n`);
-  // The committed figures come from full runs only: a smoke run's noisier figures never replace them.
-  if (values.quick && !values['no-docs']) await write('\n--quick: docs/benchmarks.md left as it is (full runs only)\n');
-  if (!values['no-docs'] && !values.quick && only === undefined) {
-    const docs = fileURLToPath(new URL('../docs/', import.meta.url));
-    mkdirSync(`${docs}img`, { recursive: true });
-    writeFileSync(`${docs}img/bench-goals.svg`, `${goalsSvg(full)}\n`);
-    const split = splitSvg(full);
-    if (split) writeFileSync(`${docs}img/bench-split.svg`, `${split}\n`);
-    writeFileSync(`${docs}benchmarks.md`, renderMarkdown(full, { goals: 'img/bench-goals.svg', ...(split ? { split: 'img/bench-split.svg' } : {}) }));
-    await write(`\nwrote docs/benchmarks.md, docs/img/bench-goals.svg${split ? ', docs/img/bench-split.svg' : ''} (${Math.round(full.seconds)} s)\n`);
+  await write(values.json ? `${JSON.stringify(jsonReport(full))}\n` : `${renderTable(full)}\n`);
+  // Progress notes go to stderr with --json: stdout is the one JSON object.
+  const note = (line: string) => (values.json ? process.stderr.write(`${line}\n`) : write(`\n${line}\n`));
+  if (values.writeDocs) {
+    const written = writeDocs(full);
+    await note(`wrote ${written.join(', ')} (${Math.round(full.seconds)} s)`);
+  } else if (!values.json) {
+    await note('(docs/benchmarks.md not rewritten: --write-docs does that, from a full run)');
   }
 }
 
-main().then(
-  // The SDK's kept-alive sockets and the peers' timers are closed; exit anyway, whatever a library left behind.
-  () => process.exit(0),
-  (e: unknown) => {
-    // A bad flag gets the other CLIs' short message and exit status 2 (test/chaos/main.ts, cli/main.ts).
-    if (e instanceof InvalidInputError) {
-      process.stderr.write(`error: ${e.message}\n(--help for usage)\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  },
-);
+/** The committed figures: docs/benchmarks.md and its charts, from one full run. */
+function writeDocs(full: BenchRun): string[] {
+  const docs = fileURLToPath(new URL('../docs/', import.meta.url));
+  mkdirSync(`${docs}img`, { recursive: true });
+  writeFileSync(`${docs}img/bench-goals.svg`, `${goalsSvg(full)}\n`);
+  const split = splitSvg(full);
+  if (split) writeFileSync(`${docs}img/bench-split.svg`, `${split}\n`);
+  writeFileSync(`${docs}benchmarks.md`, renderMarkdown(full, { goals: 'img/bench-goals.svg', ...(split ? { split: 'img/bench-split.svg' } : {}) }));
+  return ['docs/benchmarks.md', 'docs/img/bench-goals.svg', ...(split ? ['docs/img/bench-split.svg'] : [])];
+}
+
+if (process.argv[1]?.endsWith('bench/main.ts')) {
+  main(process.argv.slice(2)).then(
+    // The SDK's kept-alive sockets and the peers' timers are closed; exit anyway, whatever a library left behind.
+    () => process.exit(0),
+    (e: unknown) => {
+      // A bad flag, an endpoint that is not DynamoDB: one line and exit status 2, as the other CLIs.
+      const line = userErrorLine(e);
+      if (line !== undefined) {
+        process.stderr.write(`${line}\n`);
+        process.exit(2);
+      }
+      process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -13,11 +13,14 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ConfigError } from '../lib/protocol/index.js';
+import { requireTools } from './prerequisites.js';
 
 export interface DynamoLocal {
   endpoint: string;
   port: number;
   pid: number | undefined;
+  /** Resolves when DynamoDB Local has exited (stopped, or died), with Java's exit status. */
+  exited: Promise<number | null>;
   stop(): Promise<void>;
 }
 
@@ -40,16 +43,26 @@ export function freePort(): Promise<number> {
   });
 }
 
+// Java under a watchdog shell. The watchdog returns when Java exits (with Java's status, so an
+// early death is seen at once instead of as a ListTables timeout), and kills Java when our end of
+// its stdin pipe closes: we exited or died, however. A background job's stdin is /dev/null, so the
+// pipe is handed to the watcher as fd 3.
 const WATCHDOG = `
+exec 3<&0
 java "-Djava.library.path=$LIBDIR" -Xmx1g -jar "$JAR" -inMemory -sharedDb -disableTelemetry -port "$PORT" &
 pid=$!
+( cat <&3 >/dev/null; kill -9 $pid 2>/dev/null ) &
+watcher=$!
+exec 3<&-
 trap 'kill -9 $pid 2>/dev/null; exit 0' INT TERM HUP
-# returns when our parent's end of the pipe closes: the parent exited or died
-cat >/dev/null
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
-exit 0
+wait $pid
+status=$?
+kill $watcher 2>/dev/null
+exit $status
 `;
+
+/** Java's last words on one line: the CLIs print an error as one line. */
+const oneLine = (s: string): string => s.trim().split(/\s*\n\s*/).slice(-6).join(' | ').slice(-600) || 'nothing on stderr';
 
 async function waitReady(endpoint: string, child: ChildProcess, timeoutMs: number, stderr: () => string): Promise<void> {
   const client = new DynamoDBClient({
@@ -61,7 +74,7 @@ async function waitReady(endpoint: string, child: ChildProcess, timeoutMs: numbe
   const until = Date.now() + timeoutMs;
   try {
     while (Date.now() < until) {
-      if (child.exitCode !== null) throw new ConfigError('java', `DynamoDB Local exited early: ${stderr()}`);
+      if (child.exitCode !== null) throw new ConfigError('java', `DynamoDB Local exited at start (status ${child.exitCode}): ${oneLine(stderr())}`);
       try {
         await client.send(new ListTablesCommand({ Limit: 1 }));
         return;
@@ -69,17 +82,32 @@ async function waitReady(endpoint: string, child: ChildProcess, timeoutMs: numbe
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    throw new ConfigError('java', `DynamoDB Local did not answer ListTables within ${timeoutMs} ms: ${stderr()}`);
+    throw new ConfigError('java', `DynamoDB Local did not answer ListTables within ${timeoutMs} ms: ${oneLine(stderr())}`);
   } finally {
     client.destroy();
   }
 }
 
-export async function startDynamoLocal(opts: { timeoutMs?: number } = {}): Promise<DynamoLocal> {
+/** Is this loopback port free to listen on? */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * `port`: listen there (one attempt; the caller checked it is free). Without it, a free port is
+ * chosen, and chosen again if another process takes it before Java binds it.
+ */
+export async function startDynamoLocal(opts: { timeoutMs?: number; port?: number } = {}): Promise<DynamoLocal> {
+  // A missing or old java is named now, with its install line, not after the timeout below.
+  requireTools(['java'], 'DynamoDB Local');
   const { jar, libDir } = jarPaths();
   let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const port = await freePort();
+  for (let attempt = 0; attempt < (opts.port === undefined ? 3 : 1); attempt++) {
+    const port = opts.port ?? (await freePort());
     const child = spawn('sh', ['-c', WATCHDOG], {
       env: { ...process.env, JAR: jar, LIBDIR: libDir, PORT: String(port), DDB_LOCAL_TELEMETRY: '0' },
       stdio: ['pipe', 'ignore', 'pipe'],
@@ -94,17 +122,18 @@ export async function startDynamoLocal(opts: { timeoutMs?: number } = {}): Promi
     (child.stdin as unknown as { unref?: () => void })?.unref?.();
     (child.stderr as unknown as { unref?: () => void })?.unref?.();
     const endpoint = `http://127.0.0.1:${port}`;
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     const stop = async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      // Closing the pipe is what stops Java (and the watchdog's reader, even if Java already died).
       child.stdin?.end();
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;
       clearTimeout(timer);
     };
     try {
       await waitReady(endpoint, child, opts.timeoutMs ?? 30_000, () => err);
-      return { endpoint, port, pid: child.pid, stop };
+      return { endpoint, port, pid: child.pid, exited, stop };
     } catch (e) {
       lastError = e;
       await stop();

@@ -25,6 +25,9 @@ export interface Fault {
   action: { kind: 'pause'; ms: number; untilSuccessorCommits?: boolean } | { kind: 'crash' };
 }
 
+/** A fault's name without the word its label already starts with: "CRASH mid-run", not "CRASH crash mid-run". */
+const bare = (name: string, word: string): string => name.replace(new RegExp(`^${word}\\s+`, 'i'), '');
+
 /** Has someone committed `unit` of `jobId` (the checkpoint moved past it)? */
 export type UnitCommitted = (jobId: string, unit: number) => Promise<boolean>;
 
@@ -55,11 +58,11 @@ export class FaultPlan implements WorkerHooks {
     this.fired.push({ name: fault.name, owner: info.owner, at: this.clock.monotonicNow() });
     const lane = laneOf(info.owner);
     if (fault.action.kind === 'crash') {
-      this.timeline?.add(lane, 'crash', `CRASH ${fault.name}`);
+      this.timeline?.add(lane, 'crash', `CRASH ${bare(fault.name, 'crash')}`);
       this.onCrash?.(info.owner);
       return new Promise<void>(() => undefined);
     }
-    this.timeline?.add(lane, 'pause', `PAUSE ${fault.action.ms} ms: ${fault.name}`);
+    this.timeline?.add(lane, 'pause', `PAUSE ${fault.action.ms} ms ${bare(fault.name, 'paused')}`);
     this.activePauses++;
     try {
       const until = this.clock.monotonicNow() + fault.action.ms;

@@ -1,5 +1,5 @@
 /**
- * Ops commands: status, requeue, raise-epoch, seal. They work against DynamoDB Local
+ * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/pause.ts). They work against DynamoDB Local
  * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
@@ -34,19 +34,31 @@ import {
 import { OUTPUTS } from '../infra/outputs.js';
 import { urlFlag } from './flags.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
   --endpoint URL --table-prefix P     DynamoDB Local (or any endpoint) with prefixed tables
-  --outputs FILE                      a deployed stack: cdk deploy --outputs-file FILE
+  --outputs FILE [--stack NAME]       a deployed stack: cdk deploy --outputs-file FILE (--stack when it holds several)
   --leases-table T --fences-table T --jobs-table T --invoices-table T [--queue-url U]
 Also: --region R, --json`;
 
 const USAGE: Record<OpsCommand, string> = {
   status: `status: leases, fences and jobs at a glance.\n  npm run cli -- status --outputs cdk-outputs.json\n${COMMON}`,
-  requeue: `requeue <jobId>: ask for a job to be picked up again: a conditional update of the job\n(heartbeat, requeues) and, when a queue URL is known, a message to the work queue.\n  npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json\n${COMMON}`,
+  requeue: `requeue <jobId>: have an unfinished job picked up again: a conditional update of the job
+(heartbeat, requeues; refused if a live worker moved it meanwhile), then
+  - with a work queue (--outputs, or --queue-url): a message to it, for the deployed workers;
+  - locally (--endpoint, no queue: none outlives npm start): this command runs the job itself,
+    with the worker handler Lambda runs, until it is DONE (or a live holder has it).
+  npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json
+  npm run cli -- requeue 'invoice-run#2026-11' --endpoint http://127.0.0.1:8000 --table-prefix fw-...-
+${COMMON}`,
   'raise-epoch': `raise-epoch --epoch E: record E as the current epoch (never lower). Then deploy with\n-c fenceEpoch=E and run seal. See docs/runbook-dr.md.\n  npm run cli -- raise-epoch --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
+  pause: `pause: stop the worker receiving: disables its SQS event source mapping and waits until Lambda says
+Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never throttle the worker instead.
+  npm run cli -- pause --outputs cdk-outputs.json     (or --mapping-id UUID [--region R])`,
+  resume: `resume: enable the worker's SQS event source mapping again and wait until Lambda says Enabled.
+  npm run cli -- resume --outputs cdk-outputs.json    (or --mapping-id UUID [--region R])`,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
 };
 
@@ -54,6 +66,7 @@ export const opsHelp = (): string => OPS_COMMANDS.map((c) => USAGE[c]).join('\n\
 
 interface Target {
   doc: DynamoDBDocumentClient;
+  endpoint?: string;
   tables: TableNames;
   queueUrl?: string;
   region?: string;
@@ -63,14 +76,8 @@ interface Target {
  * Finds table names and the queue URL in `cdk deploy --outputs-file` JSON: by this stack's output
  * names (infra/outputs.ts), else by pattern, for a fork's stack that names its outputs its own way.
  */
-export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl?: string } {
-  if (typeof json !== 'object' || json === null) throw new InvalidInputError('--outputs', 'must be a JSON object');
-  const flat: Record<string, string> = {};
-  for (const stack of Object.values(json as Record<string, unknown>)) {
-    if (typeof stack === 'object' && stack !== null) {
-      for (const [k, v] of Object.entries(stack)) if (typeof v === 'string') flat[k] = v;
-    }
-  }
+export function tablesFromOutputs(json: unknown, stack?: string): { tables: TableNames; queueUrl?: string } {
+  const flat = stackOutputs(json, stack);
   const find = (re: RegExp) => Object.entries(flat).find(([k]) => re.test(k))?.[1];
   const tables = {} as Record<TableRole, string>;
   for (const role of TABLE_ROLES) {
@@ -80,6 +87,27 @@ export function tablesFromOutputs(json: unknown): { tables: TableNames; queueUrl
   }
   const queueUrl = flat[OUTPUTS.queueUrl] ?? find(/^work.*queue.*url/i);
   return queueUrl === undefined ? { tables } : { tables, queueUrl };
+}
+
+/**
+ * One stack's outputs from `cdk deploy --outputs-file` JSON (keyed by stack name). A file of
+ * several stacks (staging and prod, two forks) needs `--stack`: reading their outputs together
+ * would mix one stack's Leases with another's Fences.
+ */
+export function stackOutputs(json: unknown, stack?: string): Record<string, string> {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new InvalidInputError('--outputs', 'must be a JSON object');
+  const stacks = Object.entries(json as Record<string, unknown>).filter(([, v]) => typeof v === 'object' && v !== null && !Array.isArray(v));
+  const names = stacks.map(([n]) => n).join(', ');
+  let chosen: unknown;
+  if (stack !== undefined) {
+    chosen = stacks.find(([n]) => n === stack)?.[1];
+    if (chosen === undefined) throw new InvalidInputError('--stack', `no stack ${JSON.stringify(stack.slice(0, 128))} in the outputs file (${names || 'none'})`);
+  } else if (stacks.length > 1) {
+    throw new InvalidInputError('--stack', `the outputs file holds ${stacks.length} stacks (${names}); pick one with --stack NAME`);
+  } else {
+    chosen = stacks[0]?.[1] ?? {};
+  }
+  return Object.fromEntries(Object.entries(chosen as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 const REGION = /^[a-z0-9-]{1,63}$/;
@@ -97,13 +125,7 @@ function target(values: Record<string, string | boolean | undefined>): Target {
     if (name !== undefined && !TABLE_NAME.test(name)) throw new InvalidInputError(`--${r}-table`, `must be 3-255 chars of [a-zA-Z0-9_.-], got "${name}"`);
   }
   if (str('outputs') !== undefined) {
-    let json: unknown;
-    try {
-      json = JSON.parse(readFileSync(str('outputs')!, 'utf8'));
-    } catch (e) {
-      throw new InvalidInputError('--outputs', `cannot read ${str('outputs')}: ${(e as Error).message}`);
-    }
-    const found = tablesFromOutputs(json);
+    const found = tablesFromOutputs(readOutputs(str('outputs')!), str('stack'));
     tables = found.tables;
     queueUrl ??= found.queueUrl;
   } else if (str('table-prefix') !== undefined) {
@@ -114,7 +136,26 @@ function target(values: Record<string, string | boolean | undefined>): Target {
     throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint), or all four --*-table flags');
   }
   const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
-  return { doc, tables, ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+  return { doc, tables, ...(endpoint ? { endpoint } : {}), ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+}
+
+/** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
+async function pauseOrResume(command: 'pause' | 'resume', values: Record<string, string | boolean | undefined>): Promise<number> {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const region = str('region');
+  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
+  let mappingId = str('mapping-id');
+  if (mappingId === undefined && str('outputs') !== undefined) mappingId = stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.workerEventSourceMapping];
+  const { setWorkerReceiving } = await import('./pause.js');
+  return setWorkerReceiving(command === 'resume', { mappingId, ...(region ? { region } : {}) }, values.json === true);
+}
+
+function readOutputs(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new InvalidInputError('--outputs', `cannot read ${file}: ${(e as Error).message}`);
+  }
 }
 
 const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
@@ -122,15 +163,18 @@ const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Gener
 async function status(t: Target, json: boolean): Promise<number> {
   const [leases, fences, jobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
   const now = systemClock.wallNow();
+  // The epoch record lives in the Leases table but is not a lease.
+  const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
+  const jobLeases = leases.filter((x) => x.pk !== EPOCH_RECORD_KEY);
   if (json) {
-    process.stdout.write(JSON.stringify({ leases, fences, jobs: jobs.map(({ input: _i, ...j }) => j) }) + '\n');
+    const recorded = typeof epoch === 'number' ? epoch : null;
+    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j) }) + '\n');
     return 0;
   }
   const w = (s: string) => process.stdout.write(s + '\n');
-  const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
   w(`Epoch recorded: ${epoch ?? 'none (0)'}`);
-  w(`\nLeases (${leases.length}):`);
-  for (const l of leases.filter((x) => x.pk !== EPOCH_RECORD_KEY)) {
+  w(`\nLeases (${jobLeases.length}):`);
+  for (const l of jobLeases) {
     const exp = typeof l.expiresAt === 'number' ? `${l.expiresAt > now ? 'expires in' : 'expired'} ${Math.abs(Math.round((l.expiresAt - now) / 1000))} s` : '';
     w(`  ${String(l.pk).padEnd(40)} gen ${gen(l.generation).padEnd(10)} ${l.owner ? `held by ${String(l.owner)} ${exp}` : 'free'}`);
   }
@@ -149,9 +193,13 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
   const job = await readJob(t.doc, t.tables.jobs, jobId);
   if (job === undefined) throw new InvalidInputError('jobId', `no job ${jobId}`);
   if (job.status === 'DONE' || job.status === 'FAILED') throw new InvalidInputError('jobId', `job ${jobId} is ${job.status}; nothing to requeue`);
-  // Without a queue nothing would pick the job up, and moving its heartbeat would only delay the sweeper.
-  if (t.queueUrl === undefined) throw new ConfigError('--queue-url', 'requeue needs the work queue: pass --outputs FILE or --queue-url URL');
+  // Without a queue nothing would pick the job up, and moving its heartbeat would only delay the
+  // sweeper: on AWS the queue is needed; locally this process runs the job (cli/local-requeue.ts).
+  if (t.queueUrl === undefined && t.endpoint === undefined) {
+    throw new ConfigError('--queue-url', 'requeue needs the work queue: pass --outputs FILE or --queue-url URL (or --endpoint for a local run)');
+  }
   const claimed = await claimRequeue(t.doc, t.tables.jobs, job, systemClock);
+  if (t.queueUrl === undefined) return requeueHere(t, jobId, claimed, json);
   let sent = false;
   if (claimed) {
     // The handlers' queue adapter, so the message is the WorkMessage they send. Imported on use:
@@ -163,6 +211,20 @@ async function requeue(t: Target, jobId: string | undefined, json: boolean): Pro
   const result = { jobId, claimed, sent, note: claimed ? 'requeued' : 'the job moved meanwhile (live worker); not requeued' };
   process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
   return claimed ? 0 : 1;
+}
+
+async function requeueHere(t: Target, jobId: string, claimed: boolean, json: boolean): Promise<number> {
+  if (!claimed) return printRequeue({ jobId, claimed, ranHere: false, note: 'the job moved meanwhile (live worker); not requeued' }, json, 1);
+  if (!json) process.stderr.write(`${jobId}: requeued; no queue outlives npm start, so running it here…\n`);
+  const { runJobHere } = await import('./local-requeue.js');
+  const r = await runJobHere(t.doc, t.tables, jobId);
+  const note = r.busy && r.status !== 'DONE' ? `a live worker holds its lease; left to it (${r.status} ${r.cursor}/${r.totalUnits} units)` : `ran here: ${r.status} ${r.cursor}/${r.totalUnits} units in ${r.invocations} invocation(s)`;
+  return printRequeue({ jobId, claimed, ranHere: true, status: r.status, cursor: r.cursor, totalUnits: r.totalUnits, note }, json, r.status === 'DONE' || r.busy ? 0 : 1);
+}
+
+function printRequeue(result: { jobId: string; note: string } & Record<string, unknown>, json: boolean, code: number): number {
+  process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
+  return code;
 }
 
 function epochFlag(raw: string | boolean | undefined): number {
@@ -181,12 +243,14 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
       endpoint: { type: 'string' },
       'table-prefix': { type: 'string' },
       outputs: { type: 'string' },
+      stack: { type: 'string' },
       region: { type: 'string' },
       'leases-table': { type: 'string' },
       'fences-table': { type: 'string' },
       'jobs-table': { type: 'string' },
       'invoices-table': { type: 'string' },
       'queue-url': { type: 'string' },
+      'mapping-id': { type: 'string' },
       epoch: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -200,6 +264,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
   }
   if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
   const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
+  if (command === 'pause' || command === 'resume') return pauseOrResume(command, values);
   const t = target(values);
   try {
     return await run(command, t, values, positionals, epoch);
@@ -233,6 +298,9 @@ async function run(
       );
       return 0;
     }
+    case 'pause':
+    case 'resume':
+      return pauseOrResume(command, values);
     case 'seal': {
       const reports = await seal(t.doc, [t.tables.fences, t.tables.leases], epoch!, {
         onProgress: (r) => values.json || process.stderr.write(`  ${r.table}: scanned ${r.scanned}, raised ${r.raised}\n`),

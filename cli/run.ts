@@ -45,14 +45,20 @@ export interface RunResult {
   faults: { name: string; lane: string; atMs: number }[];
   invariants: InvariantReport;
   timeline: Timeline;
+  /** Why the run stopped waiting before every job finished, if it did. */
+  gaveUp?: string;
 }
 
 /** One job per billing period. */
-const PERIODS = ['2026-09', '2026-10', '2026-11'];
+export const PERIODS = ['2026-09', '2026-10', '2026-11'];
 const UNIT_SIZE = 10;
-const LEASE_MS = 1_500;
-/** The run gives up waiting for its jobs after this long (then reports what it found). */
-const TIMEOUT_MS = 90_000;
+export const LEASE_MS = 1_500;
+/**
+ * The run gives up waiting for its jobs (then reports what it found) when no unit has committed
+ * for this long: far above any recovery the faults need (a pause of 4 leases, a requeue after 2),
+ * and independent of the run's size, so --customers 1000000 runs as long as it takes.
+ */
+export const STALL_MS = 60_000;
 
 export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsPerJob: number): Fault[] {
   const [j1, j2 = j1, j3 = j2] = jobIds;
@@ -109,17 +115,25 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const totalUnits = unitsPerJob * PERIODS.length;
 
   runtime.start();
-  const deadline = started + TIMEOUT_MS;
   let jobs: Awaited<ReturnType<typeof readJob>>[];
+  let gaveUp: string | undefined;
+  let lastDone = -1;
+  let movedAt = clock.monotonicNow();
   for (;;) {
     jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
     const done = jobs.reduce((n, j) => n + (j?.cursor ?? 0), 0);
     opts.onProgress?.(done, totalUnits);
-    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') || clock.monotonicNow() > deadline) break;
+    if (done !== lastDone) [lastDone, movedAt] = [done, clock.monotonicNow()];
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;
+    if (clock.monotonicNow() - movedAt > STALL_MS) {
+      gaveUp = `no unit committed for ${STALL_MS / 1000} s (${done}/${totalUnits} units done)`;
+      break;
+    }
     await clock.sleep(100);
   }
   // Let paused workers wake up and try their (stale) writes before we read the tables back.
-  while (plan.activePauses > 0 && clock.monotonicNow() < deadline + LEASE_MS * 3) await clock.sleep(50);
+  const wakeBy = clock.monotonicNow() + LEASE_MS * 8;
+  while (plan.activePauses > 0 && clock.monotonicNow() < wakeBy) await clock.sleep(50);
   await clock.sleep(200);
   await runtime.stop();
   const elapsedMs = Math.round(clock.monotonicNow() - started);
@@ -144,5 +158,6 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     faults: plan.fired.map((f) => ({ name: f.name, lane: slotOf(f.owner), atMs: Math.round(f.at - started) })),
     invariants,
     timeline,
+    ...(gaveUp === undefined ? {} : { gaveUp }),
   };
 }

@@ -9,6 +9,7 @@
  * - a scheduler that runs the sweeper at a fixed rate.
  */
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Clock } from '../lib/protocol/index.js';
 import type { SweeperHandler } from '../functions/sweeper-handler.js';
 import type { WorkerHandler } from '../functions/worker-handler.js';
@@ -48,7 +49,11 @@ export class LocalRuntime {
   sweeps = 0;
   private readonly crashSignals = new Map<string, () => void>();
 
-  constructor(private readonly opts: LocalRuntimeOptions) {}
+  constructor(private readonly opts: LocalRuntimeOptions) {
+    // Every idle poller and the scheduler sleep on this one stop signal, so it has one abort
+    // listener each (removed on wake): with more than 10 pollers Node would warn of a leak.
+    setMaxListeners(opts.concurrency + 2, this.stopController.signal);
+  }
 
   start(): void {
     if (this.running) return;

@@ -49,8 +49,22 @@ function describe(name: string, f: Record<string, unknown>): string {
       return `duplicate: lease busy (${g(f.holderGeneration)})`;
     case 'superseded':
       return `superseded (${String(f.why)})`;
+    case 'lease-released':
+      return f.released === false ? `release of ${g(f.generation)}: no effect` : `released ${g(f.generation)}`;
+    case 'lease-lost':
+      return `lease ${g(f.generation)} lost`;
+    case 'lease-uncertain':
+      return `lease ${g(f.generation)} uncertain: stopped`;
+    case 'commit-uncertain':
+      return `unit ${String(f.unit)} commit uncertain`;
+    case 'handed-off':
+      return `out of time at unit ${String(f.cursor)}: handed off`;
+    case 'job-failed':
+      return `${String(f.jobId)} FAILED: ${String(f.reason)}`;
+    case 'duplicate-suppressed':
+      return `unit ${String(f.unit)}: duplicates suppressed`;
     default:
-      return name;
+      return name.replace(/-/g, ' ');
   }
 }
 

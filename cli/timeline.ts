@@ -2,7 +2,12 @@
  * A timeline of what happened, per actor (worker, sweeper): lease grants, fence raises,
  * commits, rejections, pauses, crashes, requeues. Rendered as a self-contained SVG so people
  * can SEE the incident: who held which generation when, and whose write the fence refused.
+ * Every label is shown whole (cli/timeline-layout.ts stacks them in rows under their lane), and
+ * every mark, band and colour is in the legend.
  */
+import { LABEL_FONT, packLabels, ROW_H } from './timeline-layout.js';
+import { textWidth } from './text-width.js';
+
 export type TimelineKind =
   | 'acquire'
   | 'renew'
@@ -52,25 +57,33 @@ export class Timeline {
   }
 }
 
-const COLORS: Record<TimelineKind, string> = {
-  acquire: '#2b6cb0',
-  renew: '#90cdf4',
-  busy: '#a0aec0',
-  fence: '#6b46c1',
-  read: '#718096',
-  commit: '#2f855a',
-  reject: '#c53030',
-  overwrite: '#c53030',
-  pause: '#d69e2e',
-  resume: '#d69e2e',
-  crash: '#1a202c',
-  release: '#4a5568',
-  lost: '#dd6b20',
-  requeue: '#805ad5',
-  duplicate: '#a0aec0',
-  done: '#276749',
-  note: '#718096',
+/** How each kind is drawn: a colour (no two alike), and a dot or a cross. Renewals and resumes extend a band instead. */
+export const STYLE: Record<TimelineKind, { color: string; shape: 'dot' | 'small' | 'cross' | 'none'; legend: string }> = {
+  acquire: { color: '#1f5fbf', shape: 'dot', legend: 'lease granted' },
+  renew: { color: '#1f5fbf', shape: 'none', legend: 'renewed' },
+  busy: { color: '#9c9c00', shape: 'dot', legend: 'lease busy (duplicate dropped)' },
+  fence: { color: '#7b3fbf', shape: 'dot', legend: 'fence raised' },
+  read: { color: '#8a8a8a', shape: 'dot', legend: 'checkpoint read' },
+  commit: { color: '#2ca02c', shape: 'small', legend: 'unit committed' },
+  reject: { color: '#d62728', shape: 'cross', legend: 'stale write rejected' },
+  overwrite: { color: '#ff7f0e', shape: 'cross', legend: 'overwrite (no fence)' },
+  pause: { color: '#c8a000', shape: 'dot', legend: 'pause' },
+  resume: { color: '#c8a000', shape: 'none', legend: 'resumed' },
+  crash: { color: '#000000', shape: 'cross', legend: 'crash' },
+  release: { color: '#17a2b8', shape: 'dot', legend: 'released' },
+  lost: { color: '#8c4b2b', shape: 'dot', legend: 'lease lost / uncertain' },
+  requeue: { color: '#e0409a', shape: 'dot', legend: 'requeued' },
+  duplicate: { color: '#5a5a5a', shape: 'dot', legend: 'duplicate delivery' },
+  done: { color: '#0a4d1c', shape: 'dot', legend: 'job done' },
+  note: { color: '#3d7a9e', shape: 'dot', legend: 'note' },
 };
+/** The two bands: a lease held, and a worker paused. */
+export const BANDS = { lease: { fill: '#bee3f8', legend: 'lease held (to release, loss or lapse)' }, pause: { fill: '#faf089', stroke: '#c8a000', legend: 'paused' } };
+
+/** Kinds not labelled in a 'story' section (a long run): the many routine commits, and what a band already shows. */
+const ROUTINE: readonly TimelineKind[] = ['commit', 'renew', 'resume'];
+/** Never labelled: drawn as part of a band. */
+const UNLABELLED: readonly TimelineKind[] = ['renew', 'resume'];
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
@@ -78,99 +91,122 @@ export interface TimelineSection {
   title: string;
   subtitle?: string;
   events: readonly TimelineEvent[];
+  /** 'all': every event gets a label (a short story); 'story' (default): all but the routine commits and renewals. */
+  labels?: 'all' | 'story';
+}
+
+/** Does this event get a label in this section? */
+export const labelled = (e: TimelineEvent, mode: TimelineSection['labels']): boolean =>
+  !(mode === 'all' ? UNLABELLED : ROUTINE).includes(e.kind);
+
+const WIDTH = 1200;
+const LEFT = 170;
+const RIGHT = 30;
+/** Where labels may go: from the picture's left margin (under the lane names) to its right edge. */
+const LABEL_MIN_X = 20;
+const LABEL_MAX_X = WIDTH - 8;
+const TRACK = 14;
+
+function mark(kind: TimelineKind, cx: number, cy: number): string {
+  const { color, shape } = STYLE[kind];
+  if (shape === 'cross') return `<path d="M${cx - 6},${cy - 6} L${cx + 6},${cy + 6} M${cx + 6},${cy - 6} L${cx - 6},${cy + 6}" stroke="${color}" stroke-width="3"/>`;
+  if (shape === 'none') return '';
+  return `<circle cx="${cx}" cy="${cy}" r="${shape === 'small' ? 3 : 5}" fill="${color}"/>`;
+}
+
+/** Lease bands: from a grant until it ends (release, loss, crash, next grant) or lapses (last grant or renewal + its duration). */
+function leaseBands(own: readonly TimelineEvent[], x: (t: number) => number, tMax: number, ly: number, actor: string): string[] {
+  const parts: string[] = [];
+  own.forEach((e, j) => {
+    if (e.kind !== 'acquire') return;
+    const rest = own.slice(j + 1);
+    const end = rest.find((n) => ['release', 'lost', 'crash', 'acquire', 'reject', 'done'].includes(n.kind));
+    const renewals = rest.filter((n) => n.kind === 'renew' && (end === undefined || n.t <= end.t));
+    const lastGrant = renewals[renewals.length - 1] ?? e;
+    const lapse = lastGrant.leaseMs === undefined ? Infinity : lastGrant.t + lastGrant.leaseMs;
+    const x1 = x(e.t);
+    const x2 = x(Math.min(end?.t ?? tMax, lapse, tMax));
+    parts.push(`<rect x="${x1}" y="${ly - 7}" width="${Math.max(2, x2 - x1)}" height="14" rx="3" fill="${BANDS.lease.fill}" opacity="0.9"><title>${esc(`${actor}: lease, ${e.text}`)}</title></rect>`);
+  });
+  for (const e of own) {
+    if (e.kind !== 'pause') continue;
+    const resume = own.find((n) => n.kind === 'resume' && n.t >= e.t);
+    const x1 = x(e.t);
+    parts.push(`<rect x="${x1}" y="${ly - 3}" width="${Math.max(2, x(resume?.t ?? tMax) - x1)}" height="6" fill="${BANDS.pause.fill}" stroke="${BANDS.pause.stroke}"><title>${esc(e.text)}</title></rect>`);
+  }
+  return parts;
+}
+
+/** One lane: its track, bands, marks, and its labels in as many rows as they need. Returns the lane's height. */
+function lane(parts: string[], section: TimelineSection, actor: string, top: number, x: (t: number) => number, tMax: number, id: string): number {
+  const ly = top + TRACK;
+  const own = section.events.filter((e) => e.actor === actor);
+  parts.push(`<line x1="${LEFT}" y1="${ly}" x2="${WIDTH - RIGHT}" y2="${ly}" stroke="#e2e8f0"/>`);
+  parts.push(`<text x="20" y="${ly + 4}" font-size="12">${esc(actor)}</text>`);
+  parts.push(...leaseBands(own, x, tMax, ly, actor));
+  for (const e of own) if (STYLE[e.kind].shape !== 'none') parts.push(`<g><title>${esc(`t=${e.t} ms ${e.actor}: ${e.text}`)}</title>${mark(e.kind, x(e.t), ly)}</g>`);
+  const shown = own.filter((e) => labelled(e, section.labels));
+  const { labels, rows } = packLabels(shown.map((e) => ({ at: x(e.t), text: e.text })), LABEL_MIN_X, LABEL_MAX_X);
+  const rowsTop = ly + 9;
+  const bottom = rowsTop + Math.max(1, rows) * ROW_H + 6;
+  labels.forEach((l, i) => {
+    const e = shown[i]!;
+    const y = rowsTop + l.row * ROW_H;
+    if (l.leader) parts.push(`<line class="leader" x1="${l.at}" y1="${ly + 6}" x2="${l.at}" y2="${y + ROW_H / 2}" stroke="#a0aec0" stroke-width="0.75"/>`);
+    l.lines.forEach((line, k) => {
+      const box = `${l.x} ${y + k * ROW_H} ${l.w} ${ROW_H}`;
+      parts.push(
+        `<text class="label" x="${l.x}" y="${y + k * ROW_H + 10}" font-size="${LABEL_FONT}" fill="${STYLE[e.kind].color}" data-box="${box}" data-lane="${top} ${bottom}" data-event="${id}.${i}">${esc(line)}</text>`,
+      );
+    });
+  });
+  return bottom - top;
+}
+
+function legend(parts: string[], y: number): number {
+  const items: { draw: (lx: number, ly: number) => string; text: string }[] = [
+    { draw: (lx, ly) => `<rect x="${lx}" y="${ly - 9}" width="22" height="10" rx="3" fill="${BANDS.lease.fill}"/>`, text: BANDS.lease.legend },
+    { draw: (lx, ly) => `<rect x="${lx}" y="${ly - 7}" width="22" height="6" fill="${BANDS.pause.fill}" stroke="${BANDS.pause.stroke}"/>`, text: BANDS.pause.legend },
+    ...(Object.keys(STYLE) as TimelineKind[])
+      .filter((k) => STYLE[k].shape !== 'none')
+      .map((k) => ({ draw: (lx: number, ly: number) => mark(k, lx + 11, ly - 4), text: STYLE[k].legend })),
+  ];
+  let lx = 20;
+  let ly = y;
+  for (const item of items) {
+    const w = 30 + textWidth(item.text, 11) + 18;
+    if (lx + w > WIDTH - 10) [lx, ly] = [20, ly + 20];
+    parts.push(`${item.draw(lx, ly)}<text class="legend" x="${lx + 28}" y="${ly}" font-size="11">${esc(item.text)}</text>`);
+    lx += w;
+  }
+  return ly + 24;
+}
+
+/** Lanes top to bottom: the queue, the workers by name and number (w2 before w10), the sweeper. */
+function byLane(a: string, b: string): number {
+  const rank = (n: string) => (n === 'queue' ? 0 : n === 'sweeper' ? 2 : 1);
+  return rank(a) - rank(b) || a.localeCompare(b, 'en', { numeric: true });
 }
 
 /** One SVG with a section per timeline (e.g. the incident with the fence, without it, the run). */
 export function renderSvg(title: string, sections: readonly TimelineSection[]): string {
-  const width = 1200;
-  const left = 170;
-  const right = 30;
-  const laneH = 46;
   let y = 50;
-  const parts: string[] = [];
-  parts.push(`<text x="20" y="30" font-size="20" font-weight="bold">${esc(title)}</text>`);
-  for (const section of sections) {
-    const actors = [...new Set(section.events.map((e) => e.actor))];
+  const parts: string[] = [`<text x="20" y="30" font-size="20" font-weight="bold">${esc(title)}</text>`];
+  sections.forEach((section, s) => {
+    const actors = [...new Set(section.events.map((e) => e.actor))].sort(byLane);
     const tMax = Math.max(1, ...section.events.map((e) => e.t));
-    const x = (t: number) => left + (t / tMax) * (width - left - right);
+    const x = (t: number) => LEFT + (t / tMax) * (WIDTH - LEFT - RIGHT);
     parts.push(`<text x="20" y="${y + 10}" font-size="16" font-weight="bold">${esc(section.title)}</text>`);
     if (section.subtitle) parts.push(`<text x="20" y="${y + 28}" font-size="12" fill="#4a5568">${esc(section.subtitle)}</text>`);
-    y += 45;
-    const top = y;
-    actors.forEach((actor, i) => {
-      const ly = top + i * laneH;
-      parts.push(`<line x1="${left}" y1="${ly}" x2="${width - right}" y2="${ly}" stroke="#e2e8f0"/>`);
-      parts.push(`<text x="20" y="${ly + 4}" font-size="12">${esc(actor)}</text>`);
-      const own = section.events.filter((e) => e.actor === actor);
-      // Lease bars: from a grant until it ends (release, loss, crash, next grant) or lapses
-      // (last grant or renewal + its duration): the lease is drawn as the holder's permission.
-      own.forEach((e, j) => {
-        if (e.kind !== 'acquire') return;
-        const rest = own.slice(j + 1);
-        const end = rest.find((n) => ['release', 'lost', 'crash', 'acquire', 'reject', 'done'].includes(n.kind));
-        const renewals = rest.filter((n) => n.kind === 'renew' && (end === undefined || n.t <= end.t));
-        const lastGrant = renewals[renewals.length - 1] ?? e;
-        const lapse = lastGrant.leaseMs === undefined ? Infinity : lastGrant.t + lastGrant.leaseMs;
-        const x1 = x(e.t);
-        const x2 = x(Math.min(end?.t ?? tMax, lapse, tMax));
-        parts.push(
-          `<rect x="${x1}" y="${ly - 7}" width="${Math.max(2, x2 - x1)}" height="14" rx="3" fill="#bee3f8" opacity="0.9"><title>${esc(`${actor}: lease, ${e.text}`)}</title></rect>`,
-        );
-      });
-      own.forEach((e) => {
-        if (e.kind !== 'pause') return;
-        const resume = own.find((n) => n.kind === 'resume' && n.t >= e.t);
-        const x1 = x(e.t);
-        parts.push(`<rect x="${x1}" y="${ly - 3}" width="${Math.max(2, x(resume?.t ?? tMax) - x1)}" height="6" fill="#faf089" stroke="#d69e2e"><title>${esc(e.text)}</title></rect>`);
-      });
-    });
-    section.events.forEach((e) => {
-      if (e.kind === 'renew') return;
-      const ly = top + actors.indexOf(e.actor) * laneH;
-      const cx = x(e.t);
-      const color = COLORS[e.kind];
-      const shape =
-        e.kind === 'reject' || e.kind === 'overwrite' || e.kind === 'crash'
-          ? `<path d="M${cx - 6},${ly - 6} L${cx + 6},${ly + 6} M${cx + 6},${ly - 6} L${cx - 6},${ly + 6}" stroke="${color}" stroke-width="3"/>`
-          : `<circle cx="${cx}" cy="${ly}" r="${e.kind === 'commit' ? 3 : 5}" fill="${color}"/>`;
-      parts.push(`<g><title>${esc(`t=${e.t} ms ${e.actor}: ${e.text}`)}</title>${shape}</g>`);
-    });
-    // Labels for the events that tell the story, in two rows per lane (above, below), skipping
-    // any that would overlap: every event keeps its full text as a hover title.
-    const taken = new Map<string, { from: number; to: number }[]>();
-    const CHAR = 5.6;
-    for (const e of section.events) {
-      if (['commit', 'read', 'busy', 'release', 'renew', 'resume'].includes(e.kind)) continue;
-      const lane = actors.indexOf(e.actor);
-      const ly = top + lane * laneH;
-      const text = e.text.slice(0, 60);
-      const w = text.length * CHAR;
-      const anchorEnd = x(e.t) + 7 + w > width - 5;
-      const from = anchorEnd ? x(e.t) - 7 - w : x(e.t) + 7;
-      for (const [row, dy] of [['a', -10], ['b', 19]] as const) {
-        const key = `${lane}${row}`;
-        const spans = taken.get(key) ?? [];
-        if (spans.some((sp) => from < sp.to + 4 && from + w > sp.from - 4)) continue;
-        spans.push({ from, to: from + w });
-        taken.set(key, spans);
-        parts.push(`<text x="${from}" y="${ly + dy}" font-size="10" fill="${COLORS[e.kind]}">${esc(text)}</text>`);
-        break;
-      }
-    }
-    y = top + actors.length * laneH + 10;
-    parts.push(`<line x1="${left}" y1="${y}" x2="${width - right}" y2="${y}" stroke="#a0aec0"/>`);
+    y += 38;
+    actors.forEach((actor, i) => (y += lane(parts, section, actor, y, x, tMax, `${s}.${i}`)));
+    parts.push(`<line x1="${LEFT}" y1="${y}" x2="${WIDTH - RIGHT}" y2="${y}" stroke="#a0aec0"/>`);
     for (let i = 0; i <= 5; i++) {
       const t = (tMax * i) / 5;
       parts.push(`<text x="${x(t)}" y="${y + 14}" font-size="10" text-anchor="middle" fill="#4a5568">${Math.round(t)} ms</text>`);
     }
     y += 45;
-  }
-  const legend = (Object.keys(COLORS) as TimelineKind[]).filter((k) => !['note', 'resume', 'renew'].includes(k));
-  legend.forEach((k, i) => {
-    const lx = 20 + (i % 8) * 140;
-    const ly = y + Math.floor(i / 8) * 18;
-    parts.push(`<circle cx="${lx + 5}" cy="${ly - 4}" r="5" fill="${COLORS[k]}"/><text x="${lx + 14}" y="${ly}" font-size="11">${k}</text>`);
   });
-  y += 50;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y}" viewBox="0 0 ${width} ${y}" font-family="Helvetica, Arial, sans-serif">\n<rect width="100%" height="100%" fill="white"/>\n${parts.join('\n')}\n</svg>\n`;
+  y = legend(parts, y);
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${y}" viewBox="0 0 ${WIDTH} ${y}" font-family="Helvetica, Arial, 'DejaVu Sans', sans-serif">\n<rect width="100%" height="100%" fill="white"/>\n${parts.join('\n')}\n</svg>\n`;
 }

@@ -1,12 +1,18 @@
 /**
  * What every handler shares, built once per Lambda container at module scope: configuration
  * from the environment (a missing variable is named in the error), the DynamoDB and SQS
- * clients, and telemetry (Powertools logger + metrics: JSON logs and CloudWatch EMF metrics,
- * which also work locally: they print to stdout).
+ * clients, and telemetry (Powertools logger, metrics and tracer: JSON logs and CloudWatch EMF
+ * metrics, which also work locally, they print to stdout; X-Ray subsegments for every SDK call).
  */
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import middy, { type MiddyfiedHandler } from '@middy/core';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { Tracer } from '@aws-lambda-powertools/tracer';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import type { Context } from 'aws-lambda';
 import { createDynamo, systemClock, type Clock } from '../lib/protocol/index.js';
 import {
   ENV,
@@ -45,26 +51,36 @@ export class SqsWorkQueue implements WorkQueue {
   }
 }
 
-export function commonsFromEnv(env: Env): Commons {
+/**
+ * `maxUnitSize`: the unit size the entry's processor can take (lib/workflow maxUnitSize of its
+ * effects per item); the invoice workload's by default. `tracer`: every SDK call of the clients
+ * becomes an X-Ray subsegment (a no-op outside Lambda).
+ */
+export function commonsFromEnv(env: Env, opts: { maxUnitSize?: number; tracer?: Tracer } = {}): Commons {
   const tables = tablesFromEnv(env);
   const lease = leaseSettingsFromEnv(env);
   const queueUrl = httpUrl(env, ENV.queueUrl);
   // Checked here: the SDK takes any string and fails only at the first request, with a bare TypeError.
   const endpoint = httpUrl(env, ENV.dynamoEndpoint, { optional: true });
-  const { doc } = createDynamo(endpoint ? { endpoint } : {});
+  // The document client shares its base client's middleware stack: capturing the base client traces both.
+  const { client, doc } = createDynamo(endpoint ? { endpoint } : {});
+  opts.tracer?.captureAWSv3Client(client);
+  const sqs = new SQSClient({});
+  opts.tracer?.captureAWSv3Client(sqs);
   return {
     doc,
     tables,
     lease,
-    queue: new SqsWorkQueue(new SQSClient({}), queueUrl),
+    queue: new SqsWorkQueue(sqs, queueUrl),
     clock: systemClock,
-    unitSize: integer(env, ENV.unitSize, 25, 1, MAX_UNIT_SIZE),
+    unitSize: integer(env, ENV.unitSize, 25, 1, opts.maxUnitSize ?? MAX_UNIT_SIZE),
   };
 }
 
 export interface PowertoolsTelemetry extends Telemetry {
   logger: Logger;
   metrics: Metrics;
+  tracer: Tracer;
 }
 
 /** `fallback` names the service when POWERTOOLS_SERVICE_NAME (set by the stack) is absent. */
@@ -72,11 +88,26 @@ export function powertoolsTelemetry(fallback: string): PowertoolsTelemetry {
   const serviceName = process.env.POWERTOOLS_SERVICE_NAME ?? fallback;
   const logger = new Logger({ serviceName });
   const metrics = new Metrics({ serviceName, namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'FencedWorkflow' });
+  const tracer = new Tracer({ serviceName });
   return {
     logger,
     metrics,
+    tracer,
     count: (metric: MetricName, n = 1) => metrics.addMetric(metric, MetricUnit.Count, n),
     gauge: (metric: MetricName, value: number) => metrics.addMetric(metric, MetricUnit.Milliseconds, value),
     event: (name: string, fields: Record<string, unknown>) => logger.info(name, fields),
   };
+}
+
+/**
+ * A handler as Lambda runs it, with Powertools' Middy middleware: the invocation as an X-Ray
+ * subsegment (cold start and service annotated), the Lambda context on every log line (request
+ * id, cold start, function name and version), and the metrics flushed after every invocation,
+ * failed ones too, with the ColdStart metric on the first.
+ */
+export function lambdaHandler<E, R>(handler: (event: E, context: Context) => Promise<R>, telemetry: PowertoolsTelemetry): MiddyfiedHandler<E, R> {
+  return middy(handler)
+    .use(captureLambdaHandler(telemetry.tracer))
+    .use(injectLambdaContext(telemetry.logger, { resetKeys: true }))
+    .use(logMetrics(telemetry.metrics, { captureColdStartMetric: true }));
 }

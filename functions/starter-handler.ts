@@ -39,37 +39,33 @@ const seedOf = (period: string): number => createHash('sha256').update(period).d
 /** Accepts EventBridge Scheduler's input (our JSON payload as the event) or an EventBridge ScheduledEvent. */
 export type StarterHandler = (event?: unknown) => Promise<StartResult>;
 
-export function createStarterHandler(deps: StarterDeps, opts: { onFlush?: () => void } = {}): StarterHandler {
+export function createStarterHandler(deps: StarterDeps): StarterHandler {
   return async (event) => {
-    try {
-      // EventBridge Scheduler passes our JSON input as the event; EventBridge rules wrap it in `detail`.
-      const e = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>;
-      const isScheduledEvent = 'detail-type' in e || 'detail' in e;
-      const raw = isScheduledEvent ? (e.detail ?? {}) : e;
-      const { time: _time, ...rest } = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-      const payload = parseStartPayload(rest);
-      const when = typeof e.time === 'string' ? new Date(e.time) : new Date(deps.clock.wallNow());
-      const period = payload.period ?? previousPeriod(when);
-      const input: InvoiceRunInput = {
-        period,
-        customers: payload.customers ?? deps.customers,
-        seed: payload.seed ?? seedOf(period),
-        unitSize: deps.unitSize,
-        currency: 'EUR',
-      };
-      const parsed = invoiceProcessor.parseInput(input);
-      const { job, created } = await createJob(
-        deps.doc,
-        deps.tables.jobs,
-        { id: invoiceJobId(period), totalUnits: invoiceProcessor.totalUnits(parsed), input: { ...parsed } },
-        deps.clock,
-      );
-      const unfinished = job.status === 'PENDING' || job.status === 'RUNNING';
-      if (unfinished) await deps.queue.send({ jobId: job.id, reason: 'start' });
-      deps.telemetry.event('job-started', { jobId: job.id, created, status: job.status, enqueued: unfinished });
-      return { jobId: job.id, created, enqueued: unfinished, status: job.status };
-    } finally {
-      opts.onFlush?.();
-    }
+    // EventBridge Scheduler passes our JSON input as the event; EventBridge rules wrap it in `detail`.
+    const e = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>;
+    const isScheduledEvent = 'detail-type' in e || 'detail' in e;
+    const raw = isScheduledEvent ? (e.detail ?? {}) : e;
+    const { time: _time, ...rest } = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+    const payload = parseStartPayload(rest);
+    const when = typeof e.time === 'string' ? new Date(e.time) : new Date(deps.clock.wallNow());
+    const period = payload.period ?? previousPeriod(when);
+    const input: InvoiceRunInput = {
+      period,
+      customers: payload.customers ?? deps.customers,
+      seed: payload.seed ?? seedOf(period),
+      unitSize: deps.unitSize,
+      currency: 'EUR',
+    };
+    const parsed = invoiceProcessor.parseInput(input);
+    const { job, created } = await createJob(
+      deps.doc,
+      deps.tables.jobs,
+      { id: invoiceJobId(period), totalUnits: invoiceProcessor.totalUnits(parsed), input: { ...parsed } },
+      deps.clock,
+    );
+    const unfinished = job.status === 'PENDING' || job.status === 'RUNNING';
+    if (unfinished) await deps.queue.send({ jobId: job.id, reason: 'start' });
+    deps.telemetry.event('job-started', { jobId: job.id, created, status: job.status, enqueued: unfinished });
+    return { jobId: job.id, created, enqueued: unfinished, status: job.status };
   };
 }

@@ -2,15 +2,29 @@
  * The worker Lambda: SQS batch in, partial batch response out. Each record is one job's
  * work; a record fails alone (its message is redelivered after the visibility timeout and
  * reaches the DLQ after the queue's max receives). Thin: parse → lib/worker → shape.
+ *
+ * Every failed record is counted (RecordsFailed): a partial batch response is a successful
+ * invocation, so Lambda's Errors metric never sees it. When every record of a batch fails the
+ * invocation fails as a whole (Powertools BatchProcessor's rule): Lambda's SQS poller then backs
+ * off instead of fetching the next batch that would fail the same way (a broken permission, a
+ * table that is gone), and the Errors alarm fires.
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { InvalidInputError } from '../lib/protocol/index.js';
-import { runJob, shouldRetry, type WorkerDeps } from '../lib/workflow/index.js';
+import { FencedError, InvalidInputError } from '../lib/protocol/index.js';
+import { METRIC, runJob, shouldRetry, type WorkerDeps } from '../lib/workflow/index.js';
 import { parseWorkMessage } from './messages.js';
+
+/** Every record of the batch failed: the whole invocation fails and all of them are redelivered. */
+export class FullBatchFailureError extends FencedError {
+  readonly code = 'FULL_BATCH_FAILURE';
+  constructor(readonly failedMessageIds: readonly string[]) {
+    super(`all ${failedMessageIds.length} records of the batch failed; see the record-invalid and record-error log lines`);
+  }
+}
 
 export type WorkerHandler = (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>) => Promise<SQSBatchResponse>;
 
-export function createWorkerHandler(deps: WorkerDeps, opts: { safetyMarginMs?: number; onFlush?: () => void } = {}): WorkerHandler {
+export function createWorkerHandler(deps: WorkerDeps, opts: { safetyMarginMs?: number } = {}): WorkerHandler {
   return async (event, context) => {
     const results = await Promise.all(
       event.Records.map(async (record, i) => {
@@ -33,7 +47,9 @@ export function createWorkerHandler(deps: WorkerDeps, opts: { safetyMarginMs?: n
         }
       }),
     );
-    opts.onFlush?.();
-    return { batchItemFailures: results.filter((id): id is string => id !== undefined).map((itemIdentifier) => ({ itemIdentifier })) };
+    const failed = results.filter((id): id is string => id !== undefined);
+    if (failed.length > 0) deps.telemetry.count(METRIC.recordsFailed, failed.length);
+    if (failed.length > 0 && failed.length === event.Records.length) throw new FullBatchFailureError(failed);
+    return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }

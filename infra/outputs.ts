@@ -13,8 +13,12 @@ export const OUTPUTS = {
   /** The work queue's dead-letter queue, as an ARN (what start-message-move-task takes). */
   deadLetterQueueArn: 'DeadLetterQueueArn',
   dashboardUrl: 'DashboardUrl',
+  /** The SNS topic every alarm notifies: the stack's own, or the one given as alarmTopicArn. */
+  alarmTopicArn: 'AlarmTopicArn',
   fenceEpoch: 'FenceEpoch',
   workerFunction: 'WorkerFunctionName',
+  /** The worker's SQS event source mapping (its UUID): what `pause` / `resume` disable and enable. */
+  workerEventSourceMapping: 'WorkerEventSourceMappingId',
   sweeperFunction: 'SweeperFunctionName',
   starterFunction: 'StarterFunctionName',
 } as const;

@@ -11,9 +11,12 @@
  * | `invoiceCustomers`          | customers in the sample invoice run                  | 1000                 |
  * | `unfinishedJobAlarmMinutes` | alarm when a job stays unfinished longer than this   | 60                   |
  * | `alarmTopicArn`             | SNS topic every alarm notifies                       | none                 |
- * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | `FencedWorkflow`     |
+ * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
  * | `adoptTables`               | restored Jobs/Invoices tables to use (DR runbook)    | none                 |
+ * | `operatorRoleArn`           | role (ArnLike) that may update Leases/Fences: seal   | none                 |
  * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | `FencedWorkflow`     |
+ *
+ * infra/context.ts checks each value at synth with the bound its handler enforces.
  *
  * `adoptTables` is an object (in cdk.json) or its JSON (with -c):
  * `{"jobs": {"tableName": "..."}, "invoices": {"tableName": "...", "tableStreamArn": "..."}}`.
@@ -22,9 +25,9 @@ import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import { FencedWorkflow, TABLE_IDS, type AdoptedTable, type FencedWorkflowProps } from './constructs/fenced-workflow.js';
-import { ConfigError } from '../lib/protocol/index.js';
-import { TABLE_NAME, TABLE_ROLES } from '../lib/workflow/index.js';
+import { FencedWorkflow, TABLE_IDS } from './constructs/fenced-workflow.js';
+import { TABLE_ROLES } from '../lib/workflow/index.js';
+import { ContextSettings } from './context.js';
 import { OUTPUTS } from './outputs.js';
 
 /** Stack output keys (infra/outputs.ts, free of CDK imports for the CLI). */
@@ -38,32 +41,17 @@ export class FencedWorkflowStack extends Stack {
       description: 'Fenced workflow: DynamoDB leases and fences, Lambda workers, an SQS work queue, a scheduled sweeper',
       ...props,
     });
-    const ctx = (key: string): string | undefined => {
-      const v: unknown = this.node.tryGetContext(key);
-      return v === undefined || v === null || v === '' ? undefined : String(v);
-    };
-    const num = (key: string): number | undefined => {
-      const v = ctx(key);
-      if (v === undefined) return undefined;
-      const n = Number(v);
-      if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(key, `context ${key} must be a non-negative integer, got "${v}"`);
-      return n;
-    };
-    const fenceEpoch = num('fenceEpoch');
-    if (fenceEpoch === undefined) {
-      throw new ConfigError('fenceEpoch', 'context fenceEpoch is required (cdk.json has 0; after a restore raise it, see docs/runbook-dr.md)');
-    }
-    const leaseMode = ctx('leaseMode');
-    if (leaseMode !== undefined && leaseMode !== 'wall-clock' && leaseMode !== 'version-watch') {
-      throw new ConfigError('leaseMode', `context leaseMode must be "wall-clock" or "version-watch", got "${leaseMode}"`);
-    }
-    const sweepMinutes = num('sweepIntervalMinutes');
-    const alarmMinutes = num('unfinishedJobAlarmMinutes');
-    const customers = num('invoiceCustomers');
-    const starterSchedule = ctx('starterSchedule');
-    const alarmTopicArn = ctx('alarmTopicArn');
-    const metricsNamespace = ctx('metricsNamespace');
-    const adoptTables = parseAdoptTables(this.node.tryGetContext('adoptTables'));
+    const settings = new ContextSettings((key) => this.node.tryGetContext(key));
+    const fenceEpoch = settings.fenceEpoch();
+    const leaseMode = settings.leaseMode();
+    const sweepMinutes = settings.sweepIntervalMinutes();
+    const alarmMinutes = settings.unfinishedJobAlarmMinutes();
+    const customers = settings.invoiceCustomers();
+    const starterSchedule = settings.starterSchedule();
+    const alarmTopicArn = settings.arn('alarmTopicArn');
+    const metricsNamespace = settings.metricsNamespace();
+    const adoptTables = settings.adoptTables();
+    const operatorRoleArn = settings.arn('operatorRoleArn');
 
     this.workflow = new FencedWorkflow(this, 'Workflow', {
       fenceEpoch,
@@ -76,6 +64,7 @@ export class FencedWorkflowStack extends Stack {
       ...(alarmTopicArn ? { alarmTopic: Topic.fromTopicArn(this, 'AlarmTopic', alarmTopicArn) } : {}),
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
+      ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
     });
 
     const w = this.workflow;
@@ -87,32 +76,20 @@ export class FencedWorkflowStack extends Stack {
     new CfnOutput(this, OUTPUTS.queueUrl, { value: w.queue.queueUrl, description: 'Work queue URL (send {"jobId": "..."})' });
     new CfnOutput(this, OUTPUTS.deadLetterQueueArn, { value: w.deadLetterQueue.queueArn, description: 'Work queue DLQ (redrive: aws sqs start-message-move-task --source-arn)' });
     new CfnOutput(this, OUTPUTS.dashboardUrl, { value: w.monitoring.dashboardUrl, description: 'CloudWatch dashboard' });
+    new CfnOutput(this, OUTPUTS.alarmTopicArn, { value: w.monitoring.alarmTopic.topicArn, description: 'SNS topic every alarm notifies (subscribe to it: aws sns subscribe)' });
     new CfnOutput(this, OUTPUTS.fenceEpoch, { value: String(fenceEpoch), description: 'Epoch the deployed functions issue generations in' });
-    new CfnOutput(this, OUTPUTS.workerFunction, { value: w.worker.fn.functionName, description: 'Worker (pause: put-function-concurrency 0)' });
-    new CfnOutput(this, OUTPUTS.sweeperFunction, { value: w.sweeper.fn.functionName, description: 'Sweeper (pause: put-function-concurrency 0)' });
+    new CfnOutput(this, OUTPUTS.workerFunction, {
+      value: w.worker.fn.functionName,
+      description: 'Worker (to pause it, disable its event source mapping; never put-function-concurrency 0: a throttled SQS poller still counts receives toward the DLQ)',
+    });
+    new CfnOutput(this, OUTPUTS.workerEventSourceMapping, {
+      value: w.workerEventSourceMappingId,
+      description: "Worker's SQS event source mapping (pause: npm run cli -- pause --outputs FILE; resume: ... resume)",
+    });
+    new CfnOutput(this, OUTPUTS.sweeperFunction, {
+      value: w.sweeper.fn.functionName,
+      description: 'Sweeper (to hold it: reserved concurrency 0; each throttled sweep lands in the schedule DLQ after one interval)',
+    });
     new CfnOutput(this, OUTPUTS.starterFunction, { value: w.starter.fn.functionName, description: 'Starter (invoke to start a run now)' });
   }
-}
-
-function parseAdoptTables(raw: unknown): FencedWorkflowProps['adoptTables'] {
-  if (raw === undefined || raw === null || raw === '') return undefined;
-  let value: unknown = raw;
-  if (typeof raw === 'string') {
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw new ConfigError('adoptTables', `context adoptTables must be JSON like {"jobs":{"tableName":"..."}}, got ${raw}`);
-    }
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError('adoptTables', 'context adoptTables must be an object keyed by table role');
-  const out: Record<string, AdoptedTable> = {};
-  for (const [role, v] of Object.entries(value)) {
-    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('adoptTables', `context adoptTables: unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
-    const t = (typeof v === 'string' ? { tableName: v } : v) as Partial<AdoptedTable> | null;
-    if (t === null || typeof t.tableName !== 'string' || !TABLE_NAME.test(t.tableName)) {
-      throw new ConfigError(`adoptTables.${role}.tableName`, `context adoptTables.${role}.tableName must be a DynamoDB table name`);
-    }
-    out[role] = { tableName: t.tableName, ...(typeof t.tableStreamArn === 'string' ? { tableStreamArn: t.tableStreamArn } : {}) };
-  }
-  return out;
 }

@@ -68,3 +68,15 @@ describe('bench (smoke)', () => {
     expect(typeof o.bundleAwsSdk).toBe('boolean');
   });
 });
+
+describe('bench flags', () => {
+  it('rewrites the committed figures only when asked, and never from a quick or partial run', async () => {
+    const { parseBenchFlags } = await import('../bench/main.js');
+    expect(parseBenchFlags([])).toMatchObject({ writeDocs: false });
+    expect(parseBenchFlags(['--quick'])).toMatchObject({ writeDocs: false, quick: true });
+    expect(parseBenchFlags(['--json'])).toMatchObject({ writeDocs: false });
+    expect(parseBenchFlags(['--write-docs'])).toMatchObject({ writeDocs: true, quick: false });
+    expect(() => parseBenchFlags(['--write-docs', '--quick'])).toThrow(/--write-docs: needs a full run: leave out --quick/);
+    expect(() => parseBenchFlags(['--write-docs', '--only', 'bundle'])).toThrow(/--write-docs: needs a full run: leave out --only/);
+  });
+});

@@ -4,13 +4,13 @@
  * DynamoDB Local. Also the Lambda entries themselves (functions/*.ts): built from environment
  * variables, a missing one named in the error.
  */
-import type { ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, InvalidInputError, ManualClock, systemClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
 import { METRIC, readJob } from '../lib/workflow/index.js';
 import { createStarterHandler, previousPeriod } from '../functions/starter-handler.js';
-import { createWorkerHandler } from '../functions/worker-handler.js';
+import { createWorkerHandler, FullBatchFailureError } from '../functions/worker-handler.js';
 import { LocalQueue } from '../cli/queue.js';
 import { LocalRuntime } from '../cli/runtime.js';
 import { scanAll } from './support/fixtures.js';
@@ -102,6 +102,29 @@ describe('worker handler: SQS batches with partial batch responses', () => {
     expect((await invariants(t)).ok).toBe(true);
   });
 
+  it('a failed record is counted (RecordsFailed) even when its batch mates succeed, so an alarm sees failures the Errors metric never shows', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const good = await createInvoiceJob(t, w.clock, invoiceInput('2026-05', 2, 2));
+    const records = [sqsRecord(JSON.stringify({ jobId: good.id, reason: 'start' })), sqsRecord('{"jobId": 1}'), sqsRecord('not json')];
+    const response = await w.worker({ Records: records }, context('partial-1'));
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[1]!.messageId, records[2]!.messageId]);
+    expect(w.telemetry.get(METRIC.recordsFailed)).toBe(2);
+  });
+
+  it('when every record of a batch fails, the invocation fails (FullBatchFailureError) so the event source backs off; each record is counted', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const records = [sqsRecord('{"jobId": 1}'), sqsRecord('{"reason":"start"}')];
+    const failed = w.worker({ Records: records }, context('all-bad-1'));
+    await expect(failed).rejects.toBeInstanceOf(FullBatchFailureError);
+    await expect(failed).rejects.toMatchObject({ failedMessageIds: records.map((r) => r.messageId) });
+    await expect(failed).rejects.toThrow(/all 2 records of the batch failed/);
+    expect(w.telemetry.get(METRIC.recordsFailed)).toBe(2);
+    // An empty batch (never sent by SQS) is not a failure.
+    expect(await w.worker({ Records: [] }, context('empty-1'))).toEqual({ batchItemFailures: [] });
+  });
+
   it('through the local queue and runtime, a malformed message is received maxReceiveCount times and then lands in the DLQ; its batch mate is deleted at once', async () => {
     const t = await tables();
     const clock = systemClock;
@@ -123,9 +146,15 @@ describe('worker handler: SQS batches with partial batch responses', () => {
       queue,
       worker: async (event, ctx) => {
         received.push(event.Records.map((r) => r.messageId));
-        const r = await handler(event, ctx);
-        failed.push(r.batchItemFailures.map((f) => f.itemIdentifier));
-        return r;
+        try {
+          const r = await handler(event, ctx);
+          failed.push(r.batchItemFailures.map((f) => f.itemIdentifier));
+          return r;
+        } catch (e) {
+          // Alone in its batch, the poison message fails the whole invocation.
+          if (e instanceof FullBatchFailureError) failed.push([...e.failedMessageIds]);
+          throw e;
+        }
       },
       concurrency: 1,
       batchSize: 10,
@@ -285,6 +314,22 @@ describe('sweeper handler: EventBridge schedule', () => {
   });
 });
 
+/** The context object Lambda passes to a handler (plain data and one function). */
+const lambdaContext = (awsRequestId: string, functionName: string): Context => ({
+  awsRequestId,
+  functionName,
+  functionVersion: '$LATEST',
+  invokedFunctionArn: `arn:aws:lambda:eu-west-1:123456789012:function:${functionName}`,
+  memoryLimitInMB: '512',
+  logGroupName: `/aws/lambda/${functionName}`,
+  logStreamName: '2026/12/01/[$LATEST]0123456789abcdef',
+  callbackWaitsForEmptyEventLoop: true,
+  getRemainingTimeInMillis: () => 60_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+});
+
 describe('Lambda entries (functions/*.ts): configuration from the environment', () => {
   const stubEnv = (t: TestTables, overrides: Record<string, string | undefined> = {}) => {
     const env: Record<string, string | undefined> = {
@@ -335,9 +380,9 @@ describe('Lambda entries (functions/*.ts): configuration from the environment', 
     const { handler: worker } = await import('../functions/worker.js');
     const { handler: sweeper } = await import('../functions/sweeper.js');
     const record = sqsRecord(JSON.stringify({ jobId: job.id, reason: 'start' }));
-    expect(await worker({ Records: [record] }, context('entry-1'))).toEqual({ batchItemFailures: [] });
+    expect(await worker({ Records: [record] }, lambdaContext('entry-1', 'Worker'))).toEqual({ batchItemFailures: [] });
     expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 1 });
-    expect(await sweeper(scheduledEvent(new Date().toISOString()))).toMatchObject({ unfinished: 0, requeued: [] });
+    expect(await sweeper(scheduledEvent(new Date().toISOString()), lambdaContext('entry-2', 'Sweeper'))).toMatchObject({ unfinished: 0, requeued: [] });
     vi.restoreAllMocks();
 
     const lines = out.join('').split('\n').filter((l) => l.trim().startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -346,5 +391,9 @@ describe('Lambda entries (functions/*.ts): configuration from the environment', 
     const emf = lines.filter((l) => l._aws !== undefined);
     expect(emf.some((l) => l.UnitsCommitted === 1 && l.JobsCompleted === 1)).toBe(true);
     expect(lines).toContainEqual(expect.objectContaining({ message: 'sweep-done', service: 'sweeper', unfinished: 0 }));
+    // The Lambda context on every line (Powertools injectLambdaContext). Cold start is asserted by
+    // test/infra/artifact.test.ts, in a fresh process: here Powertools' module state outlives resetModules.
+    expect(lines).toContainEqual(expect.objectContaining({ message: 'record-done', function_request_id: 'entry-1', function_name: 'Worker' }));
+    expect(lines).toContainEqual(expect.objectContaining({ message: 'sweep-done', function_request_id: 'entry-2', function_name: 'Sweeper' }));
   });
 });

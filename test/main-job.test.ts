@@ -2,28 +2,17 @@
  * The main job end to end, as a user runs it (`npx tsx cli/main.ts --json ...`, a child
  * process against the test run's DynamoDB Local), then the ops CLI against the tables it left.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { main } from '../cli/main.js';
+import { tsx } from './support/spawn.js';
+import { labelsOf, labelTexts, layoutProblems, renderedMisfits } from './support/timeline-check.js';
 
-const root = resolve(import.meta.dirname, '..');
-const tsx = join(root, 'node_modules', '.bin', 'tsx');
-
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done, fail) => {
-    const child = spawn(tsx, ['cli/main.ts', ...args], { cwd: root, env: { ...process.env, FORCE_COLOR: '0' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => done({ code, stdout, stderr }));
-  });
-}
+/** The CLI as a user runs it: `npx tsx cli/main.ts ...args`, a child process. */
+const run = (args: string[]) => tsx('cli/main.ts', args, { killAfterMs: 90_000 });
 
 /** The CLI in-process (main() returns the exit code), stdout and stderr captured. */
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -49,7 +38,7 @@ let stdout: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fenced-main-'));
-  const r = await run(['--json', ...where, '--customers', '30', '--workers', '3', '--out', join(dir, 'timeline.svg')]);
+  const r = await run(['demo', '--json', ...where, '--customers', '30', '--workers', '3', '--out', join(dir, 'timeline.svg')]);
   if (r.code !== 0) throw new Error(`main job exited ${r.code}\n${r.stdout}\n${r.stderr}`);
   stdout = r.stdout;
   report = JSON.parse(r.stdout);
@@ -82,6 +71,14 @@ describe('the main job (--json)', () => {
     expect(report.run.metrics.LeaseTakeover).toBeGreaterThanOrEqual(1);
     expect(existsSync(report.timelineSvg)).toBe(true);
     expect(readFileSync(report.timelineSvg, 'utf8')).toMatch(/^<svg|<\?xml/);
+  });
+
+  it('draws a timeline whose labels are whole, apart, inside their lanes, and fit when rendered', () => {
+    const svg = readFileSync(report.timelineSvg, 'utf8');
+    expect(labelsOf(svg).length).toBeGreaterThan(20);
+    expect(labelTexts(labelsOf(svg))).toEqual(expect.arrayContaining(["REJECTED: stale generation 0:7, fence at 0:8; nothing written", 'CRASH after fence raise, before the first unit']));
+    expect(layoutProblems(svg)).toEqual([]);
+    expect(renderedMisfits(svg)).toEqual([]);
   });
 });
 
@@ -119,9 +116,9 @@ describe('the ops CLI against the tables the main job left', () => {
       [['requeue', ...where], /exactly one job id/],
       [['status', '--endpoint', endpoint], /--table-prefix/],
       [['frobnicate'], /unknown command "frobnicate"/],
-      [['--customers', 'many'], /--customers: must be an integer/],
-      [['--workers', '0'], /--workers: must be an integer/],
-      [['--endpoint', 'localhost:8000'], /--endpoint: must be an http\(s\) URL/],
+      [['demo', '--customers', 'many'], /--customers: must be an integer/],
+      [['demo', '--workers', '0'], /--workers: must be an integer/],
+      [['demo', '--endpoint', 'localhost:8000'], /--endpoint: must be an http\(s\) URL/],
     ];
     for (const [args, message] of cases) {
       const r = await cli(args);
@@ -157,4 +154,40 @@ describe('the ops CLI against the tables the main job left', () => {
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout).tables.every((t: { raised: number }) => t.raised === 0)).toBe(true);
   });
+});
+
+describe('a second run on the tables of the first', () => {
+  it('is refused before anything is written: one line naming the prefix, exit 2, tables unchanged', async () => {
+    const before = JSON.parse((await cli(['status', '--json', ...where])).stdout);
+    const r = await cli(['demo', ...where, '--customers', '3', '--out', join(dir, 'again.svg')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain(`--table-prefix: tables with prefix "${prefix}" exist already at ${endpoint}`);
+    expect(r.stdout).not.toContain('progress');
+    expect(JSON.parse((await cli(['status', '--json', ...where])).stdout)).toEqual(before);
+    expect(existsSync(join(dir, 'again.svg'))).toBe(false);
+  });
+});
+
+describe('status after raise-epoch', () => {
+  it('counts the leases it lists (the epoch record is not one) and --json carries the epoch', async () => {
+    expect((await cli(['raise-epoch', '--epoch', '1', ...where])).code).toBe(0);
+    const text = (await cli(['status', ...where])).stdout;
+    expect(text).toMatch(/^Epoch recorded: 1$/m);
+    const listed = text.split('\n').filter((l) => l.trim().startsWith('job#'));
+    expect(listed).toHaveLength(3);
+    expect(text).toContain(`Leases (${listed.length}):`);
+    const json = JSON.parse((await cli(['status', '--json', ...where])).stdout);
+    expect(json.epoch).toBe(1);
+    expect(json.leases).toHaveLength(3);
+  });
+});
+
+describe('npm run cli with no command', () => {
+  it('prints the help and runs nothing', async () => {
+    const r = await tsx('cli/main.ts', [], { killAfterMs: 20_000 });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Commands: demo, dynamodb, status, requeue');
+    expect(r.stdout).not.toContain('Starting DynamoDB Local');
+  }, 30_000);
 });

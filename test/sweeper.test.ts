@@ -9,7 +9,7 @@ import { createDynamo, InvalidInputError, skewedClock } from '../lib/protocol/in
 import { claimRequeue, JOB_ATTR, leaseKeyOf, METRIC, readJob, sweep, sweepsToCover, type SweeperDeps } from '../lib/workflow/index.js';
 import { getItem, manager } from './support/fixtures.js';
 import { perTestTables, type TestTables } from './support/tables.js';
-import { createInvoiceJob, holdRequests, invariants, invoiceInput, workflow } from './support/workflow.js';
+import { context, createInvoiceJob, holdRequests, invariants, invoiceInput, workflow } from './support/workflow.js';
 
 const { tables, cleanups } = perTestTables(import.meta.filename);
 
@@ -26,6 +26,53 @@ const requeueMessages = (w: ReturnType<typeof workflow>) =>
     .receive(100)
     .map((m) => JSON.parse(m.body) as Record<string, unknown>)
     .filter((b) => b.reason === 'requeue');
+
+describe('a sweep within its time budget', () => {
+  /** Five jobs nobody ever started, their heartbeats stale: each one a requeue. */
+  async function staleJobs(t: TestTables, w: ReturnType<typeof workflow>): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 1; i <= 5; i++) {
+      ids.push((await createInvoiceJob(t, w.clock, invoiceInput(`2025-0${i}`, 2, 2))).id);
+      await w.clock.advance(1); // distinct heartbeats: the index orders them
+    }
+    await w.clock.advance(1_000);
+    return ids;
+  }
+  /** Time left that runs out once `n` jobs are done (the sweep checks before each job after its first). */
+  const budget = (n: number) => {
+    let checks = 0;
+    return () => (++checks < n ? 60_000 : 1_000);
+  };
+
+  it('stops taking work when the invocation runs short, reports where, and the next sweep resumes there: every job once', async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
+    const ids = await staleJobs(t, w);
+
+    const first = await sweep(w.sweeperDeps, { remainingTimeMs: budget(2), pageSize: 2 });
+    expect(first.requeued).toEqual(ids.slice(0, 2));
+    expect(first.resumeFrom).toBeDefined();
+    const second = await sweep(w.sweeperDeps, { remainingTimeMs: budget(2), pageSize: 2, resumeFrom: first.resumeFrom });
+    expect(second.requeued).toEqual(ids.slice(2, 4));
+    const third = await sweep(w.sweeperDeps, { remainingTimeMs: budget(100), pageSize: 2, resumeFrom: second.resumeFrom });
+    expect(third.requeued).toEqual(ids.slice(4));
+    expect(third.resumeFrom).toBeUndefined();
+    expect(requeueMessages(w).map((m) => m.jobId)).toEqual(ids);
+    // Back at the start: every job was requeued (a fresh heartbeat), none is stale now.
+    expect(await sweep(w.sweeperDeps, { pageSize: 2 })).toMatchObject({ unfinished: 5, requeued: [] });
+  });
+
+  it('the scheduled handler carries the resume point from one invocation to the next (a warm container)', async () => {
+    const t = await tables();
+    const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
+    const ids = await staleJobs(t, w);
+    const first = await w.sweeper({}, context('sweep-1', budget(3)));
+    expect(first.requeued).toEqual(ids.slice(0, 3));
+    const second = await w.sweeper({}, context('sweep-2', budget(100)));
+    expect(second.requeued).toEqual(ids.slice(3));
+    expect(second.resumeFrom).toBeUndefined();
+  });
+});
 
 describe('wall-clock sweeper', () => {
   it('requeues a stale job whose holder died, once per staleness window: the requeue moves the heartbeat', async () => {

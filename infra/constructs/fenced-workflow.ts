@@ -16,24 +16,24 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, integer, leaseSettingsFromEnv, TABLE_ROLES, TABLES, UNFINISHED_INDEX, type TableRole } from '../../lib/workflow/index.js';
+import { ENV, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { MAX_CUSTOMERS, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
 import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
-import { denyCounterDestruction, refuseReplication } from './guards.js';
+import { grantDataPlane } from './permissions.js';
+import { validateSettings } from './settings.js';
+import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
-
-/** The default CloudWatch namespace the handlers' Powertools Metrics publish to. */
-export const METRICS_NAMESPACE = 'FencedWorkflow';
 
 /** Construct ids of the tables, by schema role: tools read the template by these names. */
 export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices' };
 
 /**
- * A fenced unit is one TransactWriteItems of at most 100 items: the fence, the checkpoint and two
- * effects per customer (invoice upsert, once-only charge). 2 + 2 * 49 = 100. Defined with the
- * invoice workload (lib/workloads/invoices.ts), re-exported here for a fork's stack code.
+ * The invoice workload's unit size cap: a fenced unit is one TransactWriteItems of at most 100
+ * items, the fence, the checkpoint and two effects per customer (invoice upsert, once-only
+ * charge), so 49 customers. Re-exported for a fork's stack code; a fork with another processor
+ * sets `effectsPerItem` and gets maxUnitSize(effectsPerItem).
  */
 export { MAX_UNIT_SIZE };
 
@@ -62,9 +62,15 @@ export interface FencedWorkflowProps {
   readonly leaseDuration?: Duration;
   /** The stated bound on clock offset between hosts (wall-clock mode). @default 1 second */
   readonly maxClockSkew?: Duration;
-  /** Customers per fenced unit, at most 49. @default 25 */
+  /** Items (the invoice workload: customers) per fenced unit, at most maxUnitSize(effectsPerItem). @default 25 */
   readonly unitSize?: number;
-  /** Customers in the sample invoice run the starter creates. @default 1000 */
+  /**
+   * Effects the worker's processor writes per item of a unit; it caps `unitSize` so one unit's
+   * effects, the fence and the checkpoint fit one transaction (lib/workflow maxUnitSize).
+   * @default 2 (the invoice workload: an invoice and a charge per customer)
+   */
+  readonly effectsPerItem?: number;
+  /** Customers in the sample invoice run the starter creates (the starter's setting alone). @default 1000 */
   readonly invoiceCustomers?: number;
   /** How often the sweeper runs. @default 1 minute */
   readonly sweepInterval?: Duration;
@@ -80,12 +86,13 @@ export interface FencedWorkflowProps {
   readonly maxReceiveCount?: number;
   /** Alarm when the oldest unfinished job is older than this. @default 1 hour */
   readonly unfinishedJobAlarmAfter?: Duration;
-  /** Every alarm notifies this topic (alarm and OK). @default no action: the alarms show on the dashboard */
+  /** Every alarm notifies this topic (alarm and OK). @default a topic of the stack's own (KMS-encrypted, TLS-only), output as AlarmTopicArn */
   readonly alarmTopic?: ITopic;
   /**
    * CloudWatch namespace of the handlers' metrics (POWERTOOLS_METRICS_NAMESPACE). Two deployments
-   * in one account and region need different namespaces, or their metrics and alarms mix.
-   * @default 'FencedWorkflow'
+   * in one account and region need different namespaces, or their metrics and alarms mix; the
+   * default follows the stack name, which CloudFormation already keeps unique per account and region.
+   * @default the stack name
    */
   readonly metricsNamespace?: string;
   /**
@@ -94,6 +101,13 @@ export interface FencedWorkflowProps {
    * @default { worker: 'worker', sweeper: 'sweeper', starter: 'starter' }
    */
   readonly serviceNames?: Readonly<Record<'worker' | 'sweeper' | 'starter', string>>;
+  /**
+   * Roles besides the worker's that may UpdateItem Leases and Fences, as IAM ARN patterns
+   * (ArnLike: `*` allowed): the operator role that runs raise-epoch and seal (docs/runbook-dr.md).
+   * Every other principal is denied UpdateItem on them by their resource policy.
+   * @default none
+   */
+  readonly counterWriters?: readonly string[];
   /** Extra environment for every function (a fork's processor settings). */
   readonly environment?: Readonly<Record<string, string>>;
   /**
@@ -127,11 +141,17 @@ export class FencedWorkflow extends Construct {
   readonly activeTables: Readonly<Record<TableRole, ITable>>;
   readonly queue: Queue;
   readonly deadLetterQueue: Queue;
-  /** Scheduler delivery failures and the scheduled functions' failed async invocations. */
+  /** Scheduler delivery failures, the scheduled functions' failed async invocations, undeliverable counter-guard notifications. */
   readonly scheduleDeadLetterQueue: Queue;
   readonly worker: FencedFunction;
   readonly sweeper: FencedFunction;
   readonly starter: FencedFunction;
+  /**
+   * The worker's SQS event source mapping. Pause the worker by disabling it: a throttled function
+   * (reserved concurrency 0) still has its messages received, and each receive counts toward the
+   * queue's maxReceiveCount, so good work would reach the dead-letter queue.
+   */
+  readonly workerEventSourceMappingId: string;
   readonly sweeperSchedule: Schedule;
   readonly starterSchedule: Schedule;
   readonly monitoring: WorkflowMonitoring;
@@ -145,7 +165,7 @@ export class FencedWorkflow extends Construct {
     const sweepInterval = props.sweepInterval ?? Duration.minutes(1);
     const staleAfter = props.staleAfter ?? Duration.millis(2 * leaseDuration.toMilliseconds() + maxClockSkew.toMilliseconds());
     const services = props.serviceNames ?? { worker: 'worker', sweeper: 'sweeper', starter: 'starter' };
-    const namespace = props.metricsNamespace ?? METRICS_NAMESPACE;
+    const namespace = props.metricsNamespace ?? Stack.of(this).stackName;
 
     // ---- State --------------------------------------------------------------------------------
     const tables = {} as Record<TableRole, Table>;
@@ -156,6 +176,7 @@ export class FencedWorkflow extends Construct {
         table.addToResourcePolicy(denyCounterDestruction());
         refuseReplication(table, TABLE_IDS[role]);
       }
+      // The UpdateItem guard names the worker's role: added once the role exists (Compute).
       tables[role] = table;
     }
     this.tables = tables;
@@ -206,11 +227,11 @@ export class FencedWorkflow extends Construct {
       [ENV.unitSize]: String(props.unitSize ?? 25),
       [ENV.staleAfterMs]: String(staleAfter.toMilliseconds()),
       [ENV.sweepIntervalMs]: String(sweepInterval.toMilliseconds()),
-      [ENV.customers]: String(props.invoiceCustomers ?? 1000),
       POWERTOOLS_METRICS_NAMESPACE: namespace,
       ...props.environment,
     };
-    validateSettings(environment, leaseDuration, maxClockSkew, staleAfter);
+    const starterEnvironment = { [ENV.customers]: String(props.invoiceCustomers ?? 1000) };
+    validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });
     this.environment = environment;
 
     // ---- Compute ------------------------------------------------------------------------------
@@ -237,55 +258,35 @@ export class FencedWorkflow extends Construct {
       // Invoked asynchronously by the scheduler: what still fails after Lambda's retries lands here.
       deadLetterQueue: this.scheduleDeadLetterQueue,
     });
+    // Lambda's own async queue would retry a failed sweep twice and keep a throttled one up to 6
+    // hours, so retries would overlap the sweeps that follow: the next sweep is the retry (as the
+    // schedule's retryAttempts 0 says), and an event older than one interval is dropped to the DLQ.
+    this.sweeper.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(Math.min(6 * 3600, Math.max(60, sweepInterval.toSeconds()))) });
     // Starter: one conditional PutItem and one SendMessage.
     this.starter = fencedFunction(this, 'Starter', {
       entry: props.starter?.entry ?? 'functions/starter.ts',
       description: "Starter: creates the period's job (idempotent id per period) and enqueues it",
       timeout: props.starter?.timeout ?? Duration.seconds(30),
       memorySize: props.starter?.memorySize ?? 256,
-      environment: { ...environment, POWERTOOLS_SERVICE_NAME: services.starter },
+      environment: { ...environment, ...starterEnvironment, POWERTOOLS_SERVICE_NAME: services.starter },
       deadLetterQueue: this.scheduleDeadLetterQueue,
     });
+    // The starter is idempotent (one job id per period): Lambda may retry it, within the same 2 hours
+    // the schedule's own retries use.
+    this.starter.fn.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(2) });
 
-    this.worker.fn.addEventSource(
-      new SqsEventSource(this.queue, {
-        batchSize: props.workerBatchSize ?? 5,
-        maxConcurrency: props.workerMaxConcurrency ?? 10,
-        reportBatchItemFailures: true,
-      }),
-    );
+    const workerSource = new SqsEventSource(this.queue, {
+      batchSize: props.workerBatchSize ?? 5,
+      maxConcurrency: props.workerMaxConcurrency ?? 10,
+      reportBatchItemFailures: true,
+    });
+    this.worker.fn.addEventSource(workerSource);
+    this.workerEventSourceMappingId = workerSource.eventSourceMappingId;
+    const counterTables = TABLE_ROLES.filter((r) => TABLES[r].permanent).map((r) => tables[r]);
+    for (const table of counterTables) table.addToResourcePolicy(denyCounterUpdatesExcept([this.worker.role.roleArn, ...(props.counterWriters ?? [])]));
+
     // ---- Least privilege: exact actions on exact resources ------------------------------------
-    const allow = (f: FencedFunction, actions: string[], resources: string[]) =>
-      f.role.addToPrincipalPolicy(new PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources }));
-    const arn = (role: TableRole) => active[role].tableArn;
-    // SendMessage only (grantSendMessages would add GetQueueAttributes and GetQueueUrl, unused: the URL is configuration).
-    const send = (f: FencedFunction) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.queue.queueArn] }));
-    const unfinishedIndexArn = `${active.jobs.tableArn}/index/${UNFINISHED_INDEX}`;
-
-    // Worker (lib/workflow/run-job.ts and what it calls):
-    // - Leases: acquire, renew, release: conditional UpdateItem (lib/protocol/lease.ts), in both lease modes.
-    // - Fences: the raise (UpdateItem, lib/protocol/fence.ts raiseFence), the fence item of every unit's
-    //   transaction (Update), and markFailed's ConditionCheck (lib/workflow/jobs.ts).
-    // - Jobs: the consistent checkpoint read (GetItem, readJob), the checkpoint advance in every
-    //   unit's transaction and markFailed's Update (UpdateItem).
-    // - Invoices: the effects, upsert and once-only alike, are Puts in the unit's transaction.
-    // TransactWriteItems is authorized per item action, so it needs no action of its own; the
-    // ReturnValues* options need no GetItem.
-    allow(this.worker, ['UpdateItem'], [arn('leases')]);
-    allow(this.worker, ['UpdateItem', 'ConditionCheckItem'], [arn('fences')]);
-    allow(this.worker, ['GetItem', 'UpdateItem'], [arn('jobs')]);
-    allow(this.worker, ['PutItem'], [arn('invoices')]);
-    send(this.worker); // continuations
-    // Sweeper (lib/workflow/sweeper.ts): the unfinished-jobs index, the lease liveness check (consistent
-    // GetItem), the conditional requeue claim and the version-watch observation (UpdateItem).
-    allow(this.sweeper, ['Query'], [unfinishedIndexArn]);
-    allow(this.sweeper, ['UpdateItem'], [arn('jobs')]);
-    allow(this.sweeper, ['GetItem'], [arn('leases')]);
-    send(this.sweeper);
-    // Starter (lib/workflow/jobs.ts createJob): one conditional PutItem; an existing job comes back with the
-    // condition failure (ReturnValuesOnConditionCheckFailure), not from a read.
-    allow(this.starter, ['PutItem'], [arn('jobs')]);
-    send(this.starter);
+    grantDataPlane({ worker: this.worker, sweeper: this.sweeper, starter: this.starter }, active, this.queue);
 
     // ---- Schedules (EventBridge Scheduler) ----------------------------------------------------
     const schedulerRole = new Role(this, 'SchedulerRole', {
@@ -341,6 +342,7 @@ export class FencedWorkflow extends Construct {
       unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
     });
+    watchCounterGuard(this, counterTables, this.monitoring.alarmTopic, this.scheduleDeadLetterQueue);
 
     this.acknowledgeFindings();
   }
@@ -361,6 +363,14 @@ export class FencedWorkflow extends Construct {
         'Lambda supports OnFailure destinations only for stream and Kafka event sources, not for SQS. A failed SQS ' +
         "record is retried by redelivery and moves to the work queue's redrive DLQ (DeadLetterQueue) after maxReceiveCount.",
     });
+    for (const fn of [this.sweeper.fn, this.starter.fn]) {
+      Validations.of(fn.node.findChild('EventInvokeConfig')).acknowledge({
+        id: 'Serverless::Serverless-LambdaAsyncFailureDestination',
+        reason:
+          "An asynchronous invocation that fails or expires goes to the function's dead-letter queue (DeadLetterConfig: " +
+          'ScheduleDeadLetterQueue, alarmed on the first message). An OnFailure destination as well would record the same failure twice.',
+      });
+    }
     for (const dlq of [this.deadLetterQueue, this.scheduleDeadLetterQueue]) {
       Validations.of(dlq).acknowledge({
         id: 'Serverless::Serverless-SQSRedrivePolicy',
@@ -369,18 +379,5 @@ export class FencedWorkflow extends Construct {
           '(the SQS maximum) and an alarm fires on the first one.',
       });
     }
-  }
-}
-
-function validateSettings(env: Record<string, string>, lease: Duration, skew: Duration, staleAfter: Duration): void {
-  leaseSettingsFromEnv(env);
-  integer(env, ENV.unitSize, undefined, 1, MAX_UNIT_SIZE);
-  integer(env, ENV.customers, undefined, 0, MAX_CUSTOMERS);
-  if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {
-    throw new ConfigError(
-      'staleAfter',
-      `staleAfter (${staleAfter.toMilliseconds()} ms) must exceed the lease duration plus the clock-skew bound ` +
-        `(${lease.toMilliseconds() + skew.toMilliseconds()} ms): the sweeper would requeue jobs whose holder is still live`,
-    );
   }
 }

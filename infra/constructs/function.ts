@@ -10,8 +10,8 @@
  * needs nothing outside its own directory.
  */
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { ApplicationLogLevel, Architecture, LoggingFormat, RecursiveLoop, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { ApplicationLogLevel, Architecture, CfnFunction, LoggingFormat, RecursiveLoop, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
@@ -54,8 +54,10 @@ export interface FencedFunction {
 export function fencedFunction(scope: Construct, id: string, props: FencedFunctionProps): FencedFunction {
   const logGroup = new LogGroup(scope, `${id}Logs`, {
     retention: props.logRetention ?? RetentionDays.ONE_MONTH,
-    // Logs are operational, not state: they go with the stack (tables stay, see defaults.ts).
-    removalPolicy: RemovalPolicy.DESTROY,
+    // Kept on `cdk destroy`: a billing incident is investigated from these logs (which run charged
+    // whom, which holder was refused), and the retention above still ages them out. Not kept when
+    // the deploy that created them rolls back: there is nothing in them yet.
+    removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
   });
   // An explicit role instead of AWSLambdaBasicExecutionRole: that managed policy allows writing to
   // every log group in the account; this one allows the function's own log group only.
@@ -80,7 +82,8 @@ export function fencedFunction(scope: Construct, id: string, props: FencedFuncti
     loggingFormat: LoggingFormat.JSON,
     applicationLogLevelV2: ApplicationLogLevel.INFO,
     systemLogLevelV2: SystemLogLevel.WARN,
-    tracing: Tracing.ACTIVE,
+    // Active tracing is set on the L1 below: Tracing.ACTIVE would put its "*" statement in the
+    // role's default policy, where a "*" a fork adds later would hide behind the same acknowledgement.
     environment: { ...props.environment },
     ...(props.deadLetterQueue ? { deadLetterQueue: props.deadLetterQueue } : {}),
     recursiveLoop: props.recursiveLoop ?? RecursiveLoop.TERMINATE,
@@ -102,14 +105,21 @@ export function fencedFunction(scope: Construct, id: string, props: FencedFuncti
     },
   });
 
-  // AwsSolutions-IAM5: Lambda's active tracing adds xray:PutTraceSegments and
-  // xray:PutTelemetryRecords on "*" to the role's default policy.
-  Validations.of(role).acknowledge({
+  (fn.node.defaultChild as CfnFunction).tracingConfig = { mode: Tracing.ACTIVE };
+  const tracing = new Policy(scope, `${id}Tracing`, {
+    roles: [role],
+    statements: [new PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] })],
+  });
+  // Lambda checks at create time that an actively traced function's role may write to X-Ray.
+  fn.node.addDependency(tracing);
+  // AwsSolutions-IAM5 on this policy alone: it holds the X-Ray statement and nothing else, so a
+  // "*" resource added anywhere else in the role is still reported.
+  Validations.of(tracing).acknowledge({
     id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
     reason:
-      'Only the X-Ray statement Lambda adds for active tracing uses Resource "*": xray:PutTraceSegments and ' +
-      'xray:PutTelemetryRecords support no resource-level permissions (Service Authorization Reference, AWS X-Ray). ' +
-      'Every data-plane statement names its table, index or queue ARN.',
+      'This policy holds only the X-Ray statement active tracing needs: xray:PutTraceSegments and xray:PutTelemetryRecords ' +
+      'support no resource-level permissions (Service Authorization Reference, AWS X-Ray), so Resource is "*". Every ' +
+      "data-plane statement is in the role's default policy, names its table, index or queue ARN, and is not acknowledged.",
   });
   return { fn, role, logGroup };
 }

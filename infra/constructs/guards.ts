@@ -1,16 +1,23 @@
 /**
- * Synth-time guards for the rules that keep fencing tokens monotonic (DESIGN.md, TOKENS).
- * A guard is a construct validation: `cdk synth` fails with the message, nothing is deployed.
+ * Guards for the rules that keep fencing tokens monotonic (DESIGN.md, TOKENS): the Leases and
+ * Fences resource policy, the watch on what that policy cannot stop, and synth-time refusals (a
+ * construct validation: `cdk synth` fails with the message, nothing is deployed).
  */
 import { CfnResource, Stack } from 'aws-cdk-lib';
 import { CfnGlobalTable, type Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
 import { Effect, PolicyStatement, StarPrincipal } from 'aws-cdk-lib/aws-iam';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
 
 /**
- * Item-level actions that remove or blindly replace an item. On Leases or Fences any of them can
- * put a counter below a value already issued or accepted, and an obsolete holder's token would
- * pass again. The protocol needs none of them: acquire, renew, release, raise and seal are all
- * conditional UpdateItem calls.
+ * Item-level actions that remove, blindly replace or rewrite an item by a path the workflow never
+ * takes. On Leases or Fences any of them can put a counter below a value already issued or
+ * accepted (a PartiQL UPDATE can REMOVE `generation` as well as an UpdateItem can), and an
+ * obsolete holder's token would pass again. The protocol needs none of them: acquire, renew,
+ * release, raise and seal are all conditional UpdateItem calls.
  */
 export const COUNTER_DESTROYING_ACTIONS = [
   'dynamodb:DeleteItem',
@@ -18,6 +25,7 @@ export const COUNTER_DESTROYING_ACTIONS = [
   'dynamodb:PutItem',
   'dynamodb:PartiQLDelete',
   'dynamodb:PartiQLInsert',
+  'dynamodb:PartiQLUpdate',
 ] as const;
 
 /**
@@ -34,6 +42,56 @@ export function denyCounterDestruction(): PolicyStatement {
     actions: [...COUNTER_DESTROYING_ACTIONS],
     resources: ['*'],
   });
+}
+
+/**
+ * UpdateItem is how the workflow writes counters (always conditional, never lowering one), and
+ * also how anyone else could `REMOVE generation` or set it to 0, which restarts a counter as a
+ * delete would. So every principal whose ARN matches none of `writers` (the worker's role, and an
+ * operator role for raise-epoch and seal) is denied it. IAM cannot look inside an update
+ * expression: a writer is trusted with what it sends. aws:PrincipalArn is the role's ARN for any
+ * session of it; a principal without one matches no writer and is denied.
+ */
+export function denyCounterUpdatesExcept(writers: readonly string[]): PolicyStatement {
+  return new PolicyStatement({
+    sid: 'OnlyTheWorkflowUpdatesCounters',
+    effect: Effect.DENY,
+    principals: [new StarPrincipal()],
+    actions: ['dynamodb:UpdateItem'],
+    resources: ['*'],
+    conditions: { ArnNotLike: { 'aws:PrincipalArn': [...writers] } },
+  });
+}
+
+/**
+ * The resource policy cannot stop the account root from deleting it (DynamoDB lets root run
+ * DeleteResourcePolicy whatever the policy says, so nobody locks themselves out), and an
+ * administrator can change it, switch deletion protection off, or delete the table. What it
+ * cannot stop is watched: CloudTrail records each of these calls and this rule sends it to the
+ * alarm topic. Needs a CloudTrail trail logging management events in this region (EventBridge
+ * sees CloudTrail API calls only through one). A deploy that changes the policy is reported too.
+ */
+export function watchCounterGuard(scope: Construct, tables: readonly Table[], topic: ITopic, deadLetterQueue: IQueue): Rule {
+  const arns = tables.map((t) => t.tableArn);
+  const names = [...tables.map((t) => t.tableName), ...arns];
+  const rule = new Rule(scope, 'CounterGuardChanged', {
+    description: 'Notifies the alarm topic when the guard of Leases/Fences changes: resource policy, deletion protection, the table itself',
+    eventPattern: {
+      source: ['aws.dynamodb'],
+      detailType: ['AWS API Call via CloudTrail'],
+      detail: {
+        eventSource: ['dynamodb.amazonaws.com'],
+        $or: [
+          { eventName: ['PutResourcePolicy', 'DeleteResourcePolicy'], requestParameters: { resourceArn: arns } },
+          { eventName: ['UpdateTable'], requestParameters: { tableName: names, deletionProtectionEnabled: [false] } },
+          { eventName: ['DeleteTable'], requestParameters: { tableName: names } },
+        ],
+      },
+    },
+  });
+  // A notification EventBridge cannot deliver (a topic policy or key that refuses it) is kept there, and that queue alarms.
+  rule.addTarget(new SnsTopic(topic, { deadLetterQueue }));
+  return rule;
 }
 
 /** The synth error for a Leases or Fences table that would be replicated to `regions`. */

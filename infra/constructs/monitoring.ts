@@ -1,11 +1,14 @@
 /**
- * What an on-call engineer looks at: the handlers' Powertools metrics (namespace FencedWorkflow,
- * dimension `service`), the queues and the functions, as alarms and one dashboard.
+ * What an on-call engineer looks at: the handlers' Powertools metrics (the stack's namespace,
+ * dimension `service`), the queues and the functions, as alarms and one dashboard, and the SNS
+ * topic every alarm notifies.
  *
- * Alarms: a message in either dead-letter queue; any function error; the oldest unfinished job
- * older than a threshold (the sweeper's OldestUnfinishedJobAgeMs gauge); the sweeper not running.
+ * Alarms: a message in either dead-letter queue; any function error or throttle; any failed work
+ * record (the worker's RecordsFailed: a partial batch failure is not a Lambda error); a work
+ * message older than a threshold; the oldest unfinished job older than a threshold (the
+ * sweeper's OldestUnfinishedJobAgeMs gauge); the sweeper not running.
  */
-import { Duration, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnCondition, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   Alarm,
   AlarmStatusWidget,
@@ -21,7 +24,9 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { Topic, type ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { METRIC } from '../../lib/workflow/index.js';
@@ -35,6 +40,8 @@ export const WORKFLOW_METRICS = {
   leases: [METRIC.leaseAcquired, METRIC.leaseTakeover, METRIC.leaseBusy, METRIC.leaseLost, METRIC.staleGenerationRejected],
   units: [METRIC.unitsCommitted, METRIC.duplicatesSuppressed],
   jobs: [METRIC.jobsCompleted, METRIC.jobsFailed],
+  /** Emitted by the worker handler, per failed record. */
+  recordsFailed: METRIC.recordsFailed,
   /** Emitted by the sweeper. */
   requeues: METRIC.jobsRequeued,
   /** A gauge in ms, emitted by every sweep. */
@@ -51,6 +58,9 @@ export interface WorkflowMonitoringProps {
   readonly sweeper: IFunction;
   readonly sweepInterval: Duration;
   readonly unfinishedJobAlarmAfter: Duration;
+  /** Alarm when the oldest work message is older than this. @default 15 minutes */
+  readonly queueAgeAlarmAfter?: Duration;
+  /** @default a topic of this construct's own (KMS-encrypted, TLS-only), so the alarms notify someone */
   readonly alarmTopic?: ITopic;
 }
 
@@ -58,18 +68,20 @@ export class WorkflowMonitoring extends Construct {
   readonly dashboard: Dashboard;
   readonly alarms: Alarm[] = [];
   readonly unfinishedJobAlarm: Alarm;
+  /** The topic every alarm notifies, on alarm and on OK. */
+  readonly alarmTopic: ITopic;
 
   constructor(scope: Construct, id: string, props: WorkflowMonitoringProps) {
     super(scope, id);
+    const topic = props.alarmTopic ?? alarmTopic(this);
+    this.alarmTopic = topic;
     const period = Duration.minutes(5);
     const metric = (service: string, metricName: string, statistic: string): Metric =>
       new Metric({ namespace: props.namespace, metricName, dimensionsMap: { service }, statistic, period });
     const sum = (name: string) => metric(props.services.worker, name, 'Sum');
     const addAlarm = (alarm: Alarm): Alarm => {
-      if (props.alarmTopic) {
-        alarm.addAlarmAction(new SnsAction(props.alarmTopic));
-        alarm.addOkAction(new SnsAction(props.alarmTopic));
-      }
+      alarm.addAlarmAction(new SnsAction(topic));
+      alarm.addOkAction(new SnsAction(topic));
       this.alarms.push(alarm);
       return alarm;
     };
@@ -99,6 +111,45 @@ export class WorkflowMonitoring extends Construct {
         }),
       );
     }
+    for (const [name, fn] of Object.entries(props.functions)) {
+      addAlarm(
+        new Alarm(this, `${name}Throttles`, {
+          alarmDescription: `Lambda throttled the ${name} function: the account's or the function's concurrency is exhausted. Work waits (queue) or is retried (schedules).`,
+          metric: fn.metricThrottles({ statistic: 'Sum', period }),
+          threshold: 1,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    }
+    // The worker turns a failing record into a partial batch failure: the invocation succeeds, so
+    // Errors stays 0 while every message fails (and reaches the DLQ only after maxReceiveCount).
+    addAlarm(
+      new Alarm(this, 'WorkRecordsFailed', {
+        alarmDescription:
+          'Work messages failed (the worker logs record-invalid or record-error with the messageId and the error). ' +
+          'They are redelivered and reach the dead-letter queue after the queue\'s max receives.',
+        metric: sum(WORKFLOW_METRICS.recordsFailed),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    );
+    const queueAge = props.queueAgeAlarmAfter ?? Duration.minutes(15);
+    addAlarm(
+      new Alarm(this, 'WorkQueueMessageTooOld', {
+        alarmDescription:
+          `A work message has waited more than ${queueAge.toHumanString()}: nobody is receiving (event source mapping ` +
+          'disabled, e.g. paused; worker throttled) or it keeps failing. Check the mapping state and WorkRecordsFailed.',
+        metric: props.queue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', period: Duration.minutes(1) }),
+        threshold: queueAge.toSeconds(),
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    );
     const oldestJobAge = metric(props.services.sweeper, WORKFLOW_METRICS.oldestUnfinishedJobAge, 'Maximum');
     const requeues = metric(props.services.sweeper, WORKFLOW_METRICS.requeues, 'Sum');
     const thresholdMs = props.unfinishedJobAlarmAfter.toMilliseconds();
@@ -147,7 +198,7 @@ export class WorkflowMonitoring extends Construct {
         ],
         [new AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 3 })],
         [
-          graph('Jobs', [...WORKFLOW_METRICS.jobs.map(sum), requeues]),
+          graph('Jobs', [...WORKFLOW_METRICS.jobs.map(sum), requeues, sum(WORKFLOW_METRICS.recordsFailed)]),
           graph('Oldest unfinished job (ms)', [oldestJobAge], {
             leftAnnotations: [{ value: thresholdMs, label: 'alarm', color: '#d62728' }],
           }),
@@ -160,8 +211,8 @@ export class WorkflowMonitoring extends Construct {
           ]),
           new SingleValueWidget({
             title: 'Dead-letter queues (messages)',
-            metrics: Object.values(props.deadLetterQueues).map((q) =>
-              q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) }),
+            metrics: Object.entries(props.deadLetterQueues).map(([name, q]) =>
+              q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1), label: name }),
             ),
             width: 12,
             height: 6,
@@ -179,9 +230,64 @@ export class WorkflowMonitoring extends Construct {
     });
   }
 
-  /** The console URL of the dashboard (a stack output). */
+  /**
+   * The console URL of the dashboard (a stack output), in the console of the partition the stack
+   * is deployed to: the stack is environment-agnostic, so the choice is made by CloudFormation.
+   */
   get dashboardUrl(): string {
-    const region = Stack.of(this).region;
-    return `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards/dashboard/${this.dashboard.dashboardName}`;
+    const stack = Stack.of(this);
+    const inPartition = (id: string, partition: string) =>
+      (stack.node.tryFindChild(id) as CfnCondition | undefined) ?? new CfnCondition(stack, id, { expression: Fn.conditionEquals(Aws.PARTITION, partition) });
+    const china = inPartition('InAwsChinaPartition', 'aws-cn');
+    const govCloud = inPartition('InAwsGovCloudPartition', 'aws-us-gov');
+    const host = Fn.conditionIf(
+      china.logicalId,
+      'console.amazonaws.cn',
+      Fn.conditionIf(govCloud.logicalId, 'console.amazonaws-us-gov.com', `${Aws.REGION}.console.aws.amazon.com`),
+    ).toString();
+    return `https://${host}/cloudwatch/home?region=${Aws.REGION}#dashboards/dashboard/${this.dashboard.dashboardName}`;
   }
+}
+
+/**
+ * The alarms' own topic. Encrypted with a key of its own: CloudWatch cannot publish to a topic
+ * under the AWS managed SNS key, so the key and the topic policy let the CloudWatch service
+ * publish, for alarms of this account only. Subscribe to it after deploy (docs/deploy.md).
+ */
+function alarmTopic(scope: Construct): Topic {
+  const stack = Stack.of(scope);
+  const fromThisAccount = {
+    StringEquals: { 'aws:SourceAccount': stack.account },
+    ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+  };
+  const key = new Key(scope, 'AlarmTopicKey', {
+    description: 'Encrypts the fenced workflow alarm topic',
+    enableKeyRotation: true,
+    // Nothing but alarm notifications in flight depends on it: it goes with the stack (after KMS's waiting period).
+    removalPolicy: RemovalPolicy.DESTROY,
+    pendingWindow: Duration.days(7),
+  });
+  key.addToResourcePolicy(
+    new PolicyStatement({
+      principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      resources: ['*'],
+      conditions: fromThisAccount,
+    }),
+  );
+  // EventBridge (the counter-guard watch) publishes too. Its KMS requests carry no aws:SourceAccount
+  // or aws:SourceArn, so a condition on them would drop every event: the topic policy scopes it instead.
+  key.addToResourcePolicy(
+    new PolicyStatement({ principals: [new ServicePrincipal('events.amazonaws.com')], actions: ['kms:Decrypt', 'kms:GenerateDataKey*'], resources: ['*'] }),
+  );
+  const topic = new Topic(scope, 'AlarmTopic', { displayName: `${stack.stackName} alarms`, masterKey: key, enforceSSL: true });
+  topic.addToResourcePolicy(
+    new PolicyStatement({
+      principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: fromThisAccount,
+    }),
+  );
+  return topic;
 }

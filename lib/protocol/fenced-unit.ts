@@ -20,6 +20,8 @@ import { CHECKPOINT_ATTR, FENCE_ATTR } from './items.js';
 
 /** DynamoDB's limit on the actions of one TransactWriteItems: fence + checkpoint + 98 effects. */
 export const MAX_TRANSACTION_ACTIONS = 100;
+/** A fenced unit's transaction carries the fence and the checkpoint; the rest is effects. */
+export const MAX_UNIT_EFFECTS = MAX_TRANSACTION_ACTIONS - 2;
 /** DynamoDB's limit on the aggregate size of one transaction. */
 export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
 
@@ -77,7 +79,7 @@ export function buildFencedUnit(unit: FencedUnit, now: number): { items: Transac
   }
   if (!Array.isArray(unit.effects)) throw new InvalidInputError('effects', 'must be an array');
   const total = unit.effects.length + 2;
-  if (total > MAX_TRANSACTION_ACTIONS) {
+  if (unit.effects.length > MAX_UNIT_EFFECTS) {
     throw new InvalidInputError('effects', `a unit is one transaction of at most ${MAX_TRANSACTION_ACTIONS} actions; got ${total} (fence + checkpoint + ${unit.effects.length} effects)`);
   }
 

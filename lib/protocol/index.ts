@@ -49,6 +49,7 @@ export {
   buildFencedUnit,
   MAX_TRANSACTION_ACTIONS,
   MAX_TRANSACTION_BYTES,
+  MAX_UNIT_EFFECTS,
   prepareFencedUnit,
   unitToken,
   type Checkpoint,

@@ -107,3 +107,21 @@ export function leaseSettingsFromEnv(env: Env): LeaseSettings {
   }
   return { epoch, durationMs, mode };
 }
+
+/** The sweeper's schedule period, as the sweeper accepts it: 1 s to 1 day. The stack's sweepIntervalMinutes is checked against it. */
+export const SWEEP_INTERVAL_MS = { min: 1_000, max: 86_400_000 } as const;
+
+export interface SweepSettings {
+  /** wall-clock: a heartbeat older than this is stale. */
+  staleAfterMs: number;
+  /** version-watch: the schedule's period. */
+  sweepIntervalMs: number;
+}
+
+/** The sweeper's own settings; the stale threshold defaults to two lease durations. */
+export function sweepSettingsFromEnv(env: Env, lease: LeaseSettings): SweepSettings {
+  return {
+    staleAfterMs: integer(env, ENV.staleAfterMs, lease.durationMs * 2, 1, 86_400_000),
+    sweepIntervalMs: integer(env, ENV.sweepIntervalMs, 60_000, SWEEP_INTERVAL_MS.min, SWEEP_INTERVAL_MS.max),
+  };
+}

@@ -4,7 +4,19 @@
  * that requeues what nobody progresses, and the table set. A workload (lib/workloads/) plugs in
  * as a Processor: it returns each unit's effects and never sees a lease or a fence.
  */
-export { ENV, httpUrl, integer, isHttpUrl, leaseSettingsFromEnv, required, tablesFromEnv, type LeaseSettings } from './config.js';
+export {
+  ENV,
+  httpUrl,
+  integer,
+  isHttpUrl,
+  leaseSettingsFromEnv,
+  required,
+  SWEEP_INTERVAL_MS,
+  sweepSettingsFromEnv,
+  tablesFromEnv,
+  type LeaseSettings,
+  type SweepSettings,
+} from './config.js';
 export {
   assertJobId,
   claimRequeue,
@@ -18,7 +30,7 @@ export {
   type JobStatus,
 } from './jobs.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
-export type { Processor, UnitContext } from './processor.js';
+export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
   INVOICE_ATTR,
   JOB_ATTR,
@@ -35,7 +47,7 @@ export {
   type TableRole,
   type TableSchema,
 } from './schema.js';
-export { sweep, sweepsToCover, type SweeperDeps, type SweepReport } from './sweeper.js';
+export { sweep, sweepsToCover, type SweeperDeps, type SweepReport, type SweepWindow } from './sweeper.js';
 export { createTableInput, ensureTables } from './tables.js';
 export {
   fencedProtocol,

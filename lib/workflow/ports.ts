@@ -28,6 +28,8 @@ export const METRIC = {
   jobsCompleted: 'JobsCompleted',
   jobsFailed: 'JobsFailed',
   oldestUnfinishedJobAgeMs: 'OldestUnfinishedJobAgeMs',
+  /** Work messages the worker handler reported failed (redelivered, then dead-lettered). */
+  recordsFailed: 'RecordsFailed',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

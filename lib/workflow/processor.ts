@@ -6,9 +6,11 @@
  * effects), so a processor never talks to DynamoDB and never sees a lease.
  * Rules for effects (DESIGN.md): upserts are guarded by the fence; anything that must happen
  * once (a charge, a ledger entry, an outbox message) is `onceOnly` with a stable operation key.
- * At most 98 effects per unit (100 actions minus fence and checkpoint), 4 MB in all.
+ * At most MAX_UNIT_EFFECTS (98) effects per unit: 100 transaction actions minus the fence and the
+ * checkpoint, 4 MB in all. A processor that writes k effects per item of a unit (a customer, an
+ * order) can take at most maxUnitSize(k) items per unit.
  */
-import type { Effect, Generation } from '../protocol/index.js';
+import { MAX_UNIT_EFFECTS, type Effect, type Generation } from '../protocol/index.js';
 import type { TableNames } from './schema.js';
 
 export interface UnitContext {
@@ -27,4 +29,9 @@ export interface Processor<Input> {
   parseInput(raw: unknown): Input;
   totalUnits(input: Input): number;
   unitEffects(input: Input, ctx: UnitContext): Effect[];
+}
+
+/** The most items a unit can hold when each writes `effectsPerItem` effects: one transaction must hold them all. */
+export function maxUnitSize(effectsPerItem: number): number {
+  return Math.floor(MAX_UNIT_EFFECTS / effectsPerItem);
 }

@@ -38,6 +38,27 @@ export interface SweepReport {
   live: number;
   watching: number;
   oldestUnfinishedAgeMs: number;
+  /**
+   * Set when the sweep ran short of time before the end of the index: where the next sweep
+   * resumes (counts and the oldest age then cover only what this sweep saw).
+   */
+  resumeFrom?: Record<string, unknown>;
+}
+
+/**
+ * How much of the unfinished index one sweep takes. The index is ordered by heartbeat, oldest
+ * first, so a sweep that stops early has seen the stalest jobs; the next one goes on from
+ * `resumeFrom`, and a sweep that reaches the end leaves none, so the one after starts over.
+ */
+export interface SweepWindow {
+  /** Time left in this invocation (Lambda's getRemainingTimeInMillis). @default unbounded */
+  remainingTimeMs?: () => number;
+  /** Stop taking jobs when less than this remains (the requeue in flight, the metrics flush). @default 10 s */
+  reserveMs?: number;
+  /** A previous sweep's `resumeFrom`. */
+  resumeFrom?: Record<string, unknown>;
+  /** Jobs per index page. @default DynamoDB's (1 MB) */
+  pageSize?: number;
 }
 
 /** Consecutive unchanged sweeps that cover one lease duration (stretched by drift) plus a sweep of margin. */
@@ -45,8 +66,14 @@ export function sweepsToCover(durationMs: number, sweepIntervalMs: number, maxDr
   return Math.ceil((durationMs * (1 + maxDrift)) / sweepIntervalMs) + 1;
 }
 
-async function* unfinishedJobs(doc: DynamoDBDocumentClient, table: string): AsyncGenerator<Job> {
-  let start: Record<string, unknown> | undefined;
+/** Each unfinished job with its index position (the ExclusiveStartKey that resumes just after it). */
+async function* unfinishedJobs(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  from: Record<string, unknown> | undefined,
+  pageSize: number | undefined,
+): AsyncGenerator<{ job: Job; after: Record<string, unknown> }> {
+  let start = from;
   do {
     // The index is eventually consistent: a job may appear a moment late or linger a moment
     // after finishing. Every requeue is re-checked by its conditional update.
@@ -58,21 +85,33 @@ async function* unfinishedJobs(doc: DynamoDBDocumentClient, table: string): Asyn
         ExpressionAttributeNames: { '#u': J.unfinished },
         ExpressionAttributeValues: { ':open': UNFINISHED },
         ExclusiveStartKey: start,
+        ...(pageSize === undefined ? {} : { Limit: pageSize }),
       }),
     );
-    for (const item of page.Items ?? []) yield jobFromItem(item);
+    for (const item of page.Items ?? []) {
+      yield { job: jobFromItem(item), after: { [J.key]: item[J.key], [J.unfinished]: item[J.unfinished], [J.heartbeatAt]: item[J.heartbeatAt] } };
+    }
     start = page.LastEvaluatedKey;
   } while (start !== undefined);
 }
 
-export async function sweep(deps: SweeperDeps): Promise<SweepReport> {
+export async function sweep(deps: SweeperDeps, window: SweepWindow = {}): Promise<SweepReport> {
   if (deps.lease.mode.kind === 'wall-clock' && !(deps.staleAfterMs > deps.lease.durationMs)) {
     throw new InvalidInputError('staleAfterMs', 'must exceed the lease duration');
   }
   if (!(deps.sweepIntervalMs > 0)) throw new InvalidInputError('sweepIntervalMs', 'must be > 0');
   const report: SweepReport = { unfinished: 0, requeued: [], live: 0, watching: 0, oldestUnfinishedAgeMs: 0 };
   const now = deps.clock.wallNow();
-  for await (const job of unfinishedJobs(deps.doc, deps.tables.jobs)) {
+  const reserveMs = window.reserveMs ?? 10_000;
+  let position: Record<string, unknown> | undefined;
+  for await (const { job, after } of unfinishedJobs(deps.doc, deps.tables.jobs, window.resumeFrom, window.pageSize)) {
+    // Out of time: the next sweep starts with this job. At least one job per sweep, so even a
+    // budget spent before the first one makes progress.
+    if (position !== undefined && window.remainingTimeMs !== undefined && window.remainingTimeMs() < reserveMs) {
+      report.resumeFrom = position;
+      break;
+    }
+    position = after;
     report.unfinished++;
     report.oldestUnfinishedAgeMs = Math.max(report.oldestUnfinishedAgeMs, now - job.createdAt);
     const lease = (

@@ -6,7 +6,7 @@
  * reproducible from the seed, so a report can state the expected totals.
  */
 import { describeValue, InvalidInputError, onceOnly, upsert, type Effect } from '../protocol/index.js';
-import type { Processor, UnitContext } from '../workflow/index.js';
+import { maxUnitSize, type Processor, type UnitContext } from '../workflow/index.js';
 
 export interface InvoiceRunInput {
   period: string;
@@ -20,7 +20,10 @@ export interface InvoiceRunInput {
 export const invoiceJobId = (period: string): string => `invoice-run#${period}`;
 
 const PERIOD = /^\d{4}-(0[1-9]|1[0-2])$/;
-export const MAX_UNIT_SIZE = 49; // 2 effects per customer + fence + checkpoint <= 100 actions
+/** What unitEffects writes per customer: the invoice (upsert) and the charge (once-only). */
+export const EFFECTS_PER_CUSTOMER = 2;
+/** 49: a unit's customers, their effects, the fence and the checkpoint fit one transaction. */
+export const MAX_UNIT_SIZE = maxUnitSize(EFFECTS_PER_CUSTOMER);
 /** Customers in one invoice run: the starter's setting and payload, the stack's synth check, the job input. */
 export const MAX_CUSTOMERS = 10_000_000;
 

@@ -1,18 +1,20 @@
 /**
  * `npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls]`
+ * `npm run chaos -- --replay S | --replay CONTROL@S`
  *
  * Runs N seeded schedules of the real protocol and, by default, M runs of each negative control,
  * on one embedded DynamoDB Local. A real-protocol run that violates an invariant, and a control
  * run that is NOT caught, print their seed and save their history under .chaos/.
- * `--runs 1 --seed S` replays seed S.
+ * `--runs 1 --seed S` (or `--replay S`) replays seed S alone; `--replay checkThenAct@S` replays
+ * one control's run, as an uncaught control is printed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { createDynamo, InvalidInputError } from '../../lib/protocol/index.js';
 import { METRIC } from '../../lib/workflow/index.js';
 import { startDynamoLocal } from '../../cli/dynamodb-local.js';
-import { intFlag as int } from '../../cli/flags.js';
+import { checkEndpoint } from '../../cli/endpoint.js';
+import { intFlag as int, parseFlags, urlFlag, userErrorLine } from '../../cli/flags.js';
 import { streamsClient } from '../../cli/streams.js';
 import type { InvariantName } from '../../cli/invariants.js';
 import { CONTROLS, type Variant } from './controls.js';
@@ -39,6 +41,8 @@ export interface ChaosOptions {
   controlRuns: number;
   endpoint?: string;
   historyDir?: string;
+  /** The controls that run `controlRuns` times each. Default: all of CONTROLS. */
+  controls?: readonly (typeof CONTROLS)[number][];
   /** Runs per embedded DynamoDB Local before it is replaced by a fresh one. Default 100. */
   recycleEvery?: number;
   onRun?: (r: RunRecord, done: number, total: number) => void;
@@ -48,7 +52,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   const started = Date.now();
   const tasks: { seed: number; variant: Variant }[] = [];
   for (let i = 0; i < opts.runs; i++) tasks.push({ seed: opts.seed + i, variant: 'fenced' });
-  for (const c of CONTROLS) for (let i = 0; i < opts.controlRuns; i++) tasks.push({ seed: opts.seed + i, variant: c });
+  for (const c of opts.controls ?? CONTROLS) for (let i = 0; i < opts.controlRuns; i++) tasks.push({ seed: opts.seed + i, variant: c });
   const summary: ChaosSummary = {
     runs: opts.runs,
     violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0 },
@@ -112,17 +116,76 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
     }
   }
   summary.elapsedMs = Date.now() - started;
-  summary.runsPerMinute = Math.round((tasks.length / summary.elapsedMs) * 60_000 * 10) / 10;
+  summary.runsPerMinute = summary.elapsedMs > 0 ? Math.round((tasks.length / summary.elapsedMs) * 60_000 * 10) / 10 : 0;
   return summary;
 }
 
 
+const HELP =
+  'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--endpoint URL]\n' +
+  '  N runs of the real protocol (seeds S..S+N-1) and M runs of each negative control\n' +
+  '  (default M = clamp(N/10, 10, 100); none for --runs 1, a replay); failing histories are saved under .chaos/\n' +
+  'npm run chaos -- --replay S            replay seed S of the real protocol alone\n' +
+  `npm run chaos -- --replay CONTROL@S    replay one control's run (${CONTROLS.join(', ')}), as uncaught ones are printed\n`;
+
+export interface ChaosPlan {
+  runs: number;
+  seed: number;
+  controlRuns: number;
+  controls: readonly (typeof CONTROLS)[number][];
+}
+
+/** `--replay 417` or `--replay checkThenAct@5003`: exactly that one run. */
+function replayPlan(spec: string): ChaosPlan {
+  const m = /^(?:([A-Za-z]+)@)?(\d+)$/.exec(spec);
+  const variant = m?.[1];
+  if (m === null || (variant !== undefined && variant !== 'fenced' && !(CONTROLS as readonly string[]).includes(variant))) {
+    throw new InvalidInputError('--replay', `must be a seed (417) or CONTROL@SEED with CONTROL one of ${CONTROLS.join(', ')}, got "${spec}"`);
+  }
+  const seed = int('replay', m[2], 0, 0, 2 ** 31);
+  if (variant === undefined || variant === 'fenced') return { runs: 1, seed, controlRuns: 0, controls: [] };
+  return { runs: 0, seed, controlRuns: 1, controls: [variant as (typeof CONTROLS)[number]] };
+}
+
+/** What to run, from the flags: a replay runs its one seed; controls only when asked, or with a longer run. */
+export function chaosPlan(values: { runs?: string; seed?: string; 'control-runs'?: string; 'no-controls'?: boolean; replay?: string }): ChaosPlan {
+  if (values.replay !== undefined) {
+    for (const f of ['runs', 'seed', 'control-runs'] as const) if (values[f] !== undefined) throw new InvalidInputError('--replay', `names its run alone: leave out --${f}`);
+    return replayPlan(values.replay);
+  }
+  const runs = int('runs', values.runs, 20, 0, 1_000_000);
+  const seed = int('seed', values.seed, 1, 0, 2 ** 31);
+  // One run is a replay of one seed: its controls would be 40 runs nobody asked for.
+  const defaultControlRuns = runs === 1 ? 0 : Math.min(100, Math.max(10, Math.ceil(runs / 10)));
+  const controlRuns = values['no-controls'] ? 0 : int('control-runs', values['control-runs'], defaultControlRuns, 0, 100_000);
+  if (runs === 0 && controlRuns === 0) throw new InvalidInputError('--runs', 'nothing to run: give --runs N, or --control-runs M for the controls alone');
+  return { runs, seed, controlRuns, controls: CONTROLS };
+}
+
+/** The human summary: only what ran, and no rate for a run too short to have one. */
+export function summaryLines(s: ChaosSummary): string[] {
+  const out: string[] = [''];
+  if (s.runs > 0) {
+    out.push(`${s.runs} run${s.runs === 1 ? '' : 's'} of the real protocol: violations ${Object.entries(s.violations).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    out.push(`  the fence refused ${s.fenceRefusals.writes} stale writes, in ${s.fenceRefusals.runs} of ${s.runs} runs`);
+  }
+  const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
+  for (const [c, v] of ran) out.push(`  control ${c.padEnd(20)} caught ${v.caught}/${v.runs} (${Math.round((v.caught / v.runs) * 100)}%)`);
+  if (ran.length === 0) out.push('  negative controls: not run (--control-runs M runs each M times; --replay CONTROL@S one of them)');
+  const total = s.runs + ran.reduce((n, [, v]) => n + v.runs, 0);
+  out.push(`${Math.round(s.elapsedMs / 1000)} s${total > 1 && s.runsPerMinute > 0 ? `, ${s.runsPerMinute} runs/min` : ''}`);
+  if (s.failedSeeds.length) out.push(`failing seeds (histories in .chaos/): ${s.failedSeeds.join(' ')}`);
+  if (s.uncaughtControls.length) out.push(`uncaught controls: ${s.uncaughtControls.map((u) => `${u.variant}@${u.seed}`).join(' ')} (replay one: --replay ${s.uncaughtControls[0]!.variant}@${s.uncaughtControls[0]!.seed})`);
+  return out;
+}
+
 async function cli(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args: argv,
     options: {
       runs: { type: 'string' },
       seed: { type: 'string' },
+      replay: { type: 'string' },
       concurrency: { type: 'string' },
       'control-runs': { type: 'string' },
       'no-controls': { type: 'boolean', default: false },
@@ -130,27 +193,25 @@ async function cli(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
-    strict: true,
+    allowPositionals: false,
   });
   if (values.help) {
-    process.stdout.write(
-      'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--endpoint URL]\n' +
-        '  N runs of the real protocol (seeds S..S+N-1) and M runs of each negative control\n' +
-        '  (default M = clamp(N/10, 10, 100)); failing histories are saved under .chaos/\n',
-    );
+    process.stdout.write(HELP);
     return 0;
   }
-  const runs = int('runs', values.runs, 20, 0, 1_000_000);
-  const seed = int('seed', values.seed, 1, 0, 2 ** 31);
-  const controlRuns = values['no-controls'] ? 0 : int('control-runs', values['control-runs'], Math.min(100, Math.max(10, Math.ceil(runs / 10))), 0, 100_000);
+  const { runs, seed, controlRuns, controls } = chaosPlan(values);
+  const endpoint = urlFlag('endpoint', values.endpoint);
+  const concurrency = int('concurrency', values.concurrency, 3, 1, 16);
+  if (endpoint !== undefined) await checkEndpoint(endpoint);
   const json = values.json;
   const log = (s: string) => process.stderr.write(s + '\n');
   const summary = await chaos({
     runs,
     seed,
     controlRuns,
-    concurrency: int('concurrency', values.concurrency, 3, 1, 16),
-    ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
+    controls,
+    concurrency,
+    ...(endpoint === undefined ? {} : { endpoint }),
     historyDir: resolve('.chaos'),
     onRun: (r, done, total) => {
       const bad = Object.entries(r.report.invariants).filter(([, v]) => !v.ok).map(([k]) => k);
@@ -163,13 +224,7 @@ async function cli(argv: string[]): Promise<number> {
   if (json) {
     process.stdout.write(JSON.stringify({ runs: core.runs, violations: core.violations, controls: core.controls, fenceRefusals: core.fenceRefusals, elapsedMs: core.elapsedMs, runsPerMinute: core.runsPerMinute, failedSeeds, uncaughtControls }) + '\n');
   } else {
-    const w = (s: string) => process.stdout.write(s + '\n');
-    w(`\n${core.runs} runs of the real protocol: violations ${Object.entries(core.violations).map(([k, v]) => `${k}=${v}`).join(' ')}`);
-    w(`  the fence refused ${core.fenceRefusals.writes} stale writes, in ${core.fenceRefusals.runs} of ${core.runs} runs`);
-    for (const [c, v] of Object.entries(core.controls)) w(`  control ${c.padEnd(20)} caught ${v.caught}/${v.runs} (${v.runs ? Math.round((v.caught / v.runs) * 100) : 0}%)`);
-    w(`${Math.round(core.elapsedMs / 1000)} s, ${core.runsPerMinute} runs/min`);
-    if (failedSeeds.length) w(`failing seeds (histories in .chaos/): ${failedSeeds.join(' ')}`);
-    if (uncaughtControls.length) w(`uncaught controls: ${uncaughtControls.map((u) => `${u.variant}@${u.seed}`).join(' ')}`);
+    for (const line of summaryLines(summary)) process.stdout.write(line + '\n');
   }
   const controlsOk = Object.values(core.controls).every((c) => c.runs === 0 || c.caught / c.runs >= 0.95);
   return failedSeeds.length === 0 && controlsOk ? 0 : 1;
@@ -179,8 +234,10 @@ if (process.argv[1]?.endsWith('test/chaos/main.ts')) {
   cli(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e: unknown) => {
-      process.stderr.write(`${e instanceof InvalidInputError ? `error: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-      process.exit(e instanceof InvalidInputError ? 2 : 1);
+      // A bad flag, an endpoint that is not DynamoDB, no Java: one line, exit 2. Anything else is a bug.
+      const line = userErrorLine(e);
+      process.stderr.write(`${line ?? (e instanceof Error ? (e.stack ?? e.message) : String(e))}\n`);
+      process.exit(line === undefined ? 1 : 2);
     },
   );
 }

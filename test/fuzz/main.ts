@@ -6,10 +6,11 @@
  * fresh tables, checks, prints a summary. On failure it shrinks, prints the counterexample with
  * the seed and path that replay it (`--seed S --path P`), and exits 1. Bad arguments exit 2.
  */
-import { parseArgs } from 'node:util';
 import fc from 'fast-check';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
-import { createDynamo, waitersTableInput } from '../../lib/protocol/index.js';
+import { createDynamo, InvalidInputError, waitersTableInput } from '../../lib/protocol/index.js';
+import { checkEndpoint } from '../../cli/endpoint.js';
+import { parseFlags, userErrorLine } from '../../cli/flags.js';
 import { ensureTables, tableNames } from '../../lib/workflow/index.js';
 import { startDynamoLocal, type DynamoLocal } from '../../cli/dynamodb-local.js';
 import { coverage, leaseFenceProperty, MAX_COMMANDS, MIN_COMMANDS } from './model.js';
@@ -33,38 +34,30 @@ interface Flags {
   json: boolean;
 }
 
-class UsageError extends Error {}
-
-function parseFlags(argv: string[]): Flags | 'help' {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        runs: { type: 'string' },
-        seed: { type: 'string' },
-        path: { type: 'string' },
-        'max-commands': { type: 'string' },
-        endpoint: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+function parseFuzzFlags(argv: string[]): Flags | 'help' {
+  const { values } = parseFlags({
+    args: argv,
+    options: {
+      runs: { type: 'string' },
+      seed: { type: 'string' },
+      path: { type: 'string' },
+      'max-commands': { type: 'string' },
+      endpoint: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    allowPositionals: false,
+  });
   if (values.help) return 'help';
   const int = (name: string, raw: string | undefined, fallback: number, min: number, max: number): number => {
     if (raw === undefined) return fallback;
     const v = Number(raw);
-    if (raw.trim() === '' || !Number.isSafeInteger(v) || v < min || v > max) throw new UsageError(`--${name} must be an integer in [${min}, ${max}], got "${raw}"`);
+    if (raw.trim() === '' || !Number.isSafeInteger(v) || v < min || v > max) throw new InvalidInputError(`--${name}`, `must be an integer in [${min}, ${max}], got "${raw}"`);
     return v;
   };
-  if (values.path !== undefined && !/^\d+(:\d+)*$/.test(values.path)) throw new UsageError(`--path must look like 12:0:3, got "${values.path}"`);
-  if (values.path !== undefined && values.seed === undefined) throw new UsageError('--path needs the --seed it was printed with');
-  if (values.endpoint !== undefined && !/^https?:\/\/\S+$/.test(values.endpoint)) throw new UsageError(`--endpoint must be an http(s) URL, got "${values.endpoint}"`);
+  if (values.path !== undefined && !/^\d+(:\d+)*$/.test(values.path)) throw new InvalidInputError('--path', `must look like 12:0:3, got "${values.path}"`);
+  if (values.path !== undefined && values.seed === undefined) throw new InvalidInputError('--path', 'needs the --seed it was printed with');
+  if (values.endpoint !== undefined && !/^https?:\/\/\S+$/.test(values.endpoint)) throw new InvalidInputError('--endpoint', `must be an http(s) URL, got "${values.endpoint}"`);
   return {
     runs: int('runs', values.runs, 1_000, 1, 10_000_000),
     // fast-check seeds are 32-bit integers
@@ -77,21 +70,15 @@ function parseFlags(argv: string[]): Flags | 'help' {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let flags: Flags | 'help';
-  try {
-    flags = parseFlags(argv);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`error: ${e.message}\n${USAGE}\n`);
-    return 2;
-  }
+  const flags = parseFuzzFlags(argv);
   if (flags === 'help') {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
   const log = flags.json ? (_: string) => undefined : (line: string) => process.stdout.write(line + '\n');
   let local: DynamoLocal | undefined;
-  if (flags.endpoint === undefined) {
+  if (flags.endpoint !== undefined) await checkEndpoint(flags.endpoint);
+  else {
     log('Starting DynamoDB Local…');
     local = await startDynamoLocal();
   }
@@ -164,7 +151,9 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
-    process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
+    // Bad flags, an endpoint that is not DynamoDB, no Java: one line, exit 2. Anything else is a bug.
+    const line = userErrorLine(e);
+    process.stderr.write(`${line ?? (e instanceof Error ? (e.stack ?? e.message) : String(e))}\n`);
+    process.exit(line === undefined ? 1 : 2);
   },
 );

@@ -5,6 +5,7 @@
  * with a real SQS event, against DynamoDB Local.
  */
 import { execFile } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { builtinModules } from 'node:module';
 import { cpSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -97,9 +98,15 @@ describe('the bundled worker runs like Lambda runs it', () => {
     cpSync(assetDirs.worker, taskRoot, { recursive: true });
     const event: SQSEvent = { Records: [record('m-1', JSON.stringify({ jobId })), record('m-2', '{"jobId": "not a job id"}')] };
     const resultFile = join(taskRoot, 'result.json');
+    // The X-Ray daemon's side of Lambda: the SDK sends each finished (sub)segment as a UDP datagram.
+    const daemon = createSocket('udp4');
+    const datagrams: string[] = [];
+    daemon.on('message', (m) => datagrams.push(m.toString('utf8')));
+    await new Promise<void>((r) => daemon.bind(0, '127.0.0.1', () => r()));
+    const daemonPort = (daemon.address() as { port: number }).port;
     const bootstrap = [
       `const { handler } = await import(${JSON.stringify(pathToFileURL(join(taskRoot, 'index.mjs')).href)});`,
-      `const context = { awsRequestId: 'req-1', functionName: 'Worker', getRemainingTimeInMillis: () => 60_000 };`,
+      `const context = { awsRequestId: 'req-1', functionName: 'Worker', functionVersion: '$LATEST', memoryLimitInMB: '512', invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:Worker', getRemainingTimeInMillis: () => 60_000 };`,
       `const result = await handler(JSON.parse(process.env.TEST_EVENT), context);`,
       `(await import('node:fs')).writeFileSync(process.env.TEST_RESULT, JSON.stringify(result));`,
     ].join('\n');
@@ -112,6 +119,11 @@ describe('the bundled worker runs like Lambda runs it', () => {
         _HANDLER: 'index.handler',
         AWS_REGION: 'us-east-1',
         AWS_LAMBDA_FUNCTION_NAME: 'Worker',
+        AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+        AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
+        _X_AMZN_TRACE_ID: 'Root=1-67891233-abcdef012345678912345678;Parent=53995c3f42cd8ad8;Sampled=1',
+        AWS_XRAY_DAEMON_ADDRESS: `127.0.0.1:${daemonPort}`,
+        AWS_XRAY_CONTEXT_MISSING: 'LOG_ERROR',
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         [ENV.dynamoEndpoint]: t.endpoint,
         [ENV.leasesTable]: t.names.leases,
@@ -157,5 +169,24 @@ describe('the bundled worker runs like Lambda runs it', () => {
     expect(sum('UnitsCommitted')).toBe(3);
     expect(sum('LeaseAcquired')).toBe(1);
     expect(emf.every((m) => m.service === 'worker')).toBe(true);
+    // The cold-start metric, once (Powertools logMetrics).
+    expect(sum('ColdStart')).toBe(1);
+
+    // Log lines carry the invocation's context (Powertools injectLambdaContext).
+    const logs = stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{') && !l.includes('"_aws"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const done = logs.filter((l) => l.message === 'record-done');
+    expect(done).toEqual([expect.objectContaining({ function_request_id: 'req-1', cold_start: true, function_name: 'Worker', jobId })]);
+
+    // X-Ray sees the DynamoDB calls (Powertools Tracer captures the SDK clients), not only the Lambda segment.
+    await new Promise((r) => setTimeout(r, 200));
+    daemon.close();
+    const segments = datagrams.map((d) => JSON.parse(d.slice(d.indexOf('\n') + 1)) as { name: string; aws?: { operation?: string }; trace_id: string });
+    expect(new Set(segments.map((x) => x.trace_id))).toEqual(new Set(['1-67891233-abcdef012345678912345678']));
+    const operations = new Set(segments.filter((x) => x.name === 'DynamoDB').map((x) => x.aws?.operation));
+    expect(operations).toEqual(new Set(['UpdateItem', 'GetItem', 'TransactWriteItems']));
+    expect(segments.some((x) => x.name === '## index.handler')).toBe(true);
   });
 });

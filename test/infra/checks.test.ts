@@ -5,16 +5,19 @@
  * costs seconds of WebAssembly per synth: `npm run synth` runs it and prints its warnings.)
  */
 import { Stack } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { acknowledgementsOf, buildApp, nagViolations, withoutCfnValidation } from './support.js';
 
 /** The reviewed acknowledgements. Adding one is a decision: write it here and in the report. */
 const EXPECTED = [
-  ['FencedWorkflow/Workflow/WorkerRole', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
-  ['FencedWorkflow/Workflow/SweeperRole', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
-  ['FencedWorkflow/Workflow/StarterRole', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
+  ['FencedWorkflow/Workflow/WorkerTracing', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
+  ['FencedWorkflow/Workflow/SweeperTracing', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
+  ['FencedWorkflow/Workflow/StarterTracing', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
   ['FencedWorkflow/Workflow/Worker', 'Serverless::Serverless-LambdaDLQ'],
+  ['FencedWorkflow/Workflow/Sweeper/EventInvokeConfig', 'Serverless::Serverless-LambdaAsyncFailureDestination'],
+  ['FencedWorkflow/Workflow/Starter/EventInvokeConfig', 'Serverless::Serverless-LambdaAsyncFailureDestination'],
   ['FencedWorkflow/Workflow/Worker/SqsEventSource:FencedWorkflowWorkQueueD1305080', 'Serverless::Serverless-LambdaEventSourceMappingDestination'],
   ['FencedWorkflow/Workflow/DeadLetterQueue', 'Serverless::Serverless-SQSRedrivePolicy'],
   ['FencedWorkflow/Workflow/ScheduleDeadLetterQueue', 'Serverless::Serverless-SQSRedrivePolicy'],
@@ -44,6 +47,14 @@ describe('compliance checks', () => {
     }
     // The one wildcard acknowledged is the X-Ray resource: a role with any other wildcard would still be reported.
     expect(acks.filter((a) => a.id.includes('IAM5')).every((a) => a.id.endsWith('IAM5[Resource::*]'))).toBe(true);
+  });
+
+  it.each(['worker', 'sweeper', 'starter'] as const)('a DynamoDB statement on "*" added to the %s role is a finding: only the X-Ray policy is acknowledged', (fn) => {
+    const { app, stack, outdir } = buildApp({ nag: true });
+    stack.workflow[fn].role.addToPrincipalPolicy(new PolicyStatement({ actions: ['dynamodb:UpdateItem'], resources: ['*'] }));
+    const violations = withoutCfnValidation(() => nagViolations(app, outdir));
+    const role = stack.workflow[fn].role.node.path;
+    expect(violations).toEqual([{ plugin: 'AwsSolutions', rule: 'AwsSolutions-IAM5[Resource::*]', paths: [`${role}/DefaultPolicy/Resource`] }]);
   });
 
   it('the checks are live: an unacknowledged plain queue fails synth with the rules it breaks', () => {

@@ -2,14 +2,20 @@
  * Compute and messaging: runtime and architecture, logs, tracing, configuration handed to the
  * handlers, the work queue and its event source, the schedules and their dead-letter queues.
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { Runtime } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { FencedWorkflow, MAX_UNIT_SIZE, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
-import { MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
-import { ENV, leaseSettingsFromEnv } from '../../lib/workflow/index.js';
-import { arnOf, logicalId, tempDir, templateOf } from './support.js';
+import { EFFECTS_PER_CUSTOMER, invoiceProcessor, MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames } from '../../lib/workflow/index.js';
+import { ConfigError, MAX_TRANSACTION_ACTIONS, type Generation } from '../../lib/protocol/index.js';
+import { arnOf, logicalId, PROJECT_ROOT, tempDir, templateOf } from './support.js';
+
+const run = promisify(execFile);
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -55,6 +61,12 @@ describe('functions', () => {
     expect(template.findResources('Custom::LogRetention')).toEqual({});
   });
 
+  it.each(FUNCTIONS)('%s: its log group outlives `cdk destroy` (billing forensics), but not a failed first deploy', (name) => {
+    const group = resources[logicalId(w[name].logGroup)] as unknown as { DeletionPolicy?: string; UpdateReplacePolicy?: string };
+    expect(group.DeletionPolicy).toBe('RetainExceptOnCreate');
+    expect(group.UpdateReplacePolicy).toBe('Retain');
+  });
+
   it('only the worker may feed itself through the queue (continuations); loop detection stays on for the others', () => {
     expect(fnProps('worker').RecursiveLoop).toBe('Allow');
     expect(fnProps('sweeper').RecursiveLoop).toBe('Terminate');
@@ -65,8 +77,37 @@ describe('functions', () => {
     expect(MAX_UNIT_SIZE).toBe(INVOICE_MAX_UNIT_SIZE);
     const build = (props: Partial<FencedWorkflowProps>) => () =>
       new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, ...props });
-    expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/UNIT_SIZE must be an integer in \[1, 49\]/);
+    expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/unitSize: must be an integer in \[1, 49\] \(2 effects per item/);
+    expect(build({ unitSize: MAX_UNIT_SIZE })).not.toThrow();
     expect(build({ staleAfter: Duration.seconds(31) })).toThrow(/staleAfter \(31000 ms\) must exceed the lease duration plus the clock-skew bound/);
+  });
+
+  it("a fork's unit size cap comes from its processor's effects per item: (100 - fence - checkpoint) / effects", () => {
+    const build = (props: Partial<FencedWorkflowProps>) => () =>
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, ...props });
+    expect(build({ effectsPerItem: 1, unitSize: 98 })).not.toThrow();
+    expect(build({ effectsPerItem: 1, unitSize: 99 })).toThrow(/unitSize: must be an integer in \[1, 98\]/);
+    expect(build({ effectsPerItem: 3, unitSize: 32 })).not.toThrow();
+    expect(build({ effectsPerItem: 3, unitSize: 33 })).toThrow(/unitSize: must be an integer in \[1, 32\] \(3 effects per item/);
+    expect(build({ effectsPerItem: 0 })).toThrow(/effectsPerItem: must be an integer in \[1, 98\]/);
+  });
+
+  it("the invoice workload's cap is derived from what its processor really writes per customer", () => {
+    const input = { period: '2026-01', customers: INVOICE_MAX_UNIT_SIZE, seed: 1, unitSize: INVOICE_MAX_UNIT_SIZE, currency: 'EUR' };
+    const effects = invoiceProcessor.unitEffects(input, { jobId: 'j', generation: 1 as Generation, unit: 0, tables: tableNames('x-'), now: 0 });
+    expect(effects.length).toBe(EFFECTS_PER_CUSTOMER * INVOICE_MAX_UNIT_SIZE);
+    expect(INVOICE_MAX_UNIT_SIZE).toBe(maxUnitSize(EFFECTS_PER_CUSTOMER));
+    expect(effects.length + 2).toBeLessThanOrEqual(MAX_TRANSACTION_ACTIONS);
+    expect(2 * (INVOICE_MAX_UNIT_SIZE + 1) + 2).toBeGreaterThan(MAX_TRANSACTION_ACTIONS);
+  });
+
+  it("a fork's sweep interval is checked at synth as the sweeper checks it (1 s to 1 day) and as the schedule needs it (whole minutes)", () => {
+    const build = (sweepInterval: Duration) => () =>
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, sweepInterval });
+    expect(build(Duration.seconds(90))).toThrow(/sweepInterval: must be a whole number of minutes, got 90 s/);
+    expect(build(Duration.days(2))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);
+    expect(build(Duration.minutes(0))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);
+    expect(build(Duration.hours(24))).not.toThrow();
   });
 
   it('the worker has 2 minutes, the scheduled functions have less; the work queue hides a message for 6x the worker timeout', () => {
@@ -75,10 +116,12 @@ describe('functions', () => {
     expect(props(w.queue).VisibilityTimeout).toBeGreaterThanOrEqual(6 * workerTimeout);
   });
 
-  it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts is set, the epoch from context, no DynamoDB endpoint', (name) => {
+  it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts it reads is set, the epoch from context, no DynamoDB endpoint', (name) => {
     const env = envOf(name);
     for (const [key, variable] of Object.entries(ENV)) {
       if (key === 'dynamoEndpoint') expect(env[variable]).toBeUndefined();
+      // The sample workload's run size is the starter's alone (functions/starter.ts reads it).
+      else if (key === 'customers') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
       else expect(env[variable], variable).toBeDefined();
     }
     expect(env[ENV.epoch]).toBe('7');
@@ -103,13 +146,58 @@ describe('functions', () => {
 
 describe('configuration is checked at synth, with the checks the handlers run', () => {
   it.each([
-    [{ fenceEpoch: 'x' }, /fenceEpoch must be a non-negative integer/],
-    [{ fenceEpoch: 2 ** 21 }, /FENCE_EPOCH must be an integer in \[0, 2097151\]/],
-    [{ leaseMode: 'optimistic' }, /leaseMode must be "wall-clock" or "version-watch"/],
-    [{ fenceEpoch: undefined }, /context fenceEpoch is required/],
-  ])('context %j is refused', (context, message) => {
-    expect(() => templateOf({ context })).toThrow(message);
+    [{ fenceEpoch: 'x' }, 'fenceEpoch', /fenceEpoch: must be an integer in \[0, 2097151\], got "x"/],
+    [{ fenceEpoch: 2 ** 21 }, 'fenceEpoch', /fenceEpoch: must be an integer in \[0, 2097151\]/],
+    [{ fenceEpoch: undefined }, 'fenceEpoch', /fenceEpoch: is required/],
+    [{ leaseMode: 'optimistic' }, 'leaseMode', /leaseMode: must be "wall-clock" or "version-watch"/],
+    // The sweeper accepts 1 s to 1 day (SWEEP_INTERVAL_MS); the schedule's rate is whole minutes.
+    [{ sweepIntervalMinutes: 2000 }, 'sweepIntervalMinutes', /sweepIntervalMinutes: must be an integer in \[1, 1440\].*, got "2000"/],
+    [{ sweepIntervalMinutes: 0 }, 'sweepIntervalMinutes', /sweepIntervalMinutes: must be an integer in \[1, 1440\].*, got "0"/],
+    [{ sweepIntervalMinutes: 1.5 }, 'sweepIntervalMinutes', /sweepIntervalMinutes: must be an integer/],
+    [{ starterSchedule: 'cron(nonsense)' }, 'starterSchedule', /starterSchedule: .*cron\(minutes hours day-of-month month day-of-week year\)/],
+    [{ starterSchedule: 'cron(0 2 1 * * *)' }, 'starterSchedule', /starterSchedule: .*day-of-month or day-of-week must be "\?"/],
+    [{ starterSchedule: 'cron(61 2 1 * ? *)' }, 'starterSchedule', /starterSchedule: .*minutes/],
+    [{ starterSchedule: 'rate(0 minutes)' }, 'starterSchedule', /starterSchedule: /],
+    [{ starterSchedule: 'every month' }, 'starterSchedule', /starterSchedule: /],
+    [{ invoiceCustomers: 10_000_001 }, 'invoiceCustomers', /invoiceCustomers: must be an integer in \[0, 10000000\]/],
+    [{ unfinishedJobAlarmMinutes: 0 }, 'unfinishedJobAlarmMinutes', /unfinishedJobAlarmMinutes: must be an integer in \[1, /],
+    [{ alarmTopicArn: 'oncall' }, 'alarmTopicArn', /alarmTopicArn: must be an SNS topic ARN/],
+    [{ metricsNamespace: 'AWS/Lambda' }, 'metricsNamespace', /metricsNamespace: .*"AWS\/"/],
+    [{ metricsNamespace: 'bad\nname' }, 'metricsNamespace', /metricsNamespace: /],
+  ])('context %j is refused as a ConfigError naming %s', (context, setting, message) => {
+    let error: unknown;
+    try {
+      templateOf({ context });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe(setting);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toContain('\n');
   });
+
+  it.each(['rate(1 day)', 'rate(5 minutes)', 'cron(30 4 2 * ? *)', 'cron(0 2 ? JAN-DEC MON#1 *)', 'cron(0/15 8-17 L * ? 2026-2030)', 'at(2027-01-01T02:00:00)'])(
+    'starterSchedule %s is accepted',
+    (starterSchedule) => {
+      const { template, stack } = templateOf({ context: { starterSchedule } });
+      expect(template.toJSON().Resources[logicalId(stack.workflow.starterSchedule)].Properties.ScheduleExpression).toBe(starterSchedule);
+    },
+  );
+
+  it('a bad setting stops `cdk synth` with one line naming it, no stack trace', async () => {
+    const app = join(PROJECT_ROOT, 'infra', 'app.ts');
+    const tsx = join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
+    const result = await run(tsx, [app], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, CDK_OUTDIR: tempDir('fenced-cdk-'), CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, sweepIntervalMinutes: 2000 }) },
+    }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n')).toEqual(['sweepIntervalMinutes: must be an integer in [1, 1440] (the sweeper accepts 1 s to 1 day; the schedule rate is whole minutes), got "2000"']);
+  }, 60_000);
 });
 
 describe('the work queue', () => {
@@ -172,6 +260,21 @@ describe('schedules (EventBridge Scheduler)', () => {
         }),
       }),
     );
+  });
+
+  it("Lambda does not retry a failed or throttled sweep either (the next sweep is one interval away); the starter's async retries stay", () => {
+    const configs = Object.values(template.findResources('AWS::Lambda::EventInvokeConfig')).map((c) => c.Properties as Props);
+    expect(configs.filter((c) => JSON.stringify(c.FunctionName) === JSON.stringify({ Ref: logicalId(w.sweeper.fn) }))).toEqual([
+      expect.objectContaining({ Qualifier: '$LATEST', MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 }),
+    ]);
+    expect(configs.filter((c) => JSON.stringify(c.FunctionName) === JSON.stringify({ Ref: logicalId(w.starter.fn) }))).toEqual([
+      expect.objectContaining({ Qualifier: '$LATEST', MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 7200 }),
+    ]);
+    const slow = templateOf({ context: { sweepIntervalMinutes: 10 } });
+    const sweeperConfig = Object.values(slow.template.findResources('AWS::Lambda::EventInvokeConfig')).find(
+      (c) => JSON.stringify(c.Properties.FunctionName) === JSON.stringify({ Ref: logicalId(slow.stack.workflow.sweeper.fn) }),
+    );
+    expect(sweeperConfig?.Properties).toEqual(expect.objectContaining({ MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 600 }));
   });
 
   it('failed asynchronous invocations of the scheduled functions land in the schedule DLQ; the worker has none (SQS redrive)', () => {

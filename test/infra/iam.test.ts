@@ -109,6 +109,20 @@ describe('no principal may delete an item from Leases or Fences', () => {
     expect(allowed.filter((p) => permanent.includes(p.resource) && !['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'].includes(p.action))).toEqual([]);
   });
 
+  it.each(['worker', 'sweeper', 'starter'] as const)('%s: the X-Ray statement is alone in a policy of its own, attached to its role only; the role\'s default policy has no "*" resource', (fn) => {
+    const roleRef = JSON.stringify([{ Ref: logicalId(w[fn].role) }]);
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles) === roleRef);
+    const tracing = policies.filter((p) => JSON.stringify(p.Properties.PolicyDocument).includes('xray:'));
+    expect(tracing.map((p) => p.Properties.PolicyDocument.Statement)).toEqual([
+      [{ Effect: 'Allow', Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Resource: '*' }],
+    ]);
+    const others = policies.filter((p) => !tracing.includes(p));
+    expect(others.length).toBeGreaterThan(0);
+    expect(JSON.stringify(others.map((p) => p.Properties.PolicyDocument))).not.toContain('"Resource":"*"');
+    // Active tracing itself is still on.
+    expect(template.toJSON().Resources[logicalId(w[fn].fn)].Properties.TracingConfig).toEqual({ Mode: 'Active' });
+  });
+
   it('no action is a wildcard, and "*" resources are only the X-Ray actions that have no resource-level permissions', () => {
     expect(allowed.filter((p) => p.action.includes('*'))).toEqual([]);
     const star = allowed.filter((p) => p.resource.includes('*'));

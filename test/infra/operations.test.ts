@@ -3,6 +3,7 @@
  * CLI's ops commands read.
  */
 import type { Template } from 'aws-cdk-lib/assertions';
+import { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { OUTPUTS } from '../../infra/stack.js';
@@ -50,8 +51,57 @@ describe('alarms', () => {
     expect(found).toEqual([expect.objectContaining({ ComparisonOperator: 'LessThanThreshold', Threshold: 1, TreatMissingData: 'breaching' })]);
   });
 
-  it('alarms have no actions unless a topic is given; with alarmTopicArn every alarm notifies it, on alarm and on OK', () => {
-    for (const a of alarms) expect(a.AlarmActions).toBeUndefined();
+  it('a failed record alarms on the first one (the worker reports failures per record, so Errors stays 0)', () => {
+    const found = alarmOn(METRIC.recordsFailed, { Name: 'service', Value: 'worker' });
+    expect(found).toEqual([
+      expect.objectContaining({ Namespace: 'FencedWorkflow', Statistic: 'Sum', Period: 300, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' }),
+    ]);
+  });
+
+  it.each(['worker', 'sweeper', 'starter'] as const)('%s: any throttled invocation alarms', (fn) => {
+    const found = alarmOn('Throttles', { Name: 'FunctionName', Value: { Ref: logicalId(w[fn].fn) } });
+    expect(found).toEqual([expect.objectContaining({ Namespace: 'AWS/Lambda', Statistic: 'Sum', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
+  });
+
+  it('a work message older than 15 minutes alarms (nobody is receiving, or it keeps failing)', () => {
+    const found = alarmOn('ApproximateAgeOfOldestMessage', { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(w.queue), 'QueueName'] } });
+    expect(found).toEqual([expect.objectContaining({ Namespace: 'AWS/SQS', Statistic: 'Maximum', Threshold: 900, ComparisonOperator: 'GreaterThanThreshold' })]);
+  });
+
+  it('with no alarmTopicArn the stack creates a KMS-encrypted, TLS-only topic that CloudWatch may publish to, outputs it, and every alarm notifies it', () => {
+    const topics = template.findResources('AWS::SNS::Topic');
+    expect(Object.keys(topics)).toEqual([logicalId(w.monitoring.node.findChild('AlarmTopic'))]);
+    const topicId = Object.keys(topics)[0]!;
+    const keyRef = (Object.values(topics)[0]!.Properties as Props).KmsMasterKeyId as { 'Fn::GetAtt': [string, string] };
+    const key = template.toJSON().Resources[keyRef['Fn::GetAtt'][0]];
+    expect(key.Type).toBe('AWS::KMS::Key');
+    expect(key.Properties.EnableKeyRotation).toBe(true);
+    // CloudWatch cannot publish to a topic under the AWS managed key; this key lets it, for this account's alarms only.
+    expect(key.Properties.KeyPolicy.Statement).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          Effect: 'Allow',
+          Principal: { Service: 'cloudwatch.amazonaws.com' },
+          Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+          Condition: expect.objectContaining({ StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } }),
+        }),
+      ]),
+    );
+    const topicPolicy = Object.values(template.findResources('AWS::SNS::TopicPolicy')).find((p) => JSON.stringify(p.Properties.Topics) === JSON.stringify([{ Ref: topicId }]));
+    expect(topicPolicy?.Properties.PolicyDocument.Statement).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        expect.objectContaining({ Effect: 'Allow', Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: 'sns:Publish', Condition: expect.objectContaining({ StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } }) }),
+      ]),
+    );
+    for (const a of alarms) {
+      expect(a.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(a.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    expect((template.toJSON().Outputs as Record<string, { Value: unknown }>)[OUTPUTS.alarmTopicArn]!.Value).toEqual({ Ref: topicId });
+  });
+
+  it('with alarmTopicArn every alarm notifies that topic, on alarm and on OK, and no topic is created', () => {
     const topic = 'arn:aws:sns:eu-west-1:111111111111:oncall';
     const withTopic = Object.values(templateOf({ context: { alarmTopicArn: topic, unfinishedJobAlarmMinutes: 30 } }).template.findResources('AWS::CloudWatch::Alarm'));
     expect(withTopic.length).toBe(alarms.length);
@@ -60,6 +110,9 @@ describe('alarms', () => {
       expect(a.Properties.OKActions).toEqual([topic]);
     }
     expect(withTopic.find((a) => a.Properties.MetricName === METRIC.oldestUnfinishedJobAgeMs)?.Properties.Threshold).toBe(30 * 60_000);
+    const given = templateOf({ context: { alarmTopicArn: topic } }).template;
+    expect(given.findResources('AWS::SNS::Topic')).toEqual({});
+    expect((given.toJSON().Outputs as Record<string, { Value: unknown }>)[OUTPUTS.alarmTopicArn]!.Value).toBe(topic);
   });
 });
 
@@ -74,9 +127,32 @@ describe('dashboard', () => {
     expect(body).toContain('\\"FencedWorkflow\\"');
   });
 
+  it('labels each dead-letter queue on its widget by name', () => {
+    for (const q of ['DeadLetterQueue', 'ScheduleDeadLetterQueue']) expect(body).toContain(`\\"label\\":\\"${q}\\"`);
+  });
+
+  it.each([
+    ['aws', 'eu-west-1', 'https://eu-west-1.console.aws.amazon.com/cloudwatch/home?region=eu-west-1#dashboards/dashboard/'],
+    ['aws-cn', 'cn-north-1', 'https://console.amazonaws.cn/cloudwatch/home?region=cn-north-1#dashboards/dashboard/'],
+    ['aws-us-gov', 'us-gov-west-1', 'https://console.amazonaws-us-gov.com/cloudwatch/home?region=us-gov-west-1#dashboards/dashboard/'],
+  ])('the dashboard URL output opens the console of the partition it is deployed in: %s', (partition, region, prefix) => {
+    const t = template.toJSON() as { Outputs: Record<string, { Value: unknown }>; Conditions?: Record<string, unknown> };
+    const dashboard = logicalId(w.monitoring.dashboard);
+    expect(evaluate(t.Outputs[OUTPUTS.dashboardUrl]!.Value, { partition, region, conditions: t.Conditions ?? {}, refs: { [dashboard]: 'fenced-dash' } })).toBe(`${prefix}fenced-dash`);
+  });
+
   it('shows the queues, the dead-letter queues, function errors and the alarms', () => {
     for (const m of ['ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage', 'Errors', 'Throttles', 'Duration']) expect(body).toContain(m);
     expect(body).toContain('\\"alarms\\"');
+  });
+
+  it('a second copy under another stack name publishes, graphs and alarms on a namespace named after it, with no setting', () => {
+    const { template: t } = templateOf({ stackName: 'FencedWorkflowStaging' });
+    const fns = Object.values(t.findResources('AWS::Lambda::Function'));
+    for (const f of fns) expect(f.Properties.Environment.Variables.POWERTOOLS_METRICS_NAMESPACE).toBe('FencedWorkflowStaging');
+    const custom = Object.values(t.findResources('AWS::CloudWatch::Alarm')).filter((a) => a.Properties.MetricName === METRIC.oldestUnfinishedJobAgeMs);
+    expect(custom.map((a) => a.Properties.Namespace)).toEqual(['FencedWorkflowStaging']);
+    expect(JSON.stringify(t.toJSON())).not.toMatch(/"FencedWorkflow"|\\"FencedWorkflow\\"/);
   });
 
   it('a fork in the same account publishes, graphs and alarms on its own namespace', () => {
@@ -101,4 +177,45 @@ describe('outputs', () => {
     expect(outputs[OUTPUTS.fenceEpoch]!.Value).toBe('0');
     expect(JSON.stringify(outputs[OUTPUTS.dashboardUrl]!.Value)).toContain('#dashboards/dashboard/');
   });
+
+  it("the worker's event source mapping id is an output, and pausing means disabling it: never throttling the worker", () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown; Description?: string }>;
+    const mapping = w.worker.fn.node.findAll().find((c) => c instanceof EventSourceMapping)!;
+    expect(outputs[OUTPUTS.workerEventSourceMapping]!.Value).toEqual({ Ref: logicalId(mapping) });
+    expect(outputs[OUTPUTS.workerEventSourceMapping]!.Description).toMatch(/pause.*npm run cli -- pause/);
+    // An SQS poller keeps receiving for a throttled function; every receive counts toward maxReceiveCount.
+    for (const o of Object.values(outputs)) expect(o.Description ?? '').not.toMatch(/pause: put-function-concurrency/);
+    expect(outputs[OUTPUTS.workerFunction]!.Description).toMatch(/never put-function-concurrency 0/);
+  });
 });
+
+/** Just enough of CloudFormation's intrinsics to resolve an output for one partition and region. */
+function evaluate(v: unknown, env: { partition: string; region: string; conditions: Record<string, unknown>; refs: Record<string, string> }): unknown {
+  const ev = (x: unknown): unknown => evaluate(x, env);
+  if (Array.isArray(v)) return v.map(ev);
+  if (typeof v !== 'object' || v === null) return v;
+  const o = v as Record<string, unknown>;
+  if ('Ref' in o) {
+    const ref = o.Ref as string;
+    const pseudo: Record<string, string> = { 'AWS::Partition': env.partition, 'AWS::Region': env.region, 'AWS::URLSuffix': env.partition === 'aws-cn' ? 'amazonaws.com.cn' : 'amazonaws.com' };
+    const value = pseudo[ref] ?? env.refs[ref];
+    if (value === undefined) throw new Error(`unresolved Ref ${ref}`);
+    return value;
+  }
+  if ('Fn::Join' in o) {
+    const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
+    return (ev(parts) as unknown[]).join(sep);
+  }
+  if ('Fn::Equals' in o) {
+    const [a, b] = ev(o['Fn::Equals']) as [unknown, unknown];
+    return a === b;
+  }
+  if ('Fn::If' in o) {
+    const [cond, yes, no] = o['Fn::If'] as [string, unknown, unknown];
+    return ev(env.conditions[cond]) === true ? ev(yes) : ev(no);
+  }
+  if ('Fn::Not' in o) return !(ev((o['Fn::Not'] as unknown[])[0]) as boolean);
+  if ('Fn::Or' in o) return (ev(o['Fn::Or']) as boolean[]).some(Boolean);
+  if ('Condition' in o) return ev(env.conditions[o.Condition as string]);
+  throw new Error(`cannot evaluate ${JSON.stringify(o).slice(0, 80)}`);
+}

@@ -44,7 +44,7 @@ describe('adopting a restored table', () => {
   it.each([
     ['{not json', /must be JSON/],
     [JSON.stringify({ ledger: { tableName: 'abc' } }), /unknown table role "ledger"/],
-    [JSON.stringify({ jobs: { tableName: 'a b' } }), /tableName must be a DynamoDB table name/],
+    [JSON.stringify({ jobs: { tableName: 'a b' } }), /adoptTables.jobs.tableName: must be a DynamoDB table name/],
   ])('malformed adoptTables %s is refused', (value, message) => {
     expect(() => templateOf({ context: { adoptTables: value } })).toThrow(message);
   });

@@ -156,3 +156,36 @@ export function nagViolations(app: App, outdir: string): Violation[] {
     );
   }
 }
+
+/**
+ * The logical ids (and resource type) CloudFormation knows the deployed tables by. NEVER edit
+ * these to make a test pass. A construct id rename, moving the tables under another construct, or
+ * Table -> TableV2 gives a table a new identity: CloudFormation creates a new, empty one and, as
+ * the old one is retained, leaves it behind unused. For Leases and Fences that restarts every
+ * counter at 0 and makes every token ever issued valid again. To restructure the code, keep the
+ * id with `(table.node.defaultChild as CfnTable).overrideLogicalId('<id below>')`.
+ */
+export const PINNED_TABLES = {
+  leases: 'WorkflowLeasesA5312C66',
+  fences: 'WorkflowFences7C5A223B',
+  jobs: 'WorkflowJobs7CE3A8EC',
+  invoices: 'WorkflowInvoices78B9EFE3',
+} as const;
+const PINNED_TYPE = 'AWS::DynamoDB::Table';
+
+/** Why `template` would replace a deployed table, one line per table (empty when none would be replaced). */
+export function tableIdDrift(template: { Resources?: Record<string, { Type: string }> }): string[] {
+  const resources = template.Resources ?? {};
+  const out: string[] = [];
+  for (const [role, id] of Object.entries(PINNED_TABLES)) {
+    const table = role[0]!.toUpperCase() + role.slice(1);
+    const consequence =
+      `CloudFormation would create a new, empty ${table} table and leave the deployed one behind (Retain)` +
+      (role === 'leases' || role === 'fences' ? ', every counter back at 0 and every token ever issued valid again' : ', the functions writing to the empty one') +
+      `. Keep the id with overrideLogicalId('${id}') (see PINNED_TABLES in test/infra/support.ts).`;
+    const found = resources[id];
+    if (found === undefined) out.push(`${role}: ${id} (${PINNED_TYPE}) is gone from the template: ${consequence}`);
+    else if (found.Type !== PINNED_TYPE) out.push(`${role}: ${id} is now ${found.Type}, not ${PINNED_TYPE}: a type change is a replace. ${consequence}`);
+  }
+  return out;
+}

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { FencedWorkflow, TABLE_IDS } from '../../infra/constructs/fenced-workflow.js';
 import { COUNTER_DESTROYING_ACTIONS } from '../../infra/constructs/guards.js';
 import { createTableInput, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
-import { logicalId, tempDir, templateOf, withoutCfnValidation } from './support.js';
+import { arnOf, logicalId, tableIdDrift, tempDir, templateOf, withoutCfnValidation, PINNED_TABLES } from './support.js';
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -52,6 +52,30 @@ describe('the synthesized tables are the schema module', () => {
   });
 });
 
+describe('the deployed tables keep their identity', () => {
+  it('each table keeps the logical id and resource type it was first deployed with (a change would replace it with an empty one)', () => {
+    expect(tableIdDrift(template.toJSON()), 'see PINNED_TABLES in test/infra/support.ts').toEqual([]);
+    expect(Object.keys(PINNED_TABLES).sort()).toEqual([...TABLE_ROLES].sort());
+  });
+
+  it('a renamed construct is caught, with the reason in the failure', () => {
+    const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'FencedWorkflow');
+    new FencedWorkflow(stack, 'InvoiceWorkflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' } });
+    const drift = tableIdDrift(withoutCfnValidation(() => Template.fromStack(stack)).toJSON());
+    expect(drift).toHaveLength(4);
+    expect(drift.find((d) => d.startsWith('leases'))).toMatch(
+      /leases: WorkflowLeasesA5312C66 \(AWS::DynamoDB::Table\) is gone.*CloudFormation would create a new, empty Leases table.*every counter back at 0/s,
+    );
+  });
+
+  it('a Table -> TableV2 (AWS::DynamoDB::GlobalTable) change under the same id is caught', () => {
+    const changed = structuredClone(template.toJSON()) as { Resources: Record<string, { Type: string }> };
+    changed.Resources[PINNED_TABLES.fences]!.Type = 'AWS::DynamoDB::GlobalTable';
+    expect(tableIdDrift(changed)).toEqual([expect.stringMatching(/^fences: WorkflowFences7C5A223B is now AWS::DynamoDB::GlobalTable.*replace/s)]);
+  });
+});
+
 describe('durable state', () => {
   it.each(TABLE_ROLES)('%s survives the stack: retained, deletion-protected, point-in-time recovery, encrypted, on-demand', (role) => {
     const t = tableProps[role];
@@ -79,13 +103,97 @@ describe('no principal may delete or replace an item in Leases or Fences', () =>
     expect(permanent.sort()).toEqual(['fences', 'leases']);
   });
 
-  it.each(permanent)('%s: the resource policy denies DeleteItem, BatchWriteItem, PutItem and PartiQL delete/insert to every principal', (role) => {
+  it.each(permanent)('%s: the resource policy denies DeleteItem, BatchWriteItem, PutItem and PartiQL delete/insert/update to every principal', (role) => {
     const statements = (tableProps[role].Properties.ResourcePolicy as { PolicyDocument: { Statement: Props[] } }).PolicyDocument.Statement;
     const denies = statements.filter((s) => s.Effect === 'Deny' && s.Principal === '*' && s.Resource === '*' && s.Condition === undefined);
     const denied = new Set(denies.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]) as string[]));
-    for (const action of ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', ...COUNTER_DESTROYING_ACTIONS]) expect(denied).toContain(action);
+    for (const action of ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:PartiQLUpdate', ...COUNTER_DESTROYING_ACTIONS]) expect(denied).toContain(action);
     // Nothing in the policy allows anything: identity policies grant, the resource policy only forbids.
     expect(statements.filter((s) => s.Effect !== 'Deny')).toEqual([]);
+  });
+});
+
+/** A resource-policy Deny evaluator for the shapes the guard uses: Principal "*", Action list, optional ArnNotLike on aws:PrincipalArn. */
+function deniedBy(statements: Props[], principalArn: string, action: string): boolean {
+  const like = (pattern: string, value: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`).test(value);
+  return statements.some((s) => {
+    if (s.Effect !== 'Deny' || s.Principal !== '*') return false;
+    if (!(Array.isArray(s.Action) ? s.Action : [s.Action]).includes(action)) return false;
+    const cond = s.Condition as { ArnNotLike?: { 'aws:PrincipalArn': string[] } } | undefined;
+    if (cond === undefined) return true;
+    const exempt = cond.ArnNotLike?.['aws:PrincipalArn'] ?? [];
+    return !exempt.some((p) => like(p, principalArn));
+  });
+}
+
+describe('nobody but the workflow updates a counter: UpdateItem and PartiQL update are denied to every other principal', () => {
+  const OPERATOR = 'arn:aws:iam::111111111111:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_Oncall_*';
+  let built: ReturnType<typeof templateOf>;
+  let withOperator: ReturnType<typeof templateOf>;
+  const ARN = { worker: 'arn:aws:iam::111111111111:role/FencedWorkflow-WorkflowWorkerRole-ABC', admin: 'arn:aws:iam::111111111111:role/Admin' };
+  beforeAll(() => {
+    built = templateOf();
+    withOperator = templateOf({ context: { operatorRoleArn: OPERATOR } });
+  });
+  const statementsOf = (b: ReturnType<typeof templateOf>, role: 'leases' | 'fences') => {
+    const r = b.template.toJSON().Resources[logicalId(b.stack.workflow.tables[role])] as { Properties: Props };
+    // Resolve the worker role's ARN to a literal, as IAM sees it at request time.
+    const text = JSON.stringify((r.Properties.ResourcePolicy as { PolicyDocument: { Statement: Props[] } }).PolicyDocument.Statement).replaceAll(
+      JSON.stringify({ 'Fn::GetAtt': [logicalId(b.stack.workflow.worker.role), 'Arn'] }),
+      JSON.stringify(ARN.worker),
+    );
+    return JSON.parse(text) as Props[];
+  };
+
+  it.each(['leases', 'fences'] as const)('%s: the worker role may UpdateItem; an administrator, the sweeper and the starter may not; PartiQL update nobody', (role) => {
+    const st = statementsOf(built, role);
+    expect(deniedBy(st, ARN.worker, 'dynamodb:UpdateItem')).toBe(false);
+    expect(deniedBy(st, ARN.admin, 'dynamodb:UpdateItem')).toBe(true);
+    expect(deniedBy(st, 'arn:aws:iam::111111111111:role/FencedWorkflow-WorkflowSweeperRole-XYZ', 'dynamodb:UpdateItem')).toBe(true);
+    for (const who of [ARN.worker, ARN.admin]) expect(deniedBy(st, who, 'dynamodb:PartiQLUpdate')).toBe(true);
+    // Reads and the worker's ConditionCheck are not touched by the guard.
+    for (const a of ['dynamodb:GetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:Query']) expect(deniedBy(st, ARN.admin, a)).toBe(false);
+  });
+
+  it.each(['leases', 'fences'] as const)('%s: with context operatorRoleArn that role may UpdateItem too (raise-epoch, seal)', (role) => {
+    const st = statementsOf(withOperator, role);
+    const session = 'arn:aws:iam::111111111111:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_Oncall_0123456789abcdef';
+    expect(deniedBy(st, session, 'dynamodb:UpdateItem')).toBe(false);
+    expect(deniedBy(st, ARN.admin, 'dynamodb:UpdateItem')).toBe(true);
+    expect(deniedBy(st, session, 'dynamodb:DeleteItem')).toBe(true);
+  });
+
+  it('the Jobs and Invoices tables carry no such policy (the sweeper, the starter and a DR restore update them)', () => {
+    for (const role of ['jobs', 'invoices'] as const) expect(tableProps[role].Properties.ResourcePolicy).toBeUndefined();
+  });
+
+  it('a malformed operatorRoleArn is refused at synth', () => {
+    expect(() => templateOf({ context: { operatorRoleArn: 'Admin' } })).toThrow(/operatorRoleArn: must be an IAM role ARN/);
+  });
+
+  it('a change to the guard itself is watched: an EventBridge rule on CloudTrail for the policy, deletion protection and deletion of Leases and Fences notifies the alarm topic', () => {
+    const w = built.stack.workflow;
+    const rules = Object.values(built.template.findResources('AWS::Events::Rule')).map((r) => r.Properties as Props);
+    const arns = [arnOf(w.tables.leases), arnOf(w.tables.fences)];
+    const names = [{ Ref: logicalId(w.tables.leases) }, { Ref: logicalId(w.tables.fences) }];
+    expect(rules).toEqual([
+      expect.objectContaining({
+        State: 'ENABLED',
+        EventPattern: {
+          source: ['aws.dynamodb'],
+          'detail-type': ['AWS API Call via CloudTrail'],
+          detail: {
+            eventSource: ['dynamodb.amazonaws.com'],
+            $or: [
+              { eventName: ['PutResourcePolicy', 'DeleteResourcePolicy'], requestParameters: { resourceArn: arns } },
+              { eventName: ['UpdateTable'], requestParameters: { tableName: [...names, ...arns], deletionProtectionEnabled: [false] } },
+              { eventName: ['DeleteTable'], requestParameters: { tableName: [...names, ...arns] } },
+            ],
+          },
+        },
+        Targets: [expect.objectContaining({ Arn: { Ref: logicalId(w.monitoring.node.findChild('AlarmTopic')) } })],
+      }),
+    ]);
   });
 });
 

@@ -1,9 +1,15 @@
 /**
  * One DynamoDB Local for the whole test run; each test file makes its own tables under its
  * own prefix (test/support/tables.ts), so files run in parallel against one Java process.
+ *
+ * First, in well under a second: the tools the run needs outside npm (Java 17 for DynamoDB
+ * Local, spin and gcc for the model check). A missing one stops the run here, named with its
+ * install line, instead of failing one test after minutes of others.
  */
 import type { TestProject } from 'vitest/node';
 import { startDynamoLocal } from '../../cli/dynamodb-local.js';
+import { requireTools } from '../../cli/prerequisites.js';
+import { ConfigError } from '../../lib/protocol/index.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -13,6 +19,14 @@ declare module 'vitest' {
 
 export default async function setup(project: TestProject) {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  try {
+    requireTools(['java', 'spin', 'gcc'], 'npm test');
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    // One line and out: nothing has started yet, and a stack trace would bury the install line.
+    process.stderr.write(`\n${e.message}\n`);
+    process.exit(2);
+  }
   const local = await startDynamoLocal();
   project.provide('dynamoEndpoint', local.endpoint);
   return async () => {

@@ -1,0 +1,246 @@
+/**
+ * `npm start`: the main job. DynamoDB Local (embedded, or --endpoint), the article's incident
+ * with and without the fence, a faulted invoice run, the invariant report, a timeline SVG.
+ *
+ * Bad input is refused before anything is written (exit 2, one line): flags, an --out path that
+ * cannot be written, an --endpoint that is not DynamoDB, a --table-prefix whose tables exist.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DescribeTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createDynamo, InvalidInputError, systemClock } from '../lib/protocol/index.js';
+import { ensureTables, tableNames, type TableNames } from '../lib/workflow/index.js';
+import { startDynamoLocal, type DynamoLocal } from './dynamodb-local.js';
+import { checkEndpoint } from './endpoint.js';
+import { intFlag, outFileFlag, parseFlags, urlFlag } from './flags.js';
+import { replayIncident, type IncidentResult } from './incident.js';
+import { invoiceRun, PERIODS, type RunResult } from './run.js';
+import { renderSvg } from './timeline.js';
+import { streamsClient } from './streams.js';
+import { progressReporter } from './progress.js';
+import { requireTools } from './prerequisites.js';
+
+export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local (embedded unless --endpoint).
+
+  --endpoint URL        use a running DynamoDB (npm run dynamodb starts one that stays) instead of
+                        an embedded one that stops with the run; the tables stay there for the ops CLI
+  --table-prefix P      table name prefix (default: fw-<timestamp>-); its tables must not exist yet
+  --customers N         customers per billing period (default 400; 3 periods)
+  --workers N           concurrent worker invocations (default 4)
+  --seed N              seed for customers and amounts (default 1)
+  --out FILE            where to write the timeline SVG (default out/timeline.svg)
+  --json                print one JSON report on stdout and nothing else there
+  --help                this text
+`;
+
+export interface DemoFlags {
+  endpoint?: string;
+  prefix: string;
+  customers: number;
+  workers: number;
+  seed: number;
+  /** Absolute path, checked writable. */
+  out: string;
+  json: boolean;
+}
+
+export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
+  const { values } = parseFlags({
+    args: argv,
+    options: {
+      endpoint: { type: 'string' },
+      'table-prefix': { type: 'string' },
+      customers: { type: 'string' },
+      workers: { type: 'string' },
+      seed: { type: 'string' },
+      out: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) return 'help';
+  urlFlag('endpoint', values.endpoint);
+  const stamp = new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14);
+  const prefix = values['table-prefix'] ?? `fw-${stamp}-`;
+  tableNames(prefix); // validates
+  return {
+    ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
+    prefix,
+    customers: intFlag('customers', values.customers, 400, 0, 1_000_000),
+    workers: intFlag('workers', values.workers, 4, 1, 64),
+    seed: intFlag('seed', values.seed, 1, 0, 2 ** 31 - 1 - 10),
+    out: outFileFlag('out', values.out ?? 'out/timeline.svg'),
+    json: values.json,
+  };
+}
+
+/** The three table sets of one run: the incident, its unsafe replay, the invoice run. */
+const tableSets = (prefix: string): TableNames[] => [tableNames(`${prefix}incident-`), tableNames(`${prefix}incident-unsafe-`), tableNames(prefix)];
+
+/**
+ * A run on tables an earlier run left would count their units and jobs as its own (and report
+ * 500 % progress): a prefix whose tables exist is refused before anything is written.
+ */
+async function refuseExistingTables(client: DynamoDBClient, prefix: string, endpoint: string): Promise<void> {
+  const names = tableSets(prefix).flatMap((set) => Object.values(set));
+  const found = await Promise.all(
+    names.map((TableName) =>
+      client.send(new DescribeTableCommand({ TableName })).then(
+        () => TableName,
+        (e: unknown) => {
+          if (e instanceof ResourceNotFoundException) return undefined;
+          throw e;
+        },
+      ),
+    ),
+  );
+  const existing = found.filter((n) => n !== undefined);
+  if (existing.length > 0) {
+    throw new InvalidInputError(
+      '--table-prefix',
+      `tables with prefix "${prefix}" exist already at ${endpoint} (${existing.length}, e.g. ${existing[0]}): an earlier run's; pick a new prefix, or leave out --table-prefix for a fresh one`,
+    );
+  }
+}
+
+interface Outcome {
+  safe: IncidentResult;
+  unsafe: IncidentResult;
+  run: RunResult;
+}
+
+/** Every way the main job can fail, each named: an empty list is a pass. */
+export function failures({ safe, unsafe, run }: Outcome): string[] {
+  const out: string[] = [];
+  if (!safe.aRejected) out.push("the incident with the fence: A's stale write was not rejected");
+  if (unsafe.overwritten.length === 0) out.push("the incident without the fence: A overwrote none of B's invoices (the bug the fence prevents did not show)");
+  for (const [name, r] of Object.entries(run.invariants.invariants)) {
+    if (!r.ok) out.push(`invariant ${name}: ${r.violations.slice(0, 3).join('; ')}${r.violations.length > 3 ? ` (+${r.violations.length - 3} more)` : ''}`);
+  }
+  return out;
+}
+
+export async function demo(flags: DemoFlags): Promise<number> {
+  const out = flags.json ? (_: string) => undefined : (line: string) => process.stdout.write(line + '\n');
+  const started = Date.now();
+  if (flags.endpoint !== undefined) await checkEndpoint(flags.endpoint);
+  let local: DynamoLocal | undefined;
+  if (flags.endpoint === undefined) {
+    requireTools(['java'], 'DynamoDB Local');
+    out('Starting DynamoDB Local (the real engine, in memory; it stops with this run)…');
+    local = await startDynamoLocal();
+  }
+  const endpoint = flags.endpoint ?? local!.endpoint;
+  const stop = async () => local?.stop();
+  process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
+  try {
+    const dynamo = createDynamo({ endpoint });
+    await refuseExistingTables(dynamo.client, flags.prefix, endpoint);
+    const [incidentTables, unsafeTables, runTables] = tableSets(flags.prefix) as [TableNames, TableNames, TableNames];
+    await Promise.all([incidentTables, unsafeTables, runTables].map((n) => ensureTables(dynamo.client, n)));
+    out(`Tables: prefix ${flags.prefix} at ${flags.endpoint ?? `${endpoint} (embedded)`}`);
+
+    out('\n1. The incident (source article): A pauses past its lease; B takes over; A wakes and writes.');
+    out('   With the fence:');
+    const safe = await replayIncident({ doc: dynamo.doc, tables: incidentTables, clock: systemClock, fenced: true, log: out });
+    out('   Without the fence (UNSAFE variant, its own tables):');
+    const unsafe = await replayIncident({ doc: dynamo.doc, tables: unsafeTables, clock: systemClock, fenced: false, log: out });
+
+    out(`\n2. Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, sweeper, injected faults.`);
+    const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
+    const run = await invoiceRun({
+      dynamo,
+      streams: streamsClient(endpoint),
+      tables: runTables,
+      customers: flags.customers,
+      workers: flags.workers,
+      seed: flags.seed,
+      onProgress: progress.update,
+    });
+    progress.stop();
+    printRun(run, out);
+    writeTimeline(flags, safe, unsafe, run);
+    out(`\nTimeline picture: ${flags.out}`);
+
+    const failed = failures({ safe, unsafe, run });
+    if (flags.json) process.stdout.write(JSON.stringify(report(flags, started, { safe, unsafe, run }, failed)) + '\n');
+    else printVerdict(flags, failed, out);
+    return failed.length === 0 ? 0 : 1;
+  } finally {
+    await stop();
+  }
+}
+
+function printRun(run: RunResult, out: (line: string) => void): void {
+  for (const f of run.faults) out(`   fault: ${f.name} (${f.lane}, t=${f.atMs} ms)`);
+  out(`   ${run.units} units committed in ${run.elapsedMs} ms; ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
+  out(`   metrics: ${Object.entries(run.metrics).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  for (const j of run.jobs) out(`   ${j.id}: ${j.status} ${j.cursor}/${j.totalUnits} units, requeued ${j.requeues}x`);
+  if (run.gaveUp) out(`   gave up waiting: ${run.gaveUp}`);
+
+  out('\n3. Invariants (read back from the tables and their streams):');
+  for (const [name, r] of Object.entries(run.invariants.invariants)) {
+    out(`   ${r.ok ? 'PASS' : 'FAIL'}  ${name}${r.ok ? '' : ': ' + r.violations.join('; ')}`);
+  }
+  const s = run.invariants.stats;
+  out(`   ${s.invoices} invoices, ${s.charges} charges, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
+}
+
+function printVerdict(flags: DemoFlags, failed: string[], out: (line: string) => void): void {
+  if (failed.length === 0) out('\nAll invariants hold.');
+  else for (const f of failed) out(`\nFAILED: ${f}`);
+  if (flags.endpoint !== undefined) {
+    out(`\nThe tables stay at ${flags.endpoint}. Look at them:`);
+    out(`  npm run cli -- status --endpoint ${flags.endpoint} --table-prefix ${flags.prefix}`);
+  } else {
+    out('\nThe embedded DynamoDB Local stops now, and its tables with it. To keep them for the ops CLI:');
+    out('  npm run dynamodb                                   (in another terminal: it stays until Ctrl-C)');
+    out('  npm start -- --endpoint http://127.0.0.1:8000');
+  }
+}
+
+function writeTimeline(flags: DemoFlags, safe: IncidentResult, unsafe: IncidentResult, run: RunResult): void {
+  mkdirSync(dirname(flags.out), { recursive: true });
+  writeFileSync(
+    flags.out,
+    renderSvg('Fenced workflows on DynamoDB: what happened', [
+      { title: 'The incident, with the fence', subtitle: "A's stale write is rejected; B's invoices stand", events: safe.timeline.events, labels: 'all' },
+      { title: 'The same schedule without the fence (UNSAFE)', subtitle: "A overwrites B's invoices", events: unsafe.timeline.events, labels: 'all' },
+      { title: `Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, faults`, events: run.timeline.events, labels: 'story' },
+    ]),
+  );
+}
+
+function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcome, failed: string[]) {
+  return {
+    ok: failed.length === 0,
+    failures: failed,
+    elapsedMs: Date.now() - started,
+    endpoint: flags.endpoint ?? 'embedded',
+    tablePrefix: flags.prefix,
+    incident: {
+      fenced: { generations: safe.generations, staleWriteRejected: safe.aRejected },
+      unsafe: { generations: unsafe.generations, invoicesOverwritten: unsafe.overwritten.length, chargesStoppedByOperationKey: unsafe.chargesSuppressed },
+    },
+    run: {
+      customersPerPeriod: flags.customers,
+      periods: run.jobs.length,
+      workers: flags.workers,
+      seed: flags.seed,
+      elapsedMs: run.elapsedMs,
+      unitsCommitted: run.units,
+      invocations: run.invocations,
+      crashed: run.crashes,
+      timedOut: run.timeouts,
+      sweeps: run.sweeps,
+      deadLetters: run.deadLetters,
+      faults: run.faults,
+      metrics: run.metrics,
+      jobs: run.jobs,
+    },
+    invariants: run.invariants.invariants,
+    stats: run.invariants.stats,
+    timelineSvg: flags.out,
+  };
+}

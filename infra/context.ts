@@ -1,0 +1,209 @@
+/**
+ * The stack's CDK context settings, read and checked at synth (infra/stack.ts lists them). Each
+ * check uses the bound the handler that consumes the value enforces at start-up (lib/workflow/
+ * config.ts, lib/protocol MAX_EPOCH, the invoice workload's MAX_CUSTOMERS), so a value `cdk synth`
+ * accepts is one the deployed functions accept. A bad value is a ConfigError naming the setting.
+ */
+import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
+import { SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, type TableRole } from '../lib/workflow/index.js';
+import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
+
+export interface AdoptedTableSetting {
+  readonly tableName: string;
+  readonly tableStreamArn?: string;
+}
+
+/** CloudFormation's stack-name rule. */
+export const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/;
+/** CloudWatch's namespace rule: 1-255 of these characters, and the `AWS/` prefix is AWS's own. */
+const NAMESPACE = /^[A-Za-z0-9.\-_/#: ]{1,255}$/;
+const TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
+const ROLE_ARN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@\-/*]{1,512}$/;
+/** One alarm threshold is at most a year: longer means it would never fire. */
+const MAX_ALARM_MINUTES = 525_600;
+
+type Raw = (key: string) => unknown;
+
+/** Reads the settings from `raw` (the stack's tryGetContext). Blank and null mean unset. */
+export class ContextSettings {
+  constructor(private readonly raw: Raw) {}
+
+  string(key: string): string | undefined {
+    const v = this.raw(key);
+    return v === undefined || v === null || v === '' ? undefined : String(v);
+  }
+
+  integer(key: string, min: number, max: number, why = ''): number | undefined {
+    const v = this.string(key);
+    if (v === undefined) return undefined;
+    // Number('') is 0 and Number('0x10') is 16: accept decimal digits only.
+    const n = /^\d+$/.test(v) ? Number(v) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(key, `must be an integer in [${min}, ${max}]${why}, got "${v}"`);
+    return n;
+  }
+
+  fenceEpoch(): number {
+    const e = this.integer('fenceEpoch', 0, MAX_EPOCH);
+    if (e === undefined) throw new ConfigError('fenceEpoch', 'is required (cdk.json has 0; after a restore raise it, see docs/runbook-dr.md)');
+    return e;
+  }
+
+  leaseMode(): 'wall-clock' | 'version-watch' | undefined {
+    const m = this.string('leaseMode');
+    if (m !== undefined && m !== 'wall-clock' && m !== 'version-watch') throw new ConfigError('leaseMode', `must be "wall-clock" or "version-watch", got "${m}"`);
+    return m;
+  }
+
+  sweepIntervalMinutes(): number | undefined {
+    const { min, max } = SWEEP_INTERVAL_MS;
+    return this.integer(
+      'sweepIntervalMinutes',
+      Math.ceil(min / 60_000),
+      Math.floor(max / 60_000),
+      ' (the sweeper accepts 1 s to 1 day; the schedule rate is whole minutes)',
+    );
+  }
+
+  invoiceCustomers(): number | undefined {
+    return this.integer('invoiceCustomers', 0, MAX_CUSTOMERS);
+  }
+
+  unfinishedJobAlarmMinutes(): number | undefined {
+    return this.integer('unfinishedJobAlarmMinutes', 1, MAX_ALARM_MINUTES);
+  }
+
+  starterSchedule(): string | undefined {
+    const s = this.string('starterSchedule');
+    if (s === undefined) return undefined;
+    const problem = scheduleProblem(s);
+    if (problem !== undefined) throw new ConfigError('starterSchedule', `"${s}" is not an EventBridge Scheduler expression: ${problem}`);
+    return s;
+  }
+
+  arn(key: 'alarmTopicArn' | 'operatorRoleArn'): string | undefined {
+    const v = this.string(key);
+    if (v === undefined) return undefined;
+    const [re, what] = key === 'alarmTopicArn' ? [TOPIC_ARN, 'an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)'] : [ROLE_ARN, 'an IAM role ARN (arn:<partition>:iam::<account>:role/<path/name>)'];
+    if (!re.test(v)) throw new ConfigError(key, `must be ${what}, got "${v.slice(0, 200)}"`);
+    return v;
+  }
+
+  metricsNamespace(): string | undefined {
+    const v = this.string('metricsNamespace');
+    if (v === undefined) return undefined;
+    if (!NAMESPACE.test(v) || v.startsWith('AWS/')) {
+      throw new ConfigError('metricsNamespace', `must be 1-255 chars of [A-Za-z0-9.-_/#: ] and not start with "AWS/", got ${JSON.stringify(v.slice(0, 100))}`);
+    }
+    return v;
+  }
+
+  adoptTables(): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
+    return parseAdoptTables(this.raw('adoptTables'));
+  }
+}
+
+/** The stack name infra/app.ts uses: context `stackName`, checked against CloudFormation's rule. */
+export function stackNameFrom(raw: unknown): string {
+  if (raw === undefined || raw === null || raw === '') return 'FencedWorkflow';
+  const name = String(raw);
+  if (!STACK_NAME.test(name)) throw new ConfigError('stackName', `must start with a letter and be 1-128 chars of [A-Za-z0-9-], got ${JSON.stringify(name.slice(0, 140))}`);
+  return name;
+}
+
+function parseAdoptTables(raw: unknown): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  let value: unknown = raw;
+  if (typeof raw === 'string') {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      throw new ConfigError('adoptTables', `must be JSON like {"jobs":{"tableName":"..."}}, got ${raw.slice(0, 200)}`);
+    }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError('adoptTables', 'must be an object keyed by table role');
+  const out: Partial<Record<TableRole, AdoptedTableSetting>> = {};
+  for (const [role, v] of Object.entries(value)) {
+    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('adoptTables', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
+    const t = (typeof v === 'string' ? { tableName: v } : v) as Partial<AdoptedTableSetting> | null;
+    if (t === null || typeof t.tableName !== 'string' || !TABLE_NAME.test(t.tableName)) {
+      throw new ConfigError(`adoptTables.${role}.tableName`, 'must be a DynamoDB table name');
+    }
+    out[role as TableRole] = { tableName: t.tableName, ...(typeof t.tableStreamArn === 'string' ? { tableStreamArn: t.tableStreamArn } : {}) };
+  }
+  return out;
+}
+
+// ---- EventBridge Scheduler expressions -----------------------------------------------------------
+
+const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
+const DAYS = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'];
+
+interface CronField {
+  name: string;
+  min: number;
+  max: number;
+  names?: string[];
+  /** Forms only this field has (L, W, #), whole-element. */
+  special?: RegExp;
+  question?: boolean;
+}
+
+const CRON_FIELDS: CronField[] = [
+  { name: 'minutes', min: 0, max: 59 },
+  { name: 'hours', min: 0, max: 23 },
+  { name: 'day-of-month', min: 1, max: 31, special: /^(L|LW|L-([1-9]|[12]\d|30)|([1-9]|[12]\d|3[01])W)$/, question: true },
+  { name: 'month', min: 1, max: 12, names: MONTHS },
+  { name: 'day-of-week', min: 1, max: 7, names: DAYS, special: /^(L|([1-7]|SUN|MON|TUE|WED|THU|FRI|SAT)(L|#[1-5]))$/, question: true },
+  { name: 'year', min: 1970, max: 2199 },
+];
+
+function cronValue(field: CronField, token: string): boolean {
+  const i = field.names?.indexOf(token.toUpperCase()) ?? -1;
+  if (i >= 0) return true;
+  if (!/^\d{1,4}$/.test(token)) return false;
+  const n = Number(token);
+  return n >= field.min && n <= field.max;
+}
+
+/** One comma-separated element of a cron field: *, a value, a range, either with /step, or a special form. */
+function cronElement(field: CronField, element: string): boolean {
+  if (field.special?.test(element.toUpperCase())) return true;
+  const [base = '', step, ...rest] = element.split('/');
+  if (rest.length > 0 || (step !== undefined && !(/^\d{1,4}$/.test(step) && Number(step) > 0))) return false;
+  if (base === '*') return true;
+  const [from = '', to, ...more] = base.split('-');
+  if (more.length > 0) return false;
+  return cronValue(field, from) && (to === undefined || cronValue(field, to));
+}
+
+function cronProblem(body: string): string | undefined {
+  const fields = body.trim().split(/\s+/);
+  if (fields.length !== 6) return `cron(minutes hours day-of-month month day-of-week year) takes 6 fields, got ${fields.length}`;
+  for (const [i, f] of CRON_FIELDS.entries()) {
+    const value = fields[i]!;
+    if (value === '?') {
+      if (!f.question) return `"?" is allowed only in day-of-month and day-of-week, not in ${f.name}`;
+      continue;
+    }
+    if (!value.split(',').every((e) => cronElement(f, e))) return `${f.name} "${value}" is not valid (${f.min}-${f.max}${f.names ? ` or ${f.names[0]}-${f.names.at(-1)}` : ''}, with , - * /)`;
+  }
+  if ((fields[2] === '?') === (fields[4] === '?')) return 'exactly one of day-of-month or day-of-week must be "?"';
+  return undefined;
+}
+
+/** Why `s` is not a schedule expression EventBridge Scheduler accepts, or undefined when it is one. */
+export function scheduleProblem(s: string): string | undefined {
+  const m = /^(at|rate|cron)\((.*)\)$/.exec(s);
+  if (m === null) return 'expected at(yyyy-mm-ddThh:mm:ss), rate(value unit) or cron(minutes hours day-of-month month day-of-week year)';
+  const [, kind, body = ''] = m;
+  if (kind === 'cron') return cronProblem(body);
+  if (kind === 'rate') {
+    const r = /^(\d+) (minute|minutes|hour|hours|day|days)$/.exec(body);
+    if (r === null || Number(r[1]) < 1) return 'rate(value unit) takes a positive integer and minute(s), hour(s) or day(s)';
+    if ((Number(r[1]) === 1) !== !r[2]!.endsWith('s')) return 'rate() takes the singular unit for 1 and the plural otherwise';
+    return undefined;
+  }
+  const t = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})$/.exec(body);
+  if (t === null || Number.isNaN(Date.parse(`${body}Z`))) return 'at() takes yyyy-mm-ddThh:mm:ss';
+  return undefined;
+}

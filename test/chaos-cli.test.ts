@@ -1,0 +1,68 @@
+/**
+ * `npm run chaos` as a person replays a seed: `--runs 1 --seed S` (or `--replay S`) runs that one
+ * seed and no controls; `--replay CONTROL@S` the control run an uncaught control printed; a
+ * summary shows only what ran, never "caught 0/0 (0%)" or "NaN runs/min".
+ */
+import { describe, expect, inject, it } from 'vitest';
+import { InvalidInputError } from '../lib/protocol/index.js';
+import { CONTROLS } from './chaos/controls.js';
+import { chaos, chaosPlan, summaryLines, type ChaosSummary } from './chaos/main.js';
+import { expectOneLineError, tsx } from './support/spawn.js';
+
+/** A summary as chaos() makes it (a run of nothing starts no DynamoDB Local), with some fields set. */
+const summary = async (over: Partial<ChaosSummary>): Promise<ChaosSummary> => ({
+  ...(await chaos({ runs: 0, seed: 1, controlRuns: 0, concurrency: 1, endpoint: 'http://127.0.0.1:9' })),
+  ...over,
+});
+
+describe('what a chaos command runs', () => {
+  it('--runs 1 --seed S is a replay of S alone; --replay names one run, of the protocol or of a control', () => {
+    expect(chaosPlan({ runs: '1', seed: '417' })).toEqual({ runs: 1, seed: 417, controlRuns: 0, controls: CONTROLS });
+    expect(chaosPlan({ replay: '417' })).toEqual({ runs: 1, seed: 417, controlRuns: 0, controls: [] });
+    expect(chaosPlan({ replay: 'checkThenAct@5003' })).toEqual({ runs: 0, seed: 5003, controlRuns: 1, controls: ['checkThenAct'] });
+    // Asked for: controls with one run.
+    expect(chaosPlan({ runs: '1', seed: '417', 'control-runs': '2' })).toMatchObject({ runs: 1, controlRuns: 2 });
+    // A longer run carries its controls, as before.
+    expect(chaosPlan({ runs: '20' })).toMatchObject({ runs: 20, seed: 1, controlRuns: 10 });
+    expect(chaosPlan({ runs: '1000' })).toMatchObject({ controlRuns: 100 });
+  });
+
+  it('refuses what would run nothing or is ambiguous', () => {
+    expect(() => chaosPlan({ runs: '0', 'no-controls': true })).toThrow(InvalidInputError);
+    expect(() => chaosPlan({ runs: '0', 'no-controls': true })).toThrow(/nothing to run/);
+    expect(() => chaosPlan({ replay: 'nope@3' })).toThrow(/--replay: must be a seed/);
+    expect(() => chaosPlan({ replay: '3', runs: '5' })).toThrow(/leave out --runs/);
+  });
+});
+
+describe('the chaos summary', () => {
+  it('without controls it says they did not run, and one run has no rate', async () => {
+    const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 } })).join('\n');
+    expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0');
+    expect(text).toContain('negative controls: not run');
+    expect(text).not.toMatch(/0\/0|NaN|runs\/min/);
+  });
+
+  it('a controls-only run prints no protocol line, and each control that ran', async () => {
+    const controls = { ...(await summary({})).controls, checkThenAct: { runs: 1, caught: 1 } };
+    const text = summaryLines(await summary({ controls, elapsedMs: 5_000 })).join('\n');
+    expect(text).not.toContain('runs of the real protocol');
+    expect(text).toMatch(/control checkThenAct\s+caught 1\/1 \(100%\)/);
+    expect(text).not.toMatch(/leaseOnly|0\/0|NaN/);
+  });
+});
+
+describe('npm run chaos -- --runs 1 --seed S', () => {
+  it('runs exactly that seed: one run, no controls', async () => {
+    const r = await tsx('test/chaos/main.ts', ['--runs', '1', '--seed', '4170', '--json', '--endpoint', inject('dynamoEndpoint')], { killAfterMs: 80_000 });
+    expect(r.code, r.stderr).toBe(0);
+    const s = JSON.parse(r.stdout);
+    expect(s.runs).toBe(1);
+    for (const c of CONTROLS) expect(s.controls[c], c).toEqual({ runs: 0, caught: 0 });
+    expect(s.failedSeeds).toEqual([]);
+  }, 90_000);
+
+  it('refuses --runs 0 --no-controls in one line', async () => {
+    expectOneLineError(await tsx('test/chaos/main.ts', ['--runs', '0', '--no-controls']), '--runs: nothing to run');
+  });
+});

@@ -1,0 +1,104 @@
+/**
+ * A person's mistakes, as the commands see them: an endpoint that refuses or is not DynamoDB,
+ * an --out path that cannot be written, unknown flags of chaos, bench, fuzz and model. Each is
+ * one line on stderr that says what to do, exit 2, nothing written, no stack trace.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDynamo } from '../lib/protocol/index.js';
+import { expectOneLineError, tsx } from './support/spawn.js';
+
+const endpoint = inject('dynamoEndpoint');
+let html: Server;
+let htmlEndpoint: string;
+let dir: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cli-errors-'));
+  html = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<html><body>a web server, not DynamoDB</body></html>');
+  });
+  await new Promise<void>((r) => html.listen(0, '127.0.0.1', () => r()));
+  htmlEndpoint = `http://127.0.0.1:${(html.address() as { port: number }).port}`;
+});
+afterAll(() => {
+  html?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function tablesWithPrefix(prefix: string): Promise<string[]> {
+  const { client } = createDynamo({ endpoint });
+  try {
+    const names: string[] = [];
+    let start: string | undefined;
+    do {
+      const out = await client.send(new ListTablesCommand({ ExclusiveStartTableName: start }));
+      names.push(...(out.TableNames ?? []));
+      start = out.LastEvaluatedTableName;
+    } while (start);
+    return names.filter((n) => n.startsWith(prefix));
+  } finally {
+    client.destroy();
+  }
+}
+
+describe('an --endpoint that is not a running DynamoDB', () => {
+  it('refused connection: npm start says nothing answers there and how to start one', async () => {
+    const r = await tsx('cli/main.ts', ['demo', '--endpoint', 'http://127.0.0.1:9', '--customers', '1']);
+    expectOneLineError(r, 'nothing answers at http://127.0.0.1:9 (connection refused)', 'npm run dynamodb');
+    expect(r.stdout).toBe('');
+  });
+
+  it('an HTML answer: npm start says it is not DynamoDB', async () => {
+    const r = await tsx('cli/main.ts', ['demo', '--endpoint', htmlEndpoint, '--customers', '1']);
+    expectOneLineError(r, `${htmlEndpoint} answered, but not as DynamoDB (HTTP 200, text/html)`);
+  });
+
+  it('the ops CLI says the same', async () => {
+    expectOneLineError(await tsx('cli/main.ts', ['status', '--endpoint', 'http://127.0.0.1:9', '--table-prefix', 'fw-x-']), 'nothing answers at http://127.0.0.1:9');
+    expectOneLineError(await tsx('cli/main.ts', ['status', '--endpoint', htmlEndpoint, '--table-prefix', 'fw-x-']), 'not as DynamoDB');
+  });
+});
+
+describe('an --out path that cannot be written is refused before the run', () => {
+  it.each([
+    ['under a file', () => join(writeFile('a-file'), 'timeline.svg'), /--out: cannot write .*: .*a-file is a file, not a folder/],
+    ['a directory', () => dir, /--out: cannot write .*: it is a directory/],
+  ])('%s', async (_what, out, message) => {
+    const prefix = `t-badout-${randomBytes(4).toString('hex')}-`;
+    const r = await tsx('cli/main.ts', ['demo', '--endpoint', endpoint, '--table-prefix', prefix, '--customers', '1', '--out', out()]);
+    expectOneLineError(r, message);
+    expect(r.stdout).not.toContain('The incident');
+    expect(await tablesWithPrefix(prefix)).toEqual([]);
+  });
+});
+
+function writeFile(name: string): string {
+  const f = join(dir, name);
+  writeFileSync(f, 'x');
+  return f;
+}
+
+describe('unknown and bad flags of the other commands', () => {
+  it.each([
+    ['test/chaos/main.ts', ['--bogus'], "Unknown option '--bogus'"],
+    ['test/chaos/main.ts', ['--runs'], "Option '--runs <value>' argument missing"],
+    ['bench/main.ts', ['--bogus'], "Unknown option '--bogus'"],
+    ['bench/main.ts', ['--only', 'nope'], '--only: unknown step "nope"'],
+    ['bench/main.ts', ['--endpoint', 'http://127.0.0.1:9'], 'nothing answers at http://127.0.0.1:9'],
+    ['bench/main.ts', ['--quick', '--write-docs'], '--write-docs: needs a full run'],
+    ['test/chaos/main.ts', ['--endpoint', 'http://127.0.0.1:9'], 'nothing answers at http://127.0.0.1:9'],
+    ['test/fuzz/main.ts', ['--bogus'], "Unknown option '--bogus'"],
+    ['model/run.ts', ['--bogus'], "Unknown option '--bogus'"],
+    ['cli/main.ts', ['demo', '--bogus'], "Unknown option '--bogus'"],
+  ])('%s %s', async (script, args, message) => {
+    const r = await tsx(script, args);
+    expectOneLineError(r, message);
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * The ops CLI against a deployed stack's `cdk deploy --outputs-file` JSON: which stack's outputs
+ * it reads (on DynamoDB Local), and pause/resume of the worker's event source mapping, sent by
+ * the real Lambda client (SigV4, REST-JSON) to a local endpoint that speaks Lambda's
+ * UpdateEventSourceMapping and GetEventSourceMapping.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { InvalidInputError } from '../lib/protocol/index.js';
+import { OUTPUTS } from '../infra/outputs.js';
+import { opsCommand, tablesFromOutputs } from '../cli/ops.js';
+import { tempDir } from './infra/support.js';
+import { makeTables, type TestTables } from './support/tables.js';
+
+let t: TestTables;
+beforeAll(async () => {
+  t = await makeTables(import.meta.filename);
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const outputsOf = (names: Record<'leases' | 'fences' | 'jobs' | 'invoices', string>, extra: Record<string, string> = {}) => ({
+  [OUTPUTS.leases]: names.leases,
+  [OUTPUTS.fences]: names.fences,
+  [OUTPUTS.jobs]: names.jobs,
+  [OUTPUTS.invoices]: names.invoices,
+  [OUTPUTS.queueUrl]: 'https://sqs.eu-west-1.amazonaws.com/111111111111/q',
+  ...extra,
+});
+const other = { leases: 'Other-Leases-1', fences: 'Other-Fences-1', jobs: 'Other-Jobs-1', invoices: 'Other-Invoices-1' };
+
+/** Runs an ops command and returns what it printed on stdout. */
+async function ops(command: Parameters<typeof opsCommand>[0], argv: string[]): Promise<{ code: number; stdout: string }> {
+  const chunks: string[] = [];
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    chunks.push(String(chunk));
+    return true;
+  });
+  const code = await opsCommand(command, argv);
+  vi.restoreAllMocks();
+  return { code, stdout: chunks.join('') };
+}
+
+describe('an outputs file with several stacks', () => {
+  it('one stack: its outputs are used without --stack', () => {
+    expect(tablesFromOutputs({ FencedWorkflow: outputsOf(other) }).tables).toEqual(other);
+  });
+
+  it('several stacks and no --stack: refused, naming them, instead of mixing their outputs', () => {
+    const json = { FencedWorkflow: outputsOf(t.names), Staging: outputsOf(other) };
+    expect(() => tablesFromOutputs(json)).toThrow(InvalidInputError);
+    expect(() => tablesFromOutputs(json)).toThrow(/--stack: the outputs file holds 2 stacks \(FencedWorkflow, Staging\); pick one with --stack NAME/);
+  });
+
+  it('several stacks and --stack: that stack only; an unknown name is refused', () => {
+    const json = { FencedWorkflow: outputsOf(t.names), Staging: outputsOf(other) };
+    expect(tablesFromOutputs(json, 'Staging').tables).toEqual(other);
+    expect(tablesFromOutputs(json, 'FencedWorkflow').tables).toEqual(t.names);
+    expect(() => tablesFromOutputs(json, 'Prod')).toThrow(/--stack: no stack "Prod" in the outputs file \(FencedWorkflow, Staging\)/);
+  });
+
+  it('status --outputs FILE --stack NAME reads that stack\'s tables', async () => {
+    const file = join(tempDir('fenced-ops-'), 'cdk-outputs.json');
+    writeFileSync(file, JSON.stringify({ Staging: outputsOf(other), FencedWorkflow: outputsOf(t.names) }));
+    await expect(opsCommand('status', ['--outputs', file, '--endpoint', t.endpoint, '--json'])).rejects.toThrow(/--stack/);
+    const r = await ops('status', ['--outputs', file, '--stack', 'FencedWorkflow', '--endpoint', t.endpoint, '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ epoch: null, leases: [], fences: [], jobs: [] });
+  });
+});
+
+/** Lambda's event source mapping API, as much as pause/resume use: a mapping settles one GET after each update. */
+class LocalLambda {
+  readonly requests: { method: string; path: string; body: unknown; signed: boolean }[] = [];
+  readonly state = new Map<string, string>();
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer(
+      (req, res) =>
+        void this.handle(req).then(([status, body]) =>
+          // Lambda names the error in x-amzn-ErrorType; the SDK builds the typed exception from it.
+          res.writeHead(status, { 'content-type': 'application/json', ...(status === 404 ? { 'x-amzn-errortype': 'ResourceNotFoundException' } : {}) }).end(JSON.stringify(body)),
+        ),
+    );
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
+    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((r) => this.server.close(() => r()));
+  }
+
+  private async handle(req: IncomingMessage): Promise<[number, unknown]> {
+    let text = '';
+    for await (const chunk of req) text += String(chunk);
+    const body = text === '' ? undefined : (JSON.parse(text) as { Enabled?: boolean });
+    this.requests.push({ method: req.method ?? '', path: req.url ?? '', body, signed: String(req.headers.authorization).startsWith('AWS4-HMAC-SHA256') });
+    const m = /^\/2015-03-31\/event-source-mappings\/([^/?]+)$/.exec(req.url ?? '');
+    const uuid = m?.[1];
+    if (uuid === undefined || !this.state.has(uuid)) return [404, { Type: 'User', Message: 'The resource you requested does not exist.' }];
+    if (req.method === 'PUT') {
+      this.state.set(uuid, body?.Enabled ? 'Enabling' : 'Disabling');
+      return [202, { UUID: uuid, State: this.state.get(uuid) }];
+    }
+    const now = this.state.get(uuid)!;
+    if (now === 'Enabling' || now === 'Disabling') this.state.set(uuid, now === 'Enabling' ? 'Enabled' : 'Disabled');
+    return [200, { UUID: uuid, State: now }];
+  }
+}
+
+describe('pause and resume: the worker stops receiving without a single receive counted toward the DLQ', () => {
+  const MAPPING = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
+  const lambda = new LocalLambda();
+  let file: string;
+  beforeAll(async () => {
+    await lambda.start();
+    file = join(tempDir('fenced-ops-'), 'cdk-outputs.json');
+    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(t.names, { [OUTPUTS.workerEventSourceMapping]: MAPPING }), Other: outputsOf(other) }));
+  });
+  afterAll(() => lambda.stop());
+  const useLocalLambda = () => {
+    vi.stubEnv('AWS_ENDPOINT_URL_LAMBDA', lambda.url);
+    vi.stubEnv('AWS_REGION', 'eu-west-1');
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIDEXAMPLE');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+  };
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it('pause disables the mapping named in the outputs and waits until Lambda reports it Disabled; resume enables it again', async () => {
+    useLocalLambda();
+    lambda.state.set(MAPPING, 'Enabled');
+    lambda.requests.length = 0;
+    const paused = await ops('pause', ['--outputs', file, '--stack', 'FencedWorkflow', '--json']);
+    expect(paused.code).toBe(0);
+    expect(JSON.parse(paused.stdout)).toEqual({ mapping: MAPPING, enabled: false, state: 'Disabled' });
+    expect(lambda.requests.map((r) => [r.method, r.path, r.body])).toEqual([
+      ['PUT', `/2015-03-31/event-source-mappings/${MAPPING}`, { Enabled: false }],
+      ['GET', `/2015-03-31/event-source-mappings/${MAPPING}`, undefined],
+      ['GET', `/2015-03-31/event-source-mappings/${MAPPING}`, undefined],
+    ]);
+    expect(lambda.requests.every((r) => r.signed)).toBe(true);
+    expect(lambda.state.get(MAPPING)).toBe('Disabled');
+
+    const resumed = await ops('resume', ['--mapping-id', MAPPING]);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toMatch(/resumed: the worker's event source mapping 1b2c3d4e-.* is Enabled/);
+    expect(lambda.requests.filter((r) => r.method === 'PUT').map((r) => r.body)).toEqual([{ Enabled: false }, { Enabled: true }]);
+    expect(lambda.state.get(MAPPING)).toBe('Enabled');
+  });
+
+  it('pause says what it did not stop: running invocations finish, messages wait', async () => {
+    useLocalLambda();
+    lambda.state.set(MAPPING, 'Enabled');
+    const paused = await ops('pause', ['--mapping-id', MAPPING]);
+    expect(paused.stdout).toMatch(/paused: the worker's event source mapping .* is Disabled/);
+    expect(paused.stdout).toMatch(/messages wait in the work queue/);
+    expect(paused.stdout).toMatch(/already running finish/);
+  });
+
+  it('without a mapping id (none in the outputs, no --mapping-id, or a malformed one) nothing is sent', async () => {
+    useLocalLambda();
+    lambda.requests.length = 0;
+    await expect(opsCommand('pause', ['--outputs', file, '--stack', 'Other'])).rejects.toThrow(/--mapping-id: pause needs the worker's event source mapping: --outputs FILE .*WorkerEventSourceMappingId.* or --mapping-id UUID/);
+    await expect(opsCommand('pause', ['--table-prefix', 'x-'])).rejects.toThrow(/--mapping-id/);
+    await expect(opsCommand('resume', ['--mapping-id', 'not-a-uuid'])).rejects.toThrow(/--mapping-id: must be an event source mapping UUID/);
+    expect(lambda.requests).toEqual([]);
+  });
+
+  it('a mapping Lambda does not know is reported as such', async () => {
+    useLocalLambda();
+    await expect(opsCommand('pause', ['--mapping-id', '00000000-0000-4000-8000-000000000000'])).rejects.toThrow(/no event source mapping 00000000-.* in this account and region/);
+  });
+});

@@ -1,0 +1,73 @@
+/**
+ * A machine with only some of the README's prerequisites: `npm test` and `npm start` say at
+ * once which tool is missing and the one apt line that installs it (exit 2, no stack trace),
+ * instead of failing after minutes of other tests or a 91 s launch timeout.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { javaMajor, missingTools, requireTools } from '../cli/prerequisites.js';
+import { barePath, envWithPath, expectOneLineError, tsx, vitest } from './support/spawn.js';
+
+const cleanups: (() => void)[] = [];
+afterAll(() => cleanups.forEach((c) => c()));
+function path(keep: string[], scripts: Record<string, string> = {}): string {
+  const p = barePath(keep, scripts);
+  cleanups.push(p.cleanup);
+  return p.path;
+}
+
+
+describe('the prerequisites check', () => {
+  it('names every missing tool and the one apt line that installs them', () => {
+    const empty = path([]);
+    expect(missingTools(['java', 'spin', 'gcc'], { PATH: empty }).map((m) => m.tool)).toEqual(['java', 'spin', 'gcc']);
+    expect(() => requireTools(['java', 'spin', 'gcc'], 'npm test', { PATH: empty })).toThrow(
+      /npm test needs Java 17 \(not found on PATH\), spin \(not found on PATH\) and gcc \(not found on PATH\)\. Install: .*apt-get install -y --no-install-recommends openjdk-17-jre-headless spin gcc$/,
+    );
+    // The machine this runs on has all three (the README's prerequisites).
+    expect(missingTools(['java', 'spin', 'gcc'])).toEqual([]);
+  });
+
+  it('reads the Java major version of old and new version strings', () => {
+    expect(javaMajor('openjdk version "17.0.15" 2025-04-15')).toBe(17);
+    expect(javaMajor('java version "1.8.0_292"')).toBe(8);
+    expect(javaMajor('openjdk version "21" 2023-09-19')).toBe(21);
+    expect(javaMajor('Picked up JAVA_TOOL_OPTIONS\nopenjdk version "11.0.2" 2019-01-15')).toBe(11);
+    expect(javaMajor('command not found')).toBeUndefined();
+  });
+});
+
+describe('npm start on a machine without Java 17', () => {
+  it('without java: exit 2 at once, naming Java 17 and the apt line', async () => {
+    const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(path(['sh', 'cat'])), killAfterMs: 25_000 });
+    expectOneLineError(r, 'Java 17 (not found on PATH)', 'apt-get install -y --no-install-recommends openjdk-17-jre-headless');
+    expect(r.stdout).not.toContain('Starting DynamoDB Local');
+    console.info(`npm start without java: refused in ${r.ms} ms (process start included)`);
+  }, 30_000);
+
+  it('with Java 11: exit 2 at once, naming the version found', async () => {
+    const java11 = path(['sh', 'cat'], { java: `echo 'openjdk version "11.0.2" 2019-01-15' >&2` });
+    const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(java11), killAfterMs: 25_000 });
+    expectOneLineError(r, 'Java 17 (version 11 at', '17 or later needed', 'openjdk-17-jre-headless');
+  }, 30_000);
+
+  it('a java that dies at start is reported with what it printed, without waiting for ListTables', async () => {
+    const dying = path(['sh', 'cat'], {
+      java: `case "$1" in -version) echo 'openjdk version "17.0.1"' >&2; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
+    });
+    const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(dying), killAfterMs: 25_000 });
+    expectOneLineError(r, 'DynamoDB Local exited', 'Error: could not open the jar');
+  }, 30_000);
+});
+
+describe('npm test on a machine without spin and gcc', () => {
+  it('stops in its global setup, before any test file runs, naming both tools and the apt line', async () => {
+    // java is there (so before this check existed the run went on and passed); spin and gcc are not.
+    const r = await vitest(['run', 'test/generation.test.ts'], { env: envWithPath(path(['sh', 'cat', 'java'])), killAfterMs: 60_000 });
+    const out = r.stdout + r.stderr;
+    expect(r.code, out).not.toBe(0);
+    expect(out).toContain('npm test needs spin (not found on PATH) and gcc (not found on PATH)');
+    expect(out).toContain('apt-get install -y --no-install-recommends spin gcc');
+    expect(out).not.toMatch(/Test Files\s+\d+ passed/);
+    console.info(`vitest without spin and gcc: stopped in ${r.ms} ms (vitest start included)`);
+  }, 90_000);
+});
