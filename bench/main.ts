@@ -4,7 +4,8 @@
  * Starts its own DynamoDB Local (one for the whole run), then measures, each figure against its
  * baseline in the same run: the worker bundle, the client's own cost per unit, fenced vs unsafe
  * throughput with the request mix and WCU, DynamoDB Local's SDK-free floor, lease cycles vs the
- * peer libraries, takeover latency, contention. Progress on stderr. Without --json: a table on
+ * peer libraries, takeover latency, contention, fair waiting (the fair acquire beside today's).
+ * Progress on stderr. Without --json: a table on
  * stdout. With --json: exactly one JSON object on stdout. The committed figures
  * (docs/benchmarks.md + docs/img/bench-*.svg) are rewritten only with --write-docs, and only by a
  * full run (not --quick, not --only): a smoke run never leaves noisy figures in the tree.
@@ -22,6 +23,7 @@ import { InvalidInputError } from '../lib/protocol/index.js';
 import { measureBundle } from './bundle.js';
 import { measureClientCost } from './client.js';
 import { measureContention } from './contention.js';
+import { measureFairness } from './fairness.js';
 import { openEnv, type BenchEnv } from './env.js';
 import { openFloor, type Floor } from './floor.js';
 import { measureLeaseCycles } from './leases.js';
@@ -33,7 +35,7 @@ import { measureTakeover } from './takeover.js';
 import { measureThroughput } from './throughput.js';
 
 // Light measurements first, the heavy writers last (see bench/env.ts: DynamoDB Local slows down with every stream record).
-const STEPS = ['bundle', 'client', 'leases', 'contention', 'takeover', 'throughput', 'floor'] as const;
+const STEPS = ['bundle', 'client', 'leases', 'contention', 'fairness', 'takeover', 'throughput', 'floor'] as const;
 type Step = (typeof STEPS)[number];
 
 const HELP = `npm run bench [-- options]
@@ -89,6 +91,7 @@ function settings(quick: boolean) {
         leases: { rounds: 2, cycles: 10 },
         takeover: { trials: 4, leaseMs: 1_000, maxClockSkewMs: 100, spacingMs: 200 },
         contention: { contenders: 32, periods: 4, leaseMs: 500, maxClockSkewMs: 100 },
+        fairness: { contenders: 32, periods: 48, leaseMs: 300, maxClockSkewMs: 60, crashEvery: 8 },
       }
     : {
         bundle: { initRounds: 16 },
@@ -98,6 +101,7 @@ function settings(quick: boolean) {
         leases: { rounds: 6, cycles: 40 },
         takeover: { trials: 24, leaseMs: 5_000, maxClockSkewMs: 100, spacingMs: 400 },
         contention: { contenders: 32, periods: 10, leaseMs: 500, maxClockSkewMs: 100 },
+        fairness: { contenders: 32, periods: 48, leaseMs: 500, maxClockSkewMs: 100, crashEvery: 8 },
       };
 }
 
@@ -124,6 +128,7 @@ async function main(argv: string[]): Promise<void> {
     leases: cfg.leases.rounds,
     takeover: cfg.takeover.trials,
     contention: Math.ceil((cfg.contention.periods * cfg.contention.leaseMs) / 1000),
+    fairness: Math.ceil((cfg.fairness.periods * cfg.fairness.leaseMs) / 1000),
   };
   // The floor's rounds run inside the throughput's, unless the floor runs alone.
   if (!wants('throughput')) ticks.floor = cfg.throughput.rounds;
@@ -161,7 +166,7 @@ async function main(argv: string[]): Promise<void> {
       run.client = await timed('client', () => measureClientCost(cfg.client));
       tick('client cost');
     }
-    const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention'] as const).some(wants);
+    const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention', 'fairness'] as const).some(wants);
     if (needsDb) {
       env = await openEnv(endpoint === undefined ? {} : { endpoint });
     }
@@ -169,6 +174,7 @@ async function main(argv: string[]): Promise<void> {
     const db = env;
     if (db && wants('leases')) run.leases = await timed('leases', () => measureLeaseCycles(db, { ...cfg.leases, onProgress: tick }));
     if (db && wants('contention')) run.contention = await timed('contention', () => measureContention(db, { ...cfg.contention, onProgress: tick }));
+    if (db && wants('fairness')) run.fairness = await timed('fairness', () => measureFairness(db, { ...cfg.fairness, onProgress: tick }));
     if (db && wants('takeover')) run.takeover = await timed('takeover', () => measureTakeover(db, { ...cfg.takeover, onProgress: tick }));
     if (db && wants('throughput')) {
       // The floor's rounds run between the throughput's, on the same server state.

@@ -1,4 +1,5 @@
 /** Renders a run: the terminal table, docs/benchmarks.md and its two SVG charts (hand-written SVG). */
+import { fairnessMarkdown } from './fairness.js';
 import { fmt as f, goals, type BenchRun, type Goal } from './results.js';
 
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -29,6 +30,12 @@ export function renderTable(run: BenchRun): string {
     out.push(`${p.name} ${p.version}: ${f(p.cyclesPerSec, 1)} cycles/s vs ours ${f(run.leases!.ours.cyclesPerSec, 1)}; it does not give: ${p.lacks.join('; ')}`);
   }
   if (run.takeover) out.push(`takeover: median ${f(run.takeover.medianMs, 0)} ms, max ${f(run.takeover.maxMs, 0)} ms, lease ${run.takeover.leaseMs} ms, skew bound ${run.takeover.maxClockSkewMs} ms, ${run.takeover.trials} trials`);
+  const fr = run.fairness;
+  if (fr) {
+    const side = (name: string, s: typeof fr.plain) =>
+      `${name}: ${f(s.requestsPerContenderPerLease)} requests per contender per lease period (${f(s.leaseRequestsPerLease, 1)} on the lease item), never served ${s.neverServed}/${fr.contenders}, longest wait ${f(s.maxWaitMs, 0)} ms = ${f(s.maxWaitPerPosition)} × position × lease, takeover after a crash ${f(s.takeoverMedianMs, 0)}/${f(s.takeoverMaxMs, 0)} ms, generations in order ${s.tokensInOrder}`;
+    out.push(side('fair waiting, today', fr.plain), side('fair waiting, fair acquire', fr.fair));
+  }
   if (run.contention) {
     const c = run.contention;
     out.push(`contention: ${c.requests} requests, ${c.acquisitions} served, longest wait ${f(c.maxWaitMs, 0)} ms (served: ${f(c.maxServedWaitMs, 0)} ms), still waiting at the end ${c.neverServed}/${c.contenders}, overlap ${c.overlap}`);
@@ -297,6 +304,8 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
     L.push('');
   }
 
+  if (run.fairness) L.push(...fairnessMarkdown(run.fairness));
+
   const b = run.bundle;
   if (b) {
     L.push('## Worker bundle');
@@ -356,7 +365,7 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   L.push('npm run bench -- --write-docs # the same, and rewrites docs/benchmarks.md and docs/img/bench-*.svg');
   L.push('npm run -s bench -- --json    # one JSON object on stdout (-s keeps npm\'s banner off stdout)');
   L.push('npm run bench -- --quick      # reduced rounds (a smoke run, figures noisier)');
-  L.push('npm run bench -- --only throughput,floor   # a subset: bundle,client,throughput,floor,leases,takeover,contention');
+  L.push('npm run bench -- --only throughput,floor   # a subset: bundle,client,throughput,floor,leases,takeover,contention,fairness');
   L.push('node --cpu-prof --import tsx bench/main.ts --only throughput --quick   # profile the hot path');
   L.push('```');
   L.push('');

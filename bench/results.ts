@@ -2,6 +2,7 @@
 import type { BundleResult } from './bundle.js';
 import type { ClientCost } from './client.js';
 import type { Contention } from './contention.js';
+import type { Fairness } from './fairness.js';
 import type { FloorResult } from './floor.js';
 import type { LeaseCycles } from './leases.js';
 import type { Machine } from './machine.js';
@@ -21,6 +22,7 @@ export interface BenchRun {
   leases?: LeaseCycles;
   takeover?: Takeover;
   contention?: Contention;
+  fairness?: Fairness;
   bundle?: BundleResult;
 }
 
@@ -57,6 +59,8 @@ export function goals(run: BenchRun): Goal[] {
     g('takeoverRatio', 'Takeover ÷ lease duration, median', '≤ 1.1', run.takeover?.medianRatio, (v) => v <= 1.1, 3),
     g('takeoverMaxRatio', 'Takeover ÷ lease duration, max', '≤ 1.1', run.takeover?.maxRatio, (v) => v <= 1.1, 3),
     g('contention', `Requests per contender per lease period (${run.contention?.contenders ?? 32} contenders)`, '≤ 2', run.contention?.requestsPerContenderPerLease, (v) => v <= 2),
+    g('fairRequests', `Fair acquire: requests per contender per lease period (${run.fairness?.contenders ?? 32} contenders)`, '≤ 1', run.fairness?.fair.requestsPerContenderPerLease, (v) => v <= 1),
+    g('fairNeverServed', `Fair acquire: contenders never served in ${run.fairness?.periods ?? 'n'} lease periods`, '0', run.fairness?.fair.neverServed, (v) => v === 0, 0),
     g('bundleKB', 'Worker bundle, minified, as deployed (KB)', '≤ 250', run.bundle?.kb, (v) => v <= 250, 0, ' KB'),
   ];
 }
@@ -83,6 +87,7 @@ export function jsonReport(run: BenchRun): Record<string, unknown> {
       acquisitions: run.contention?.acquisitions ?? null,
       neverServed: run.contention?.neverServed ?? null,
     },
+    fairness: run.fairness ? fairnessJson(run.fairness) : null,
     bundleKB: r(run.bundle?.kb, 1),
     // Extras.
     fencedVsUnsafeParallel: r(t?.parallel.ratio),
@@ -103,4 +108,20 @@ export function jsonReport(run: BenchRun): Record<string, unknown> {
     stepSeconds: run.stepSeconds ?? {},
     quick: run.quick,
   };
+}
+
+/** The fair-waiting figures: today's acquire and the fair one, side by side (bench/fairness.ts). */
+function fairnessJson(x: Fairness): Record<string, unknown> {
+  const side = (s: Fairness['plain']) => ({
+    requestsPerContenderPerLease: round(s.requestsPerContenderPerLease, 3),
+    leaseRequestsPerLease: round(s.leaseRequestsPerLease, 2),
+    neverServed: s.neverServed,
+    grants: s.grants,
+    maxWaitMs: round(s.maxWaitMs, 0),
+    maxWaitPerPosition: round(s.maxWaitPerPosition, 3),
+    medianWaitPerPosition: round(s.medianWaitPerPosition, 3),
+    takeoverAfterCrashMs: { median: round(s.takeoverMedianMs, 0), max: round(s.takeoverMaxMs, 0), crashes: s.crashes },
+    tokensInOrder: s.tokensInOrder,
+  });
+  return { contenders: x.contenders, periods: x.periods, leaseMs: x.leaseMs, maxClockSkewMs: x.maxClockSkewMs, holdMs: x.holdMs, awayMs: x.awayMs, crashEvery: x.crashEvery, plain: side(x.plain), fair: side(x.fair) };
 }

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { stackBundlingOptions } from '../bench/bundle.js';
 import { openEnv, type BenchEnv } from '../bench/env.js';
+import { measureFairness } from '../bench/fairness.js';
 import { measureThroughput } from '../bench/throughput.js';
 import { bill, itemSize, updatedAttributes } from '../bench/wcu.js';
 
@@ -47,6 +48,17 @@ describe('bench (smoke)', () => {
     // batch 1 + 2; transaction 2*2 + 2*1; update 1 (+2 index: heartbeat moved); update 1 (+1 index: left the index)
     expect(b.byOperation).toEqual({ BatchWriteItem: 3, TransactWriteItems: 6, UpdateItem: 2, 'UpdateItem (index)': 3 });
     expect(updatedAttributes('SET #a = :a, b = :b REMOVE #c, d', { '#a': 'A', '#c': 'C' })).toEqual({ set: ['A', 'b'], remove: ['C', 'd'] });
+  });
+
+  it('fair waiting, both sides in one short run: grants on each, generations one apart, every request counted, the lease item tried less by the fair side', async () => {
+    const r = await measureFairness(env, { contenders: 6, periods: 6, leaseMs: 200, maxClockSkewMs: 20, crashEvery: 4 });
+    for (const side of [r.plain, r.fair]) {
+      expect(side.grants).toBeGreaterThan(0);
+      expect(side.tokensInOrder).toBe(true);
+      expect(side.requests).toBeGreaterThan(side.grants);
+      expect(side.neverServed).toBeLessThanOrEqual(6);
+    }
+    expect(r.fair.leaseRequestsPerLease).toBeLessThan(r.plain.leaseRequestsPerLease);
   });
 
   it('reads the stack\'s bundling options from infra/constructs/function.ts', () => {

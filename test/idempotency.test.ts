@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   commitFencedUnit,
+  createDynamo,
   EffectAlreadyExistsError,
   makeGeneration,
   onceOnly,
@@ -14,6 +15,7 @@ import {
 } from '../lib/protocol/index.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { fenceOf, getItem, putJob, scanAll, unit } from './support/fixtures.js';
+import { startFaultProxy } from './support/proxy.js';
 
 let t: TestTables;
 beforeAll(async () => {
@@ -94,5 +96,45 @@ describe('fencing is not dedupe', () => {
     expect(repeat.error.existing).toEqual(item);
     expect(await getItem(t, t.names.invoices, 'charge#putonce#c1')).toEqual(item);
     expect((await scanAll(t, t.names.invoices)).filter((i) => i.pk === 'charge#putonce#c1')).toHaveLength(1);
+  });
+});
+
+describe('unique creation on its own (putOnce): the key stops a repeat, it orders nothing', () => {
+  it('of eight concurrent creators of one key exactly one creates it; the seven others get the winner\'s record back', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => putOnce(t.dynamo.doc, t.names.invoices, { pk: 'charge#race#c1', amountCents: 100 + i, by: `w${i}` })),
+    );
+    const winners = results.flatMap((r, i) => (r.ok ? [i] : []));
+    expect(winners).toHaveLength(1);
+    const stored = await getItem(t, t.names.invoices, 'charge#race#c1');
+    expect(stored).toMatchObject({ by: `w${winners[0]}` });
+    for (const r of results) if (!r.ok) expect(r.error.existing).toEqual(stored);
+  });
+
+  it('the race it loses: an obsolete holder (7) that creates the record first wins, and the current holder (8) is refused; a stale writer needs the fence', async () => {
+    const g7 = makeGeneration(0, 7);
+    const stale = await putOnce(t.dynamo.doc, t.names.invoices, { pk: 'charge#first#c1', amountCents: 700, generation: g7 });
+    const current = await putOnce(t.dynamo.doc, t.names.invoices, { pk: 'charge#first#c1', amountCents: 800, generation: g8 });
+    expect(stale.ok).toBe(true);
+    expect(current.ok).toBe(false);
+    expect(await getItem(t, t.names.invoices, 'charge#first#c1')).toMatchObject({ amountCents: 700, generation: g7 });
+  });
+
+  it('a creation whose response was lost is refused on the SDK\'s resend: only `existing` (equal to what it wrote) tells the caller the record is its own', async () => {
+    const proxy = await startFaultProxy(t.endpoint);
+    const { doc, client } = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3 });
+    try {
+      const item = { pk: 'charge#ambiguous#c1', amountCents: 800, generation: g8, op: 'op-42' };
+      const lost = proxy.drop({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === item.pk });
+      const r = await putOnce(doc, t.names.invoices, item);
+      expect(lost.hits).toBe(1);
+      expect(r.ok).toBe(false);
+      if (r.ok) return;
+      expect(r.error).toBeInstanceOf(EffectAlreadyExistsError);
+      expect(r.error.existing).toEqual(item);
+    } finally {
+      client.destroy();
+      await proxy.close();
+    }
   });
 });

@@ -1,12 +1,14 @@
 /**
  * Model-based property test of the lease and fence API on DynamoDB Local (test/fuzz/model.ts):
- * random short sequences of acquire/tryAcquire, renew, release, raiseFence, commit, retry and
+ * random short sequences of acquire/tryAcquire/fairAcquire, renew, release, raiseFence, commit, retry and
  * clock advances by 2-4 owners, compared after every command with a pure reference model, in
  * outcome and in table state. Long runs: `npm run fuzz -- --runs 5000`.
  * Replay a failure: FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/property.test.ts
  */
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitersTableInput } from '../lib/protocol/index.js';
 import { coverage, leaseFenceProperty } from './fuzz/model.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
@@ -14,8 +16,11 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 
 describe('lease + fence API against a reference model (fast-check commands)', () => {
   let t: TestTables;
+  let waiters: string;
   beforeAll(async () => {
     t = await makeTables(import.meta.filename);
+    waiters = `${t.prefix}waiters`;
+    await t.dynamo.client.send(new CreateTableCommand(waitersTableInput(waiters)));
   });
   afterAll(() => {
     t?.dynamo.client.destroy();
@@ -24,7 +29,7 @@ describe('lease + fence API against a reference model (fast-check commands)', ()
   it(`${RUNS} random command sequences agree with the model, outcome by outcome and item by item`, async () => {
     for (const k of Object.keys(coverage)) delete coverage[k];
     const seed = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
-    await fc.assert(leaseFenceProperty({ doc: t.dynamo.doc, tables: t.names }), {
+    await fc.assert(leaseFenceProperty({ doc: t.dynamo.doc, tables: t.names, waiters }), {
       numRuns: RUNS,
       ...(seed === undefined ? {} : { seed }),
       ...(process.env.FUZZ_PATH === undefined ? {} : { path: process.env.FUZZ_PATH }),
@@ -41,6 +46,8 @@ describe('lease + fence API against a reference model (fast-check commands)', ()
         /:granted-takeover$/,
         /^acquire:granted/,
         /^acquire:timeout$/,
+        /^fairAcquire:granted/,
+        /^fairAcquire:timeout$/,
         /^renew:renewed$/,
         /^renew:lost$/,
         /^release:released$/,

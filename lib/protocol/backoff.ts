@@ -2,13 +2,16 @@
  * Contention without a thundering herd: exponential backoff with full jitter, and contenders
  * that know when the holder's lease ends sleep until then instead of polling.
  */
+/** A source of uniform numbers in [0, 1), injected so tests and the model can fix the jitter. */
 export type Random = () => number;
 
+/** Exponential backoff: the first ceiling (`baseMs`), doubled per attempt up to `capMs`. */
 export interface BackoffPolicy {
   baseMs: number;
   capMs: number;
 }
 
+/** 25 ms doubling up to 2 s: for contention on one item, where a round trip is a few ms. */
 export const defaultBackoff: BackoffPolicy = { baseMs: 25, capMs: 2_000 };
 
 /** "Full jitter": uniform in [0, min(cap, base * 2^attempt)). attempt counts from 0. */

@@ -4,6 +4,7 @@
  * here too, so that errors.ts can name them without importing the modules that throw them.
  */
 declare const brand: unique symbol;
+/** `T` tagged with the name `B`: assignable to `T`, but a plain `T` is not assignable to it. */
 export type Brand<T, B extends string> = T & { readonly [brand]: B };
 
 /** A fencing token: `epoch * 2^32 + sequence` (generation.ts). */

@@ -7,6 +7,7 @@
  */
 import { InvalidInputError } from './errors.js';
 
+/** Time, injected: a monotonic clock for durations and deadlines, a wall clock only for what is stored, and a sleep. */
 export interface Clock {
   monotonicNow(): number;
   wallNow(): number;
@@ -17,6 +18,7 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('aborted', 'AbortError');
 }
 
+/** The process's clocks: `performance.now()`, `Date.now()`, `setTimeout`. The only place lib/ reads them. */
 export const systemClock: Clock = {
   monotonicNow: () => performance.now(),
   wallNow: () => Date.now(),
@@ -111,8 +113,14 @@ export class ManualClock implements Clock {
   get pendingSleepers(): number {
     return this.sleepers.length;
   }
+
+  /** When the earliest sleeper wakes (monotonic), if any: lets a test move time to the next event exactly. */
+  get nextWakeAt(): number | undefined {
+    return this.sleepers.reduce<number | undefined>((min, s) => (min === undefined || s.at < min ? s.at : min), undefined);
+  }
 }
 
+/** How a holder turns a granted duration into a local deadline (leaseDeadline). */
 export interface DeadlineRule {
   /** Lease duration granted by the authority. */
   durationMs: number;
@@ -131,6 +139,7 @@ export function leaseDeadline(sendTime: number, rule: DeadlineRule): number {
   return sendTime + rule.durationMs * (1 - rule.maxDrift) - rule.marginMs;
 }
 
+/** Throws InvalidInputError unless the rule leaves a positive usable time: duration > 0, drift in [0, 1), margin >= 0. */
 export function validateDeadlineRule(rule: DeadlineRule): void {
   if (!(Number.isFinite(rule.durationMs) && rule.durationMs > 0)) {
     throw new InvalidInputError('durationMs', `must be a positive number of milliseconds, got ${rule.durationMs}`);

@@ -19,6 +19,7 @@ import { prepareFencedUnit, type FencedUnit, type PreparedUnit } from './fenced-
 import { asGeneration } from './generation.js';
 import { CHECKPOINT_ATTR, FENCE_ATTR } from './items.js';
 
+/** How a commit ended, when it did not throw. */
 export type CommitOutcome =
   /** This call's transaction committed. */
   | { readonly status: 'committed'; readonly attempts: number }

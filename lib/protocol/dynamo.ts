@@ -12,6 +12,7 @@ import type { AttributeValue, DynamoDBClientResolvedConfig, ServiceInputTypes, S
 import type { Command } from '@smithy/types';
 import { InvalidInputError } from './errors.js';
 
+/** Client settings; everything else is the SDK's default chain (region, credentials). */
 export interface DynamoOptions {
   /** e.g. http://127.0.0.1:8000 for DynamoDB Local; absent for AWS. */
   endpoint?: string;
@@ -22,11 +23,16 @@ export interface DynamoOptions {
   maxSockets?: number;
 }
 
+/** The two clients the library uses: low-level (table admin) and the document client (every protocol call). */
 export interface Dynamo {
   client: DynamoDBClient;
   doc: DynamoDBDocumentClient;
 }
 
+/**
+ * Both clients over one kept-alive connection pool, with a request timeout that fails instead of
+ * hanging; against DynamoDB Local (`endpoint`) it supplies dummy credentials when none are set.
+ */
 export function createDynamo(opts: DynamoOptions = {}): Dynamo {
   const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64 };
   const config: DynamoDBClientConfig = {
@@ -132,4 +138,16 @@ function valueBytes(v: unknown, field: string, depth: number): number {
   if (Array.isArray(v)) return v.reduce((n: number, e) => n + 1 + valueBytes(e, field, depth + 1), 3);
   if (typeof v === 'object') return 3 + Object.entries(v).reduce((n, [k, e]) => n + Buffer.byteLength(k) + 1 + valueBytes(e, field, depth + 1), 0);
   return Buffer.byteLength(String(v));
+}
+
+/**
+ * A request that got no answer to act on: no HTTP response at all (the SDK's own errors carry
+ * `$metadata` without a status), a server fault or throttling. Anything else (a bad table name,
+ * missing permissions, a bug) is thrown to the caller.
+ */
+export function isUnanswered(e: unknown): boolean {
+  if (!(e instanceof Error) || !('$metadata' in e)) return false;
+  const x = e as Error & { $fault?: string; $metadata?: { httpStatusCode?: number } };
+  if (x.$fault === 'server' || x.$metadata?.httpStatusCode === undefined) return true;
+  return ['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded'].includes(x.name);
 }

@@ -41,12 +41,14 @@ export async function raiseEpoch(doc: DynamoDBDocumentClient, leasesTable: strin
   }
 }
 
+/** The recorded epoch (the highest ever raised), or undefined before the first raise. */
 export async function readEpoch(doc: DynamoDBDocumentClient, leasesTable: string): Promise<number | undefined> {
   const out = await doc.send(new GetCommand({ TableName: leasesTable, Key: { [LEASE_ATTR.key]: EPOCH_RECORD_KEY }, ConsistentRead: true }));
   const e = out.Item?.epoch;
   return typeof e === 'number' ? e : undefined;
 }
 
+/** What seal did to one table: items scanned, items raised to the epoch's floor. */
 export interface SealReport {
   table: string;
   scanned: number;

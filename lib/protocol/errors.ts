@@ -23,6 +23,7 @@ export function describeValue(v: unknown, max = 120): string {
   return s.length > max ? `${s.slice(0, max)}…` : s;
 }
 
+/** The base of every error this library throws: branch on the subclass or on `code`. */
 export abstract class FencedError extends Error {
   abstract readonly code: string;
   constructor(message: string, options?: { cause?: unknown }) {
@@ -175,5 +176,40 @@ export class TransactionFailedError extends FencedError {
     options?: { cause?: unknown },
   ) {
     super(`transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`, options);
+  }
+}
+
+/**
+ * A guarded single-record write (conditional.ts) found the record at a higher generation than
+ * the writer's: the writer is obsolete for this record. Nothing was written.
+ */
+export class StaleRecordError extends FencedError {
+  readonly code = 'STALE_RECORD';
+  constructor(
+    readonly table: string,
+    readonly key: string,
+    readonly attempted: Generation,
+    readonly current: Generation | undefined,
+    /** The record as it is (ReturnValuesOnConditionCheckFailure: ALL_OLD). */
+    readonly existing: Readonly<Record<string, unknown>> | undefined,
+  ) {
+    super(`record ${key} in ${table} is at generation ${current ?? 'unknown'}, above the writer's ${attempted}`);
+  }
+}
+
+/**
+ * An optimistic update (optimistic.ts) found the record changed under it on every attempt: its
+ * bound of attempts is used up. Nothing of the last attempt was written.
+ */
+export class VersionConflictError extends FencedError {
+  readonly code = 'VERSION_CONFLICT';
+  constructor(
+    readonly table: string,
+    readonly key: string,
+    readonly attempts: number,
+    /** The record as the last conflicting write left it (ALL_OLD of the last refusal). */
+    readonly current: Readonly<Record<string, unknown>> | undefined,
+  ) {
+    super(`record ${key} in ${table} changed under ${attempts} optimistic attempt(s) in a row`);
   }
 }

@@ -16,12 +16,14 @@ import { InvalidInputError, StaleGenerationError } from './errors.js';
 import { asGeneration, type Generation } from './generation.js';
 import { FENCE_ATTR } from './items.js';
 
+/** Where a fence lives: its table and the protected resource's key. */
 export interface FenceRef {
   readonly table: string;
   /** The protected resource's key, e.g. `invoices#<jobId>`. */
   readonly resource: string;
 }
 
+/** What fence operations need: the document client, and the clock, jitter and retry policy for commits. */
 export interface FenceContext {
   doc: DynamoDBDocumentClient;
   clock?: Clock;
@@ -64,6 +66,7 @@ export async function raiseFence(ctx: FenceContext, fence: FenceRef, generation:
   }
 }
 
+/** Throws InvalidInputError unless the reference names a table and a non-empty resource. */
 export function assertFenceRef(fence: FenceRef): void {
   if (typeof fence?.table !== 'string' || fence.table.length < 3) throw new InvalidInputError('fence.table', 'must be a table name');
   if (typeof fence.resource !== 'string' || fence.resource.length === 0) {

@@ -19,11 +19,14 @@ import { asGeneration, type Generation } from './generation.js';
 import { assertEffectItem, ONCE_CONDITION, type Effect } from './idempotency.js';
 import { CHECKPOINT_ATTR, FENCE_ATTR, TIE_ATTR } from './items.js';
 
+/** DynamoDB's limit on the actions of one TransactWriteItems: fence + checkpoint + 98 effects. */
 export const MAX_TRANSACTION_ACTIONS = 100;
 /** A fenced unit's transaction carries the fence and the checkpoint; the rest is effects. */
 export const MAX_UNIT_EFFECTS = MAX_TRANSACTION_ACTIONS - 2;
+/** DynamoDB's limit on the aggregate size of one transaction. */
 export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
 
+/** The progress a fenced unit advances, conditionally: only from `expected`, to `next`. */
 export interface Checkpoint {
   readonly table: string;
   readonly key: string;
@@ -36,6 +39,7 @@ export interface Checkpoint {
   readonly remove?: readonly string[];
 }
 
+/** One unit of work: the fence, its generation, the checkpoint advance and the effects, committed as ONE transaction. */
 export interface FencedUnit {
   readonly fence: FenceRef;
   readonly generation: Generation;
@@ -176,6 +180,7 @@ export interface PreparedUnit {
   readonly token: string;
 }
 
+/** Builds (buildFencedUnit) and marshals a unit once, for commitFencedUnit's `prepared` option. */
 export function prepareFencedUnit(unit: FencedUnit, now: number, options?: marshallOptions): PreparedUnit {
   const { items, token } = buildFencedUnit(unit, now);
   const wire = items.map((item): TransactWriteItem => {

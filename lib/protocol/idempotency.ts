@@ -12,6 +12,7 @@ import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
 import { EffectAlreadyExistsError, InvalidInputError } from './errors.js';
 import { err, ok, type Result } from './result.js';
 
+/** An effect's item: any attributes, keyed by `pk` (its operation key, for a once-only effect). */
 export type EffectItem = Record<string, unknown> & { pk: string };
 
 /** An effect of a fenced unit. `upsert` is guarded by the fence alone; `once` also by its key. */
@@ -19,12 +20,15 @@ export type Effect =
   | { readonly kind: 'upsert'; readonly table: string; readonly item: EffectItem }
   | { readonly kind: 'once'; readonly table: string; readonly item: EffectItem };
 
+/** An effect the fence alone guards: the item is written (replaced) whenever the unit commits. */
 export const upsert = (table: string, item: EffectItem): Effect => ({ kind: 'upsert', table, item });
+/** An effect created only if its `pk` does not exist yet: a repeat within one generation is refused. */
 export const onceOnly = (table: string, item: EffectItem): Effect => ({ kind: 'once', table, item });
 
 /** The condition that makes a Put a once-only creation. */
 export const ONCE_CONDITION = 'attribute_not_exists(pk)';
 
+/** Throws InvalidInputError unless `item` is an object with a non-empty string `pk`. */
 export function assertEffectItem(item: unknown, field = 'effect.item'): asserts item is EffectItem {
   if (typeof item !== 'object' || item === null) throw new InvalidInputError(field, 'must be an object');
   const pk = (item as Record<string, unknown>).pk;

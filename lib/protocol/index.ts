@@ -6,6 +6,11 @@
  *   a holder died or stalled        → the lease (LeaseManager, LeaseKeeper)
  *   an obsolete holder wakes up     → the fence (raiseFence, commitFencedUnit)
  *   the holder repeats an effect    → idempotency (onceOnly, putOnce, the unit's request token)
+ *
+ * Beside them, the lighter tools for when a lease is not worth it (guardedPut, putOnce,
+ * updateOptimistic), and the fair acquire for many queued contenders (FairAcquirer). Which to
+ * take: docs/choosing.md; examples: docs/library.md. Every export is documented where it is
+ * declared (test/api-docs.test.ts).
  */
 
 // Tokens: generations are (epoch, sequence) in one DynamoDB number; epochs after a restore.
@@ -34,6 +39,9 @@ export { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Rando
 // The lease: who may start, until when, with which generation.
 export { asLeaseKey, asOwnerId, LeaseManager, type Contended, type Holder, type Lease, type LeaseConfig, type LeaseMode, type Observation } from './lease.js';
 export { LeaseKeeper, validateRenewBelow, type KeeperOptions, type KeepResult } from './keeper.js';
+// Fair waiting (opt-in): a queue of contenders in a waiter table of the caller's, a predecessor watch.
+export { FairAcquirer, type FairHooks, type FairOptions, type FairPoint } from './fair-acquire.js';
+export { COUNTER_SK, WAITER_ATTR, waitersTableInput, type Waiter } from './waiters.js';
 
 // The fence: raised before reading, checked in the same transaction as every effect.
 export { assertFenceRef, raiseFence, type FenceContext, type FenceRef } from './fence.js';
@@ -53,6 +61,10 @@ export { commitFencedUnit, decodeCancellation, type CommitOutcome } from './comm
 // Idempotency: a once-only effect carries its own operation key.
 export { assertEffectItem, ONCE_CONDITION, onceOnly, putOnce, upsert, type Effect, type EffectItem } from './idempotency.js';
 
+// The lighter tools, for when a lease is not worth it (docs/choosing.md).
+export { GUARD_CONDITION, guardedPut, type GuardedItem } from './conditional.js';
+export { updateOptimistic, VERSION_ATTR, type Change, type OptimisticOptions, type OptimisticOutcome, type VersionedRecord } from './optimistic.js';
+
 // The items the protocol reads and writes (the attribute contract).
 export { CHECKPOINT_ATTR, FENCE_ATTR, LEASE_ATTR, TIE_ATTR } from './items.js';
 
@@ -71,8 +83,10 @@ export {
   LeaseLostError,
   SequenceExhaustedError,
   StaleGenerationError,
+  StaleRecordError,
   TransactionConflictError,
   TransactionFailedError,
+  VersionConflictError,
 } from './errors.js';
 
 // DynamoDB helpers: one kept-alive client, low-level sends without a second marshalling pass.

@@ -13,11 +13,13 @@
 import { InvalidInputError, LeaseLostError } from './errors.js';
 import type { Lease, LeaseManager } from './lease.js';
 
+/** What `keep()` found: the lease held (renewed or not), lost to someone else, or uncertain. */
 export type KeepResult =
   | { readonly kind: 'held'; readonly lease: Lease; readonly renewed: boolean }
   | { readonly kind: 'lost'; readonly error: LeaseLostError }
   | { readonly kind: 'uncertain'; readonly cause: unknown };
 
+/** How a LeaseKeeper renews. */
 export interface KeeperOptions {
   /** Renew when less than this remains before the local deadline. Default: half the duration. */
   renewBelowMs?: number;
@@ -25,12 +27,14 @@ export interface KeeperOptions {
   beforeRenew?: () => Promise<void>;
 }
 
+/** Throws InvalidInputError unless 0 < renewBelowMs < the lease duration. */
 export function validateRenewBelow(renewBelowMs: number, durationMs: number): void {
   if (!(Number.isFinite(renewBelowMs) && renewBelowMs > 0 && renewBelowMs < durationMs)) {
     throw new InvalidInputError('renewBelowMs', `must be > 0 and < the lease duration (${durationMs} ms), got ${renewBelowMs}`);
   }
 }
 
+/** Keeps one granted lease: `keep()` before each piece of protected work (see the module comment). */
 export class LeaseKeeper {
   private current: Lease;
   private readonly renewBelowMs: number;

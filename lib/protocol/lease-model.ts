@@ -16,6 +16,7 @@ import { LEASE_ATTR as A } from './items.js';
 
 export type { LeaseKey, OwnerId };
 
+/** Checks and brands a lease key: a non-empty string of at most 1024 characters. */
 export function asLeaseKey(key: string): LeaseKey {
   if (typeof key !== 'string' || key.length === 0 || key.length > 1024) {
     throw new InvalidInputError('key', 'must be a non-empty string of at most 1024 characters');
@@ -23,6 +24,7 @@ export function asLeaseKey(key: string): LeaseKey {
   return key as LeaseKey;
 }
 
+/** Checks and brands an owner id: a non-empty string of at most 256 characters, unique per holder and invocation. */
 export function asOwnerId(owner: string): OwnerId {
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > 256) {
     throw new InvalidInputError('owner', 'must be a non-empty string of at most 256 characters');
@@ -39,6 +41,7 @@ export function asOwnerId(owner: string): OwnerId {
  */
 export type LeaseMode = { kind: 'wall-clock'; maxClockSkewMs: number } | { kind: 'version-watch' };
 
+/** A grant, as the holder sees it: the token (`generation`) to carry to every fence, and when to stop. */
 export interface Lease {
   readonly key: LeaseKey;
   readonly owner: OwnerId;

@@ -23,6 +23,7 @@ import type { Result } from './result.js';
 export { asLeaseKey, asOwnerId } from './lease-model.js';
 export type { Contended, Holder, Lease, LeaseKey, LeaseMode, Observation, OwnerId } from './lease-model.js';
 
+/** A LeaseManager's settings: the client, the lease table, who we are, the epoch, the duration and how contenders judge expiry. */
 export interface LeaseConfig {
   doc: DynamoDBDocumentClient;
   table: string;
@@ -65,6 +66,10 @@ function contextOf(cfg: LeaseConfig): LeaseContext {
   };
 }
 
+/**
+ * The lease protocol for one owner over one table: tryAcquire (one conditional UpdateItem) and
+ * acquire (waiting politely), renew and release (conditional on owner and generation), isSafe.
+ */
 export class LeaseManager {
   readonly owner: OwnerId;
   readonly rule: DeadlineRule;

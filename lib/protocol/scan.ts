@@ -1,6 +1,7 @@
 /** Every item of a table, strongly consistent, page by page: for checkers and ops, never the hot path. */
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
+/** Every item of `table`, page by page, strongly consistent. */
 export async function scanAll(doc: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;

@@ -7,7 +7,8 @@
  * the seed and path that replay it (`--seed S --path P`), and exits 1. Bad arguments exit 2.
  */
 import fc from 'fast-check';
-import { createDynamo, InvalidInputError } from '../../lib/protocol/index.js';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { createDynamo, InvalidInputError, waitersTableInput } from '../../lib/protocol/index.js';
 import { checkEndpoint } from '../../cli/endpoint.js';
 import { parseFlags, userErrorLine } from '../../cli/flags.js';
 import { ensureTables, tableNames } from '../../lib/workflow/index.js';
@@ -87,11 +88,13 @@ async function main(argv: string[]): Promise<number> {
     const stamp = new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14);
     const tables = tableNames(`fuzz-${stamp}-${Math.random().toString(36).slice(2, 8)}-`);
     await ensureTables(dynamo.client, tables);
+    const waiters = `${tables.leases.replace(/leases$/, '')}waiters`;
+    await dynamo.client.send(new CreateTableCommand(waitersTableInput(waiters)));
     const replay = flags.path === undefined ? '' : ` --path ${flags.path}`;
     log(`Checking ${flags.runs} sequences of ${MIN_COMMANDS}-${flags.maxCommands} commands (seed ${flags.seed}${replay}) on ${endpoint}`);
     const started = Date.now();
     let done = 0;
-    const property = leaseFenceProperty({ doc: dynamo.doc, tables }, { maxCommands: flags.maxCommands });
+    const property = leaseFenceProperty({ doc: dynamo.doc, tables, waiters }, { maxCommands: flags.maxCommands });
     const progress = setInterval(() => log(`  ${done} sequences, ${coverage.commands ?? 0} commands, ${Math.round((Date.now() - started) / 1000)} s`), 10_000);
     progress.unref();
     const details = await fc.check(

@@ -4,7 +4,8 @@
  *
  * fast-check generates a run configuration (2-4 owners, lease mode, clock skew and per-owner
  * wall-clock offsets, epochs, durations) and a short random sequence of commands:
- *   tryAcquire, acquire (with a timeout: it sleeps on the shared ManualClock), renew, release,
+ *   tryAcquire, acquire (with a timeout: it sleeps on the shared ManualClock), fairAcquire (the
+ *   same contract through the waiter queue, which it must leave empty), renew, release,
  *   raiseFence (+ checkpoint read), commit (one fenced unit: an upsert + a once-only effect),
  *   retry (resend the owner's last commit request exactly, as after a lost response),
  *   advance (move the shared clock so leases expire).
@@ -18,13 +19,14 @@
 import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual, inspect } from 'node:util';
 import fc from 'fast-check';
-import { BatchGetCommand, GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   AcquireTimeoutError,
   CheckpointMovedError,
   commitFencedUnit,
   EffectAlreadyExistsError,
   EpochBehindError,
+  FairAcquirer,
   LeaseLostError,
   LeaseManager,
   ManualClock,
@@ -390,6 +392,8 @@ export class LeaseFenceModel {
 export interface FuzzEnv {
   doc: DynamoDBDocumentClient;
   tables: TableNames;
+  /** The fair acquire's waiter table (waitersTableInput). */
+  waiters: string;
 }
 
 interface RunKeys {
@@ -430,6 +434,7 @@ class OwnerClock implements Clock {
 
 interface RealOwner {
   manager: LeaseManager;
+  fair: FairAcquirer;
   clock: OwnerClock;
   leases: Lease[];
   observation?: Observation;
@@ -463,10 +468,7 @@ export class LeaseFenceReal {
     };
     this.owners = cfg.owners.map((o, i) => {
       const clock = new OwnerClock(this.clock, o.wallOffsetMs, (ms) => this.sleepWaiter?.(ms));
-      return {
-        clock,
-        leases: [],
-        manager: new LeaseManager({
+      const manager = new LeaseManager({
           doc: env.doc,
           table: env.tables.leases,
           owner: ownerName(i),
@@ -476,8 +478,8 @@ export class LeaseFenceReal {
           mode: cfg.mode === 'wall-clock' ? { kind: 'wall-clock', maxClockSkewMs: cfg.maxClockSkewMs } : { kind: 'version-watch' },
           clock,
           random: () => cfg.random,
-        }),
-      };
+        });
+      return { clock, leases: [], manager, fair: new FairAcquirer(manager, { doc: env.doc, table: env.waiters, random: () => cfg.random }) };
     });
   }
 
@@ -554,15 +556,15 @@ export class LeaseFenceReal {
     };
   }
 
-  /** acquire() with a timeout, driving the shared clock to each sleep's wake-up time exactly. */
-  async acquire(i: number, timeoutMs: number): Promise<{ outcome: Outcome; end: { mono: number; wall: number } }> {
+  /** acquire() (plain or fair) with a timeout, driving the shared clock to each sleep's wake-up time exactly. */
+  async acquire(i: number, timeoutMs: number, fair = false): Promise<{ outcome: Outcome; end: { mono: number; wall: number } }> {
     const o = this.owners[i]!;
     let sleeping!: Promise<number>;
     const arm = () => {
       sleeping = new Promise<number>((resolve) => (this.sleepWaiter = resolve));
     };
     arm();
-    const done = o.manager.acquire(this.keys.lease, { timeoutMs }).then(
+    const done = (fair ? o.fair : o.manager).acquire(this.keys.lease, { timeoutMs }).then(
       (lease) => ({ lease }),
       (error: unknown) => ({ error }),
     );
@@ -581,6 +583,14 @@ export class LeaseFenceReal {
     } finally {
       this.sleepWaiter = undefined;
     }
+  }
+
+  /** The run's waiter queue: every fair acquire leaves it when it ends, granted or not. */
+  async queued(): Promise<number> {
+    const out = await this.env.doc.send(
+      new QueryCommand({ TableName: this.env.waiters, KeyConditionExpression: 'pk = :k AND sk > :z', ExpressionAttributeValues: { ':k': this.keys.lease, ':z': 0 }, ConsistentRead: true }),
+    );
+    return out.Items?.length ?? 0;
   }
 
   async renew(i: number, index: number): Promise<Outcome> {
@@ -801,19 +811,26 @@ class TryAcquire implements Cmd {
   toString = () => `tryAcquire(o${this.o})`;
 }
 
+/**
+ * acquire(timeout), plain or fair: the same contract (the model's `acquire`). The fair one is alone
+ * on the key here, so it must also leave no waiter item behind, granted or not.
+ */
 class Acquire implements Cmd {
   constructor(
     readonly o: number,
     readonly timeoutMs: number,
+    readonly fair = false,
   ) {}
   check = () => true;
   async run(m: LeaseFenceModel, r: LeaseFenceReal) {
-    const { outcome, end } = await r.acquire(this.o, this.timeoutMs);
+    const { outcome, end } = await r.acquire(this.o, this.timeoutMs, this.fair);
     const { outcome: expected, problems } = m.acquire(this.o, this.timeoutMs, end);
     if (problems.length > 0) throw new Error(`${this.toString()}: ${problems.join('; ')}`);
     await step(m, r, this.toString(), outcome, expected);
+    const left = this.fair ? await r.queued() : 0;
+    if (left !== 0) throw new Error(`${this.toString()}: ${left} waiter item(s) left in the queue`);
   }
-  toString = () => `acquire(o${this.o}, timeout ${this.timeoutMs})`;
+  toString = () => `${this.fair ? 'fairAcquire' : 'acquire'}(o${this.o}, timeout ${this.timeoutMs})`;
 }
 
 class Renew extends LeaseCmd {
@@ -946,7 +963,7 @@ function commandArbs(owners: number): fc.Arbitrary<Cmd> {
   const w = (weight: number, arbitrary: fc.Arbitrary<Cmd>) => ({ weight, arbitrary });
   return fc.oneof(
     w(3, o.map((i) => new TryAcquire(i))),
-    w(2, fc.tuple(o, fc.constantFrom(0, 1, 300, 600, 1_000, 1_100, 2_000)).map(([i, t]) => new Acquire(i, t))),
+    w(4, fc.tuple(o, fc.constantFrom(0, 1, 300, 600, 1_000, 1_100, 2_000), fc.boolean()).map(([i, t, fair]) => new Acquire(i, t, fair))),
     w(1, fc.tuple(o, k).map(([i, j]) => new Renew(i, j))),
     w(1, fc.tuple(o, k).map(([i, j]) => new Release(i, j))),
     w(2, fc.tuple(o, k).map(([i, j]) => new RaiseFence(i, j))),

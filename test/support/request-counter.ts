@@ -23,3 +23,17 @@ export function countRequests(client: DynamoDBClient): RequestCounter {
     reset: () => counts.clear(),
   };
 }
+
+/** Counts the requests a client sends per table (`TableName` of the input; '' when it has none). */
+export function countByTable(client: DynamoDBClient): Map<string, number> {
+  const counts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const table = String((args.input as { TableName?: string }).TableName ?? '');
+      counts.set(table, (counts.get(table) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name: `tableCounter-${Math.random()}` },
+  );
+  return counts;
+}

@@ -1,8 +1,10 @@
 /** Per-file tables on the run's shared DynamoDB Local. */
 import { randomBytes } from 'node:crypto';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { basename } from 'node:path';
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
-import { createDynamo, type Dynamo, type DynamoOptions, type LeaseConfig, type LeaseManager } from '../../lib/protocol/index.js';
+import { createDynamo, waitersTableInput, type Dynamo, type DynamoOptions, type LeaseConfig, type LeaseManager } from '../../lib/protocol/index.js';
 import { ensureTables, tableNames, type TableNames } from '../../lib/workflow/index.js';
 // fixtures.ts imports only types from this file: no runtime cycle.
 import { manager } from './fixtures.js';
@@ -92,4 +94,37 @@ export function proxiedTables(file: string): ProxiedTables {
       return d;
     },
   };
+}
+
+/** A fair-acquire waiter table of a test file, and what is queued in it. */
+export interface WaiterTable {
+  /** Its name (set in beforeAll). */
+  readonly name: string;
+  /** The waiter items queued for `key` (the ticket counter left out), strongly consistent. */
+  queued(key: string): Promise<Record<string, unknown>[]>;
+}
+
+/**
+ * A fair-acquire waiter table beside a file's proxied tables, created in beforeAll (register it
+ * after `proxiedTables`): `const waiters = waiterTable(env);`, then `waiters.name` in a test.
+ */
+export function waiterTable(env: ProxiedTables): WaiterTable {
+  let name: string | undefined;
+  beforeAll(async () => {
+    name = `${env.t.prefix}waiters`;
+    await env.t.dynamo.client.send(new CreateTableCommand(waitersTableInput(name)));
+  });
+  const table = {
+    get name() {
+      if (name === undefined) throw new TypeError('the waiter table is created in beforeAll');
+      return name;
+    },
+    async queued(key: string) {
+      const out = await env.t.dynamo.doc.send(
+        new QueryCommand({ TableName: table.name, KeyConditionExpression: 'pk = :k AND sk > :counter', ExpressionAttributeValues: { ':k': key, ':counter': 0 }, ConsistentRead: true }),
+      );
+      return out.Items ?? [];
+    },
+  };
+  return table;
 }
