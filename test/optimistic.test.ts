@@ -5,7 +5,7 @@
  */
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { isConditionalCheckFailed, updateOptimistic, VersionConflictError, type VersionedRecord } from '../lib/protocol/index.js';
+import { isConditionalCheckFailed, OptimisticWriteUncertainError, updateOptimistic, VersionConflictError, type VersionedRecord } from '../lib/protocol/index.js';
 import { getItem } from './support/fixtures.js';
 import { countRequests } from './support/request-counter.js';
 import { proxiedTables } from './support/tables.js';
@@ -124,5 +124,30 @@ describe('updateOptimistic', () => {
     const none = await updateOptimistic({ doc, table, key: 'counter#new' }, () => undefined);
     expect(none).toEqual({ status: 'unchanged', record: before, attempts: 1 });
     expect(await getItem(env.t, table, 'counter#new')).toEqual(before);
+  });
+});
+
+describe('updateOptimistic when a resend meets another writer', () => {
+  it('a put applied, its response lost, and another writer updating before the SDK resends: OptimisticWriteUncertainError, never the change applied twice', async () => {
+    const table = env.t.names.invoices;
+    const key = 'counter#ambiguous';
+    const setup = env.dynamo().doc;
+    await updateOptimistic({ doc: setup, table, key }, increment); // count 1
+    const { doc, client } = env.dynamo({ viaProxy: true, maxAttempts: 3 });
+    const other = env.dynamo().doc;
+    const lost = env.proxy.drop({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key });
+    // Per attempt (inside the SDK's retry loop): before the resend leaves, another writer increments.
+    let puts = 0;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (/^Put(Item)?Command$/.test(String(context.commandName)) && ++puts === 2) await updateOptimistic({ doc: other, table, key }, increment);
+        return next(args);
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'competeBeforeResend' },
+    );
+    const error = await updateOptimistic({ doc, table, key, backoff: quick }, increment).catch((e: unknown) => e);
+    expect(lost.hits).toBe(1);
+    expect(error).toBeInstanceOf(OptimisticWriteUncertainError);
+    expect(count(await getItem(env.t, table, key))).toBe(3); // 1 + ours (applied) + the other writer's: not 4
   });
 });

@@ -213,3 +213,20 @@ export class VersionConflictError extends FencedError {
     super(`record ${key} in ${table} changed under ${attempts} optimistic attempt(s) in a row`);
   }
 }
+
+/**
+ * An optimistic write whose outcome cannot be told: the SDK resent it after a lost response, and
+ * by then another writer had changed the record. Ours may have applied before theirs; applying
+ * the change again could apply it twice. Re-read and decide (or make the change idempotent).
+ */
+export class OptimisticWriteUncertainError extends FencedError {
+  readonly code = 'OPTIMISTIC_WRITE_UNCERTAIN';
+  constructor(
+    readonly table: string,
+    readonly key: string,
+    /** The record as the refusal found it (another writer's version). */
+    readonly current: Readonly<Record<string, unknown>> | undefined,
+  ) {
+    super(`record ${key} in ${table}: a resent optimistic write met another writer's version; it may or may not have applied`);
+  }
+}

@@ -81,6 +81,7 @@ export {
   InvalidInputError,
   LeaseExpiredError,
   LeaseLostError,
+  OptimisticWriteUncertainError,
   SequenceExhaustedError,
   StaleGenerationError,
   StaleRecordError,

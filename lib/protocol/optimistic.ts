@@ -11,7 +11,9 @@
  * write's response is lost and the SDK resends it, the resend is refused by the write itself
  * (the version moved), and the refusal's ALL_OLD shows OUR version, so the attempt counts as
  * written. Re-reading and re-applying instead would apply the change twice (an increment, a
- * debit). A refusal's ALL_OLD is also the next attempt's starting point: no extra read.
+ * debit). When another writer changed the record between the lost response and the resend,
+ * nothing can tell whether ours applied: OptimisticWriteUncertainError, never a second apply.
+ * A refusal's ALL_OLD is also the next attempt's starting point: no extra read.
  *
  * Cost per attempt: 1 PutItem (1 WCU up to 1 KB; a refused one costs its WCU too), plus one
  * strongly consistent GetItem (1 RCU up to 4 KB) on the first attempt only. Every writer of the
@@ -23,7 +25,7 @@ import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/li
 import { defaultBackoff, fullJitter, type BackoffPolicy, type Random } from './backoff.js';
 import { systemClock, type Clock } from './clock.js';
 import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
-import { InvalidInputError, VersionConflictError } from './errors.js';
+import { InvalidInputError, OptimisticWriteUncertainError, VersionConflictError } from './errors.js';
 
 /** The attribute that carries a record's version. */
 export const VERSION_ATTR = 'version';
@@ -102,6 +104,9 @@ async function writeIfUnchanged(opts: OptimisticOptions, seen: VersionedRecord |
     const current = conditionFailureItem(e);
     // A resend of a put that was applied (its response lost): the refusal shows our own version.
     if (current?.[VERSION_ATTR] === version) return { ok: true, record };
+    // A resend refused with another writer's version: ours may have applied before theirs.
+    // Retrying would apply the change a second time; only the caller can decide.
+    if (((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1) throw new OptimisticWriteUncertainError(opts.table, opts.key, current);
     return { ok: false, current };
   }
 }
