@@ -431,6 +431,11 @@ describe('decodeCancellation (pure: synthetic CancellationReasons)', () => {
     expect((r as TransactionFailedError).reasons).toEqual(reasons);
     expect((r as TransactionFailedError).cause).toBe(cause);
     expect(decodeCancellation(pureUnit, [], cause)).toBeInstanceOf(TransactionFailedError);
-    expect(decodeCancellation(pureUnit, [none, none, { Code: 'ThrottlingError' }], cause)).toBeInstanceOf(TransactionFailedError);
+  });
+
+  it('a cancellation for throttling (an on-demand table or GSI under a burst) is retried like a conflict, not a failure', () => {
+    for (const Code of ['ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']) {
+      expect(decodeCancellation(pureUnit, [none, none, { Code }], cause)).toBe('conflict');
+    }
   });
 });

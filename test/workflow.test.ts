@@ -466,6 +466,53 @@ describe('jobs that can never progress end, and say why', () => {
     expect([report.invariants.FENCE.ok, report.invariants.ONCE.ok, report.invariants.TOKENS.ok]).toEqual([true, true, true]);
   });
 
+  it('a unit cancelled for throttling (reason ThrottlingError, as an on-demand GSI may answer) is retried, never counted as a failure: the job goes on once the throttling stops', async () => {
+    const t = await tables();
+    const proxy = await startFaultProxy(t.endpoint);
+    cleanups.push(() => proxy.close());
+    const via = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    cleanups.push(() => via.client.destroy());
+    const w = workflow(t, { workerDoc: via.doc, leaseMs: 10_000 }); // a long lease: the backoff below moves the clock
+    const job = await createInvoiceJob(t, w.clock, invoiceInput('2027-03', 6, 2)); // 3 units
+    const unitOf = (r: ProxiedRequest) => Number(r.json?.TransactItems?.[1]?.Update?.ExpressionAttributeValues?.[':expected']?.N);
+    const throttled = (times: number) =>
+      proxy.error({ target: 'TransactWriteItems', times, when: (r) => unitOf(r) === 1 }, 'TransactionCanceledException', {
+        CancellationReasons: [{ Code: 'None' }, { Code: 'None' }, { Code: 'ThrottlingError', Message: 'Throughput exceeds the current capacity for one or more global secondary indexes' }],
+      });
+    // The commit backs off on the worker's (manual) clock: move it until the invocation ends.
+    const settle = async (done: Promise<unknown>) => {
+      let over = false;
+      void done.finally(() => (over = true)).catch(() => undefined);
+      while (!over) {
+        await w.clock.advance(10);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    };
+    // Throttled for longer than one commit's retries, in MAX_UNIT_FAILURES + 1 invocations in a row.
+    const always = throttled(Infinity);
+    const outcomes: (string | undefined)[] = [];
+    for (let i = 0; i <= MAX_UNIT_FAILURES; i++) {
+      await w.queue.send({ jobId: job.id, reason: 'start' });
+      const d = w.deliver(`T${i}`, 1);
+      await settle(d.done);
+      outcomes.push(w.telemetry.outcomeOf(d.batch[0]!.messageId));
+      expect(await getItem(t, t.names.leases, `job#${job.id}`)).not.toHaveProperty('owner');
+    }
+    expect(outcomes.every((o) => o === 'uncertain')).toBe(true);
+    const item = await getItem(t, t.names.jobs, job.id);
+    expect(item).toMatchObject({ status: 'RUNNING', cursor: 1 });
+    expect(item?.[JOB_ATTR.failures]).toBeUndefined();
+    always.remove();
+    // A short burst is absorbed by the commit's own backoff.
+    throttled(2);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const last = w.deliver('U', 1);
+    await settle(last.done);
+    expect(await last.done).toEqual({ batchItemFailures: [] });
+    expect(w.telemetry.outcomeOf(last.batch[0]!.messageId)).toBe('done');
+    await expectInvariantsHold(t);
+  });
+
   it('a job item with an unknown status is a typed error: the worker writes nothing, and the sweeper skips it and sweeps the others', async () => {
     const t = await tables();
     const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });

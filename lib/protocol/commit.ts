@@ -26,6 +26,15 @@ export type CommitOutcome =
   /** The unit had already been committed under this generation (an ambiguous earlier attempt). */
   | { readonly status: 'already-committed'; readonly attempts: number };
 
+const RETRYABLE_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
+
+/**
+ * A transaction cancelled for contention or throttling (`ThrottlingError` is what an on-demand
+ * table or GSI answers under a burst): nothing was written, and the same request may succeed
+ * after a pause.
+ */
+export const retryableCancellation = (reasons: readonly { Code?: string }[]): boolean => reasons.some((r) => RETRYABLE_REASONS.has(r.Code ?? ''));
+
 interface CancellationReason {
   Code?: string;
   Message?: string;
@@ -124,6 +133,6 @@ export function decodeCancellation(
   const duplicates = unit.effects.filter((_, i) => failed(effects[i])).map((e) => ({ table: e.table, key: e.item.pk }));
   const first = duplicates[0];
   if (first !== undefined) return new EffectAlreadyExistsError(first.table, first.key, duplicates);
-  if (reasons.some((r) => r.Code === 'TransactionConflict')) return 'conflict';
+  if (retryableCancellation(reasons)) return 'conflict';
   return new TransactionFailedError(reasons, { cause });
 }

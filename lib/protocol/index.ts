@@ -56,7 +56,7 @@ export {
   type FencedUnit,
   type PreparedUnit,
 } from './fenced-unit.js';
-export { commitFencedUnit, decodeCancellation, type CommitOutcome } from './commit.js';
+export { commitFencedUnit, decodeCancellation, retryableCancellation, type CommitOutcome } from './commit.js';
 
 // Idempotency: a once-only effect carries its own operation key.
 export { assertEffectItem, ONCE_CONDITION, onceOnly, putOnce, upsert, type Effect, type EffectItem } from './idempotency.js';

@@ -14,6 +14,7 @@ import {
   FENCE_ATTR,
   fullJitter,
   isConditionalCheckFailed,
+  retryableCancellation,
   StaleGenerationError,
   TransactionConflictError,
   TransactionFailedError,
@@ -76,7 +77,7 @@ async function fencedJobUpdate(doc: DynamoDBDocumentClient, tables: { jobs: stri
         throw new StaleGenerationError(fenceKeyOf(jobId), generation, typeof current === 'number' ? asGeneration(current) : undefined);
       }
       if (job?.Code === 'ConditionalCheckFailed') throw new JobNotFoundError(jobId);
-      if (!reasons.some((r) => r.Code === 'TransactionConflict')) throw new TransactionFailedError(reasons, { cause: e });
+      if (!retryableCancellation(reasons)) throw new TransactionFailedError(reasons, { cause: e });
       if (attempt >= CONFLICT_ATTEMPTS) throw new TransactionConflictError(attempt, { cause: e });
       await clock.sleep(fullJitter(attempt, defaultBackoff));
     }

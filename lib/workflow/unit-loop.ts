@@ -10,6 +10,7 @@ import {
   InvalidInputError,
   LeaseKeeper,
   StaleGenerationError,
+  TransactionConflictError,
   TransactionFailedError,
   type Effect,
 } from '../protocol/index.js';
@@ -161,6 +162,12 @@ async function afterFailedCommit(
     return { effects: remaining };
   }
   if (isPermanent(e)) return { end: await unitFailed(r, cursor, e) };
+  // Conflicts or throttling outlasted the commit's own retries: nothing was written; try later.
+  if (e instanceof TransactionConflictError) {
+    r.t.event('commit-contended', { jobId, owner, generation: g, unit: cursor, attempts: e.attempts });
+    await release(r);
+    return { end: { kind: 'uncertain', jobId, units: r.units, generation: g, cause: e } };
+  }
   if (e instanceof FencedError) throw e;
   // Ambiguous (timeout, connection reset): resend the identical request while the lease is safe.
   if (attempt >= (r.deps.commitAttempts ?? 3) || !r.leases.isSafe(r.lease)) {
