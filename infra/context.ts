@@ -18,6 +18,13 @@ export const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/;
 /** CloudWatch's namespace rule: 1-255 of these characters, and the `AWS/` prefix is AWS's own. */
 const NAMESPACE = /^[A-Za-z0-9.\-_/#: ]{1,255}$/;
 const TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
+/** A role ARN pattern with a wildcard anywhere but after a role-name prefix of 3+ characters. */
+function broadPattern(arn: string): boolean {
+  const name = arn.slice(arn.lastIndexOf('/') + 1);
+  const star = name.indexOf('*');
+  return arn.slice(0, arn.lastIndexOf('/')).includes('*') || (star >= 0 && star < 3);
+}
+
 const ROLE_ARN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@\-/*]{1,512}$/;
 /** One alarm threshold is at most a year: longer means it would never fire. */
 const MAX_ALARM_MINUTES = 525_600;
@@ -85,6 +92,12 @@ export class ContextSettings {
     if (v === undefined) return undefined;
     const [re, what] = key === 'alarmTopicArn' ? [TOPIC_ARN, 'an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)'] : [ROLE_ARN, 'an IAM role ARN (arn:<partition>:iam::<account>:role/<path/name>)'];
     if (!re.test(v)) throw new ConfigError(key, `must be ${what}, got "${v.slice(0, 200)}"`);
+    // The counter guard lets this role update Leases and Fences, and a pattern every role it matches.
+    // A suffix wildcard is what SSO permission-set roles need (AWSReservedSSO_<set>_<random>);
+    // anything broader (role/*, a wildcard in the path) would open the counters to any role.
+    if (key === 'operatorRoleArn' && broadPattern(v)) {
+      throw new ConfigError(key, `may end in a wildcard after a role-name prefix (AWSReservedSSO_Oncall_*), not a wildcard that matches any role, got "${v.slice(0, 200)}"`);
+    }
     return v;
   }
 

@@ -7,7 +7,7 @@ import { CfnResource, Stack } from 'aws-cdk-lib';
 import { CfnGlobalTable, type Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
-import { Effect, PolicyStatement, StarPrincipal } from 'aws-cdk-lib/aws-iam';
+import { Effect, PolicyStatement, ServicePrincipal, StarPrincipal } from 'aws-cdk-lib/aws-iam';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
@@ -84,6 +84,9 @@ export function watchCounterGuard(scope: Construct, tables: readonly Table[], to
         $or: [
           { eventName: ['PutResourcePolicy', 'DeleteResourcePolicy'], requestParameters: { resourceArn: arns } },
           { eventName: ['UpdateTable'], requestParameters: { tableName: names, deletionProtectionEnabled: [false] } },
+          // A replica added after deploy (console, CLI): global tables must never hold these counters.
+          { eventName: ['UpdateTable'], requestParameters: { tableName: names, replicaUpdates: [{ exists: true }] } },
+          { eventName: ['CreateTableReplica'], requestParameters: { tableName: names } },
           { eventName: ['DeleteTable'], requestParameters: { tableName: names } },
         ],
       },
@@ -91,6 +94,18 @@ export function watchCounterGuard(scope: Construct, tables: readonly Table[], to
   });
   // A notification EventBridge cannot deliver (a topic policy or key that refuses it) is kept there, and that queue alarms.
   rule.addTarget(new SnsTopic(topic, { deadLetterQueue }));
+  // The target grants events.amazonaws.com Publish with no condition: any account's rule could
+  // then post fake or flooding guard notices. Only this rule may (EventBridge names its rule in
+  // aws:SourceArn when it publishes). An imported topic's policy is its owner's (docs/deploy.md).
+  topic.addToResourcePolicy(
+    new PolicyStatement({
+      effect: Effect.DENY,
+      principals: [new ServicePrincipal('events.amazonaws.com')],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: { ArnNotEquals: { 'aws:SourceArn': rule.ruleArn } },
+    }),
+  );
   return rule;
 }
 

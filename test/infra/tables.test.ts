@@ -187,6 +187,8 @@ describe('nobody but the workflow updates a counter: UpdateItem and PartiQL upda
             $or: [
               { eventName: ['PutResourcePolicy', 'DeleteResourcePolicy'], requestParameters: { resourceArn: arns } },
               { eventName: ['UpdateTable'], requestParameters: { tableName: [...names, ...arns], deletionProtectionEnabled: [false] } },
+              { eventName: ['UpdateTable'], requestParameters: { tableName: [...names, ...arns], replicaUpdates: [{ exists: true }] } },
+              { eventName: ['CreateTableReplica'], requestParameters: { tableName: [...names, ...arns] } },
               { eventName: ['DeleteTable'], requestParameters: { tableName: [...names, ...arns] } },
             ],
           },
@@ -194,6 +196,25 @@ describe('nobody but the workflow updates a counter: UpdateItem and PartiQL upda
         Targets: [expect.objectContaining({ Arn: { Ref: logicalId(w.monitoring.node.findChild('AlarmTopic')) } })],
       }),
     ]);
+  });
+
+  it("only this stack's guard rule may publish to the alarm topic as EventBridge: the target's open grant is closed by a deny on any other source", () => {
+    const w = built.stack.workflow;
+    const topic = w.monitoring.node.findChild('AlarmTopic');
+    const rule = Object.keys(built.template.findResources('AWS::Events::Rule'))[0]!;
+    const policies = Object.values(built.template.findResources('AWS::SNS::TopicPolicy')).filter((p) => JSON.stringify(p.Properties.Topics) === JSON.stringify([{ Ref: logicalId(topic) }]));
+    const statements = policies.flatMap((p) => p.Properties.PolicyDocument.Statement as Props[]);
+    expect(statements).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Effect: 'Deny', Principal: { Service: 'events.amazonaws.com' }, Action: 'sns:Publish', Condition: { ArnNotEquals: { 'aws:SourceArn': { 'Fn::GetAtt': [rule, 'Arn'] } } } }),
+      ]),
+    );
+  });
+
+  it('an operatorRoleArn whose wildcard would match any role is refused at synth; a suffix after a role-name prefix (SSO) is not', () => {
+    for (const broad of ['arn:aws:iam::111111111111:role/*', 'arn:aws:iam::111111111111:role/ops/*', 'arn:aws:iam::111111111111:role/*/Admin']) {
+      expect(() => templateOf({ context: { operatorRoleArn: broad } }), broad).toThrow(/operatorRoleArn: .*wildcard that matches any role/);
+    }
   });
 });
 
