@@ -15,6 +15,7 @@ import {
   onceOnly,
   raiseFence,
   StaleGenerationError,
+  TransactionConflictError,
   TransactionFailedError,
   upsert,
   type Effect,
@@ -345,6 +346,31 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
     const error = await commitFencedUnit(ctx, unit(t, job, g8, 0, [invoice(job, 'c1', g8, 800)])).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CheckpointMovedError);
     expect(error).toMatchObject({ expected: 0, actual: 1 });
+  });
+});
+
+describe('retries of a refused unit', () => {
+  it('conflicts are retried with backoff, but not past the local deadline: stillSafe false stops the resends, nothing written', async () => {
+    const job = 'job-conflict-deadline';
+    await putJob(t, job);
+    const { doc } = env.dynamo({ viaProxy: true, maxAttempts: 1 });
+    const ctx: FenceContext = { doc, backoff: { baseMs: 1, capMs: 1 } };
+    await raiseFence(ctx, fenceOf(t, job), g8);
+    const refuse = () =>
+      env.proxy.error({ target: 'TransactWriteItems', times: Infinity }, 'TransactionCanceledException', {
+        CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
+      });
+    let refused = refuse();
+    const unit0 = unit(t, job, g8, 0, invoiceEffects(t, job, ['c1'], g8, 0));
+    await expect(commitFencedUnit(ctx, unit0)).rejects.toBeInstanceOf(TransactionConflictError);
+    expect(refused.hits).toBe(5); // maxConflictAttempts
+    refused.remove();
+    refused = refuse();
+    let asked = 0;
+    await expect(commitFencedUnit(ctx, unit0, { stillSafe: () => ++asked < 2 })).rejects.toBeInstanceOf(TransactionConflictError);
+    expect(refused.hits).toBe(2); // the second "no" stopped it
+    refused.remove();
+    expect((await getItem(t, t.names.jobs, job))?.cursor).toBe(0);
   });
 });
 

@@ -66,7 +66,12 @@ const isTransient = (e: unknown): boolean =>
 export async function commitFencedUnit(
   ctx: FenceContext,
   unit: FencedUnit,
-  opts: { now?: number; prepared?: PreparedUnit } = {},
+  opts: {
+    now?: number;
+    prepared?: PreparedUnit;
+    /** Asked before every retry: a holder past its local deadline stops issuing protected work. */
+    stillSafe?: () => boolean;
+  } = {},
 ): Promise<CommitOutcome> {
   const clock = ctx.clock ?? systemClock;
   // A caller retrying an ambiguous commit passes the same `now`: identical parameters under
@@ -100,6 +105,8 @@ export async function commitFencedUnit(
         throw e;
       }
       await clock.sleep(fullJitter(attempt, ctx.backoff ?? defaultBackoff, ctx.random));
+      // Nothing of the unit was written; past the deadline the holder gives up rather than send again.
+      if (opts.stillSafe?.() === false) throw isCancelled(e) ? new TransactionConflictError(attempt, { cause: e }) : e;
     }
   }
 }

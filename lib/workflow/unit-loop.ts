@@ -106,7 +106,8 @@ async function commitUnit(r: Ready, drafter: UnitDrafter, loop: Loop, current: D
     const unit = variant === '' ? current.unit : drafter.unitOf(loop.cursor, now, current.beat, effects, variant);
     try {
       const prepared = unit === current.unit ? current.prepared : undefined;
-      const committing = r.ops.commitUnit({ doc: r.deps.doc, clock: r.deps.clock }, unit, prepared === undefined ? { now } : { now, prepared });
+      const stillSafe = () => r.leases.isSafe(r.lease);
+      const committing = r.ops.commitUnit({ doc: r.deps.doc, clock: r.deps.clock }, unit, prepared === undefined ? { now, stillSafe } : { now, prepared, stillSafe });
       if (loop.ahead === undefined && loop.cursor + 1 < r.totalUnits) {
         // Handled here so that an early rejection is not reported as unhandled; awaited below.
         committing.catch(() => undefined);
