@@ -6,23 +6,13 @@
 import { inject, describe, expect, it } from 'vitest';
 import { createDynamo } from '../lib/protocol/index.js';
 import { METRIC } from '../lib/workflow/index.js';
-import type { InvariantName } from '../cli/invariants.js';
 import { streamsClient } from '../cli/streams.js';
-import { CONTROLS } from './chaos/controls.js';
+import { BREAKS, CONTROLS } from './chaos/controls.js';
 import { chaosRun } from './chaos/harness.js';
 
 const endpoint = inject('dynamoEndpoint');
 const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClient(endpoint) };
 
-/** The invariant each control must break (docs/verification.md, negative controls); LEASE: a lease held by two. */
-const BREAKS: Record<(typeof CONTROLS)[number], InvariantName | 'LEASE'> = {
-  leaseOnly: 'FENCE',
-  checkThenAct: 'FENCE',
-  separateFenceWrite: 'FENCE',
-  counterReset: 'TOKENS',
-  fenceBypass: 'FENCE',
-  claimOnSweeperCount: 'LEASE',
-};
 
 /**
  * The real protocol's CI seeds, one per dimension: 100 version-watch + the successor crashing

@@ -20,6 +20,20 @@ import type { FaultPoint } from '../../cli/faults.js';
 export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount'] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
+/**
+ * The invariant each control must break (docs/verification.md, negative controls); LEASE: a lease
+ * held by two. A control run counts as caught only when THIS one fails: a stall reported as
+ * PROGRESS on a loaded machine is no evidence that the checker saw the mistake.
+ */
+export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'LEASE'> = {
+  leaseOnly: 'FENCE',
+  checkThenAct: 'FENCE',
+  separateFenceWrite: 'FENCE',
+  counterReset: 'TOKENS',
+  fenceBypass: 'FENCE',
+  claimOnSweeperCount: 'LEASE',
+};
+
 /** Called by a control between its check and its write: where the schedule puts its pause. */
 export type InsideCommit = (point: FaultPoint, info: { jobId: string; owner: string; generation?: number; unit?: number }) => Promise<void>;
 

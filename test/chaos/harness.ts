@@ -54,9 +54,14 @@ function injectFaults(proxy: FaultProxy, schedule: Schedule): void {
   const always = { times: Infinity };
   if (schedule.throttleP > 0) proxy.error({ ...always, when: () => r() < schedule.throttleP }, 'ThrottlingException');
   if (schedule.conflictP > 0) {
-    proxy.error({ ...always, target: 'TransactWriteItems', when: (q) => r() < schedule.conflictP }, 'TransactionCanceledException', {
-      CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
-    });
+    // A conflict with another transaction, or throttling (an on-demand GSI under a burst answers it
+    // as a cancellation reason): refused before anything is applied, retried by the library.
+    const reason = () => (r() < 0.5 ? { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' } : { Code: 'ThrottlingError', Message: 'Throughput exceeds the current capacity' });
+    proxy.respond(
+      { ...always, target: 'TransactWriteItems', when: () => r() < schedule.conflictP },
+      () => ({ __type: 'com.amazonaws.dynamodb.v20120810#TransactionCanceledException', message: 'injected cancellation', CancellationReasons: [{ Code: 'None' }, reason()] }),
+      400,
+    );
   }
   if (schedule.dropCommitP > 0) proxy.drop({ ...always, target: 'TransactWriteItems', when: () => r() < schedule.dropCommitP });
   if (schedule.renewDelayP > 0) proxy.delay({ ...always, target: 'UpdateItem', when: (q) => isRenewal(q.json) && r() < schedule.renewDelayP }, Math.round(schedule.leaseMs * 0.4));

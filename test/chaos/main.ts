@@ -17,7 +17,7 @@ import { checkEndpoint } from '../../cli/endpoint.js';
 import { intFlag as int, parseFlags, urlFlag, userErrorLine } from '../../cli/flags.js';
 import { streamsClient } from '../../cli/streams.js';
 import type { InvariantName } from '../../cli/invariants.js';
-import { CONTROLS, type Variant } from './controls.js';
+import { BREAKS, CONTROLS, type Variant } from './controls.js';
 import { chaosRun, type RunRecord } from './harness.js';
 import type { ChaosLeaseMode } from './schedule.js';
 
@@ -115,7 +115,8 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
               }
             } else {
               const c = summary.controls[task.variant];
-              const caught = !r.report.ok || r.leaseViolation;
+              const expected = BREAKS[task.variant];
+              const caught = expected === 'LEASE' ? r.leaseViolation : !r.report.invariants[expected].ok;
               for (const t of [c, r.forced ? c.forced : c.timed]) {
                 t.runs++;
                 if (caught) t.caught++;
