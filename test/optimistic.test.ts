@@ -130,7 +130,7 @@ describe('updateOptimistic', () => {
 describe('updateOptimistic when a resend meets another writer', () => {
   it('a put applied, its response lost, and another writer updating before the SDK resends: OptimisticWriteUncertainError, never the change applied twice', async () => {
     const table = env.t.names.invoices;
-    const key = 'counter#ambiguous';
+    const key = 'counter#resend-raced';
     const setup = env.dynamo().doc;
     await updateOptimistic({ doc: setup, table, key }, increment); // count 1
     const { doc, client } = env.dynamo({ viaProxy: true, maxAttempts: 3 });
