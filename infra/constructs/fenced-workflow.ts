@@ -27,7 +27,7 @@ import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, wa
 import { WorkflowMonitoring } from './monitoring.js';
 
 /** Construct ids of the tables, by schema role: tools read the template by these names. */
-export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices' };
+export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices', outbox: 'Outbox' };
 
 /**
  * The invoice workload's unit size cap: a fenced unit is one TransactWriteItems of at most 100
