@@ -15,10 +15,12 @@ import { METRIC, readJob, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
+import type { Effects } from './effects-env.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { checkInvariants, type InvariantReport } from './invariants.js';
 import { LocalQueue } from './queue.js';
 import { LocalRuntime, slotOf } from './runtime.js';
+import { RunEffects } from './run-effects.js';
 import { LocalTelemetry } from './telemetry.js';
 import { Timeline } from './timeline.js';
 
@@ -31,6 +33,9 @@ export interface RunOptions {
   seed: number;
   leaseMode?: 'wall-clock' | 'version-watch';
   onProgress?: (done: number, total: number) => void;
+  /** The bucket and the providers; `set` is the run's document folder (named like its tables). */
+  effects: Effects;
+  set: string;
 }
 
 export interface RunResult {
@@ -48,6 +53,8 @@ export interface RunResult {
   timeline: Timeline;
   /** Why the run stopped waiting before every job finished, if it did. */
   gaveUp?: string;
+  /** The external effects' faults that fired, and what the reconciler and the collector did. */
+  effects: { faults: string[]; senderKilled: boolean; reconciled: { fromRecord: number; resent: number; delivered: number; unknown: number }; collected: number; streamDeadLetters: number };
 }
 
 /** One job per billing period. */
@@ -90,7 +97,8 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
   const base = { doc: opts.dynamo.doc, tables: opts.tables, clock, queue, telemetry };
 
-  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
+  const fx = new RunEffects({ dynamo: opts.dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true });
+  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
   const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers });
   runtime = new LocalRuntime({
@@ -116,7 +124,10 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   }
   const totalUnits = unitsPerJob * PERIODS.length;
 
+  fx.arm();
   runtime.start();
+  fx.start();
+  const background = backgroundTasks(fx, clock);
   let jobs: Awaited<ReturnType<typeof readJob>>[];
   let gaveUp: string | undefined;
   let lastDone = -1;
@@ -138,9 +149,12 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   while (plan.activePauses > 0 && clock.monotonicNow() < wakeBy) await clock.sleep(50);
   await clock.sleep(200);
   await runtime.stop();
+  await settleEffects(fx, clock);
+  await background.stop();
+  await fx.stop();
   const elapsedMs = Math.round(clock.monotonicNow() - started);
 
-  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables);
+  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources());
   return {
     jobs: jobs.map((j, i) => ({
       id: j?.id ?? jobIds[i]!,
@@ -161,5 +175,58 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     invariants,
     timeline,
     ...(gaveUp === undefined ? {} : { gaveUp }),
+    effects: effectsSummary(fx),
+  };
+}
+
+/** The longest lease plus a margin: an unreferenced document younger than this is left to its writer. */
+export const COLLECT_AFTER_MS = LEASE_MS + 1_000;
+
+/** The reconciler and the collector on their schedules (EventBridge Scheduler in AWS), and the providers' outage. */
+function backgroundTasks(fx: RunEffects, clock: typeof systemClock): { stop(): Promise<void> } {
+  const stop = new AbortController();
+  const every = async (ms: number, task: () => Promise<unknown>) => {
+    for (;;) {
+      try {
+        await clock.sleep(ms, stop.signal);
+      } catch {
+        return;
+      }
+      await task().catch(() => undefined);
+    }
+  };
+  const down = setTimeout(() => fx.providersDown(LEASE_MS * 2), LEASE_MS);
+  const loops = [every(LEASE_MS, () => fx.reconcileOnce()), every(LEASE_MS * 3, () => fx.collectOnce(COLLECT_AFTER_MS))];
+  return {
+    stop: async () => {
+      clearTimeout(down);
+      stop.abort();
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** After the last unit: until every outbox item is delivered (or given up) and the orphans are collectable, then one last reconcile and collect. */
+async function settleEffects(fx: RunEffects, clock: typeof systemClock): Promise<void> {
+  const until = clock.monotonicNow() + STALL_MS;
+  for (;;) {
+    await fx.stream.drain(1);
+    const r = await fx.reconcileOnce();
+    const settled = fx.stream.backlog === 0 && r.oldestUnsentAgeMs === 0;
+    if (settled || clock.monotonicNow() > until) break;
+    await clock.sleep(Math.round(LEASE_MS / 2));
+  }
+  await clock.sleep(COLLECT_AFTER_MS);
+  await fx.collectOnce(COLLECT_AFTER_MS);
+}
+
+function effectsSummary(fx: RunEffects): RunResult['effects'] {
+  const sum = (k: 'fromRecord' | 'resent' | 'delivered' | 'unknown') => fx.reconciles.reduce((n, r) => n + r[k], 0);
+  return {
+    faults: fx.fired,
+    senderKilled: fx.senderKilled,
+    reconciled: { fromRecord: sum('fromRecord'), resent: sum('resent'), delivered: sum('delivered'), unknown: sum('unknown') },
+    collected: fx.collects.reduce((n, r) => n + r.deleted, 0),
+    streamDeadLetters: fx.stream.deadLetters.length,
   };
 }
