@@ -156,6 +156,56 @@ export class RunEffects {
     await this.stream.stop();
   }
 
+  /** The reconciler and the collector on their schedules (EventBridge Scheduler in AWS), and the providers' outage. */
+  background(collectAfterMs: number): { stop(): Promise<void> } {
+    const { clock, leaseMs } = this.o;
+    const stop = new AbortController();
+    const every = async (ms: number, task: () => Promise<unknown>) => {
+      for (;;) {
+        try {
+          await clock.sleep(ms, stop.signal);
+        } catch {
+          return;
+        }
+        await task().catch(() => undefined);
+      }
+    };
+    const down = setTimeout(() => this.providersDown(leaseMs * 2), leaseMs);
+    const loops = [every(leaseMs, () => this.reconcileOnce()), every(leaseMs * 3, () => this.collectOnce(collectAfterMs))];
+    return {
+      stop: async () => {
+        clearTimeout(down);
+        stop.abort();
+        await Promise.all(loops);
+      },
+    };
+  }
+
+  /** After the last unit: until every outbox item is delivered or given up (at most `stallMs`), then the orphans' collection. */
+  async settle(stallMs: number, collectAfterMs: number): Promise<void> {
+    const { clock, leaseMs } = this.o;
+    const until = clock.monotonicNow() + stallMs;
+    for (;;) {
+      await this.stream.drain(1).catch(() => undefined);
+      const r = await this.reconcileOnce();
+      if ((this.stream.backlog === 0 && r.oldestUnsentAgeMs === 0) || clock.monotonicNow() > until) break;
+      await clock.sleep(Math.round(leaseMs / 2));
+    }
+    await clock.sleep(collectAfterMs);
+    await this.collectOnce(collectAfterMs);
+  }
+
+  summary() {
+    const sum = (k: 'fromRecord' | 'resent' | 'delivered' | 'unknown') => this.reconciles.reduce((n, r) => n + r[k], 0);
+    return {
+      faults: this.fired,
+      senderKilled: this.senderKilled,
+      reconciled: { fromRecord: sum('fromRecord'), resent: sum('resent'), delivered: sum('delivered'), unknown: sum('unknown') },
+      collected: this.collects.reduce((n, r) => n + r.deleted, 0),
+      streamDeadLetters: this.stream.deadLetters.length,
+    };
+  }
+
   /** What the checker reads: the bucket, and the providers' own records. */
   sources(): EffectsSources {
     const e = this.o.effects;

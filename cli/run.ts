@@ -127,7 +127,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   fx.arm();
   runtime.start();
   fx.start();
-  const background = backgroundTasks(fx, clock);
+  const background = fx.background(COLLECT_AFTER_MS);
   let jobs: Awaited<ReturnType<typeof readJob>>[];
   let gaveUp: string | undefined;
   let lastDone = -1;
@@ -149,7 +149,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   while (plan.activePauses > 0 && clock.monotonicNow() < wakeBy) await clock.sleep(50);
   await clock.sleep(200);
   await runtime.stop();
-  await settleEffects(fx, clock);
+  await fx.settle(STALL_MS, COLLECT_AFTER_MS);
   await background.stop();
   await fx.stop();
   const elapsedMs = Math.round(clock.monotonicNow() - started);
@@ -182,51 +182,4 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
 /** The longest lease plus a margin: an unreferenced document younger than this is left to its writer. */
 export const COLLECT_AFTER_MS = LEASE_MS + 1_000;
 
-/** The reconciler and the collector on their schedules (EventBridge Scheduler in AWS), and the providers' outage. */
-function backgroundTasks(fx: RunEffects, clock: typeof systemClock): { stop(): Promise<void> } {
-  const stop = new AbortController();
-  const every = async (ms: number, task: () => Promise<unknown>) => {
-    for (;;) {
-      try {
-        await clock.sleep(ms, stop.signal);
-      } catch {
-        return;
-      }
-      await task().catch(() => undefined);
-    }
-  };
-  const down = setTimeout(() => fx.providersDown(LEASE_MS * 2), LEASE_MS);
-  const loops = [every(LEASE_MS, () => fx.reconcileOnce()), every(LEASE_MS * 3, () => fx.collectOnce(COLLECT_AFTER_MS))];
-  return {
-    stop: async () => {
-      clearTimeout(down);
-      stop.abort();
-      await Promise.all(loops);
-    },
-  };
-}
-
-/** After the last unit: until every outbox item is delivered (or given up) and the orphans are collectable, then one last reconcile and collect. */
-async function settleEffects(fx: RunEffects, clock: typeof systemClock): Promise<void> {
-  const until = clock.monotonicNow() + STALL_MS;
-  for (;;) {
-    await fx.stream.drain(1);
-    const r = await fx.reconcileOnce();
-    const settled = fx.stream.backlog === 0 && r.oldestUnsentAgeMs === 0;
-    if (settled || clock.monotonicNow() > until) break;
-    await clock.sleep(Math.round(LEASE_MS / 2));
-  }
-  await clock.sleep(COLLECT_AFTER_MS);
-  await fx.collectOnce(COLLECT_AFTER_MS);
-}
-
-function effectsSummary(fx: RunEffects): RunResult['effects'] {
-  const sum = (k: 'fromRecord' | 'resent' | 'delivered' | 'unknown') => fx.reconciles.reduce((n, r) => n + r[k], 0);
-  return {
-    faults: fx.fired,
-    senderKilled: fx.senderKilled,
-    reconciled: { fromRecord: sum('fromRecord'), resent: sum('resent'), delivered: sum('delivered'), unknown: sum('unknown') },
-    collected: fx.collects.reduce((n, r) => n + r.deleted, 0),
-    streamDeadLetters: fx.stream.deadLetters.length,
-  };
-}
+const effectsSummary = (fx: RunEffects): RunResult['effects'] => fx.summary();
