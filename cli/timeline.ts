@@ -78,9 +78,9 @@ export const STYLE: Record<TimelineKind, { color: string; shape: 'dot' | 'small'
   requeue: { color: '#e0409a', shape: 'dot', legend: 'requeued' },
   duplicate: { color: '#5a5a5a', shape: 'dot', legend: 'duplicate delivery' },
   done: { color: '#0a4d1c', shape: 'dot', legend: 'job done' },
-  document: { color: '#6b8e23', shape: 'small', legend: 'documents put (new objects)' },
-  email: { color: '#b8860b', shape: 'small', legend: 'email / provider call sent' },
-  collect: { color: '#708090', shape: 'small', legend: 'orphaned document collected' },
+  document: { color: '#0000ff', shape: 'small', legend: 'documents put (new objects)' },
+  email: { color: '#ff00ff', shape: 'small', legend: 'email / provider call sent' },
+  collect: { color: '#00cc00', shape: 'small', legend: 'orphaned document collected' },
   note: { color: '#3d7a9e', shape: 'dot', legend: 'note' },
 };
 /** The two bands: a lease held, and a worker paused. */
