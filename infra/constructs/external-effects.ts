@@ -96,6 +96,8 @@ export class ExternalEffects extends Construct {
     this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES SEND/DELIVERY events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
     this.collector = fn('Collector', 'functions/collector.ts', 'Collector: deletes documents no invoice points to and no live generation can still publish', common, props.services.collector, { deadLetterQueue: props.scheduleDeadLetterQueue });
 
+    // The next scheduled run is the retry: a retried one would only overlap it.
+    for (const f of [this.reconciler, this.collector]) f.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(5) });
     this.senderDeadLetterQueue = deadLetterQueue(this, 'SenderDeadLetterQueue');
     this.sender.fn.addEventSource(
       new DynamoEventSource(props.tables.outbox, {

@@ -306,7 +306,6 @@ export class FencedWorkflow extends Construct {
     // ---- Least privilege: exact actions on exact resources ------------------------------------
     grantDataPlane({ worker: this.worker, sweeper: this.sweeper, starter: this.starter }, active, this.queue);
     this.effects.grantWorker(this.worker, active.outbox);
-    for (const f of [this.effects.reconciler, this.effects.collector]) f.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(5) });
 
     // ---- Schedules (EventBridge Scheduler) ----------------------------------------------------
     const schedulerRole = new Role(this, 'SchedulerRole', {
@@ -375,6 +374,7 @@ export class FencedWorkflow extends Construct {
         Collector: this.effects.collector.fn,
       },
       sweeper: this.sweeper.fn,
+      effects: { sender: 'sender', reconciler: 'reconciler', collector: 'collector' },
       sweepInterval,
       unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
