@@ -11,6 +11,7 @@ import { DescribeTableCommand, ResourceNotFoundException, type DynamoDBClient } 
 import { createDynamo, InvalidInputError, systemClock } from '../lib/protocol/index.js';
 import { ensureTables, tableNames, type TableNames } from '../lib/workflow/index.js';
 import { startDynamoLocal, type DynamoLocal } from './dynamodb-local.js';
+import { bucketFlag, smtpFlag, startEffects, type Effects } from './effects-env.js';
 import { checkEndpoint } from './endpoint.js';
 import { intFlag, outFileFlag, parseFlags, urlFlag } from './flags.js';
 import { replayIncident, type IncidentResult } from './incident.js';
@@ -29,6 +30,11 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
   --workers N           concurrent worker invocations (default 4)
   --seed N              seed for customers and amounts (default 1)
   --lease-mode M        wall-clock (default) or version-watch
+  --s3-endpoint URL     an S3-compatible endpoint (path-style) for the documents, instead of the
+                        embedded one; with --bucket NAME (default fenced-workflow-documents)
+  --bucket NAME         the documents bucket (created if absent)
+  --smtp HOST:PORT      deliver the emails to that SMTP server instead of the embedded sink (the
+                        checker then cannot read what was received, and says so)
   --out FILE            where to write the timeline SVG (default out/timeline.svg)
   --json                print one JSON report on stdout and nothing else there
   --help                this text
@@ -41,6 +47,9 @@ export interface DemoFlags {
   workers: number;
   seed: number;
   leaseMode: 'wall-clock' | 'version-watch';
+  s3Endpoint?: string;
+  bucket?: string;
+  smtp?: { host: string; port: number };
   /** Absolute path, checked writable. */
   out: string;
   json: boolean;
@@ -56,6 +65,9 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
       workers: { type: 'string' },
       seed: { type: 'string' },
       'lease-mode': { type: 'string' },
+      's3-endpoint': { type: 'string' },
+      bucket: { type: 'string' },
+      smtp: { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -64,6 +76,10 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
   });
   if (values.help) return 'help';
   urlFlag('endpoint', values.endpoint);
+  urlFlag('s3-endpoint', values['s3-endpoint']);
+  if (values.bucket !== undefined && values['s3-endpoint'] === undefined) throw new InvalidInputError('--bucket', 'names a bucket of --s3-endpoint URL; the embedded endpoint has its own');
+  const bucket = bucketFlag(values.bucket);
+  const smtp = smtpFlag(values.smtp);
   const stamp = new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14);
   const prefix = values['table-prefix'] ?? `fw-${stamp}-`;
   tableNames(prefix); // validates
@@ -74,6 +90,9 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     workers: intFlag('workers', values.workers, 4, 1, 64),
     seed: intFlag('seed', values.seed, 1, 0, 2 ** 31 - 1 - 10),
     leaseMode: leaseModeFlag(values['lease-mode']),
+    ...(values['s3-endpoint'] === undefined ? {} : { s3Endpoint: values['s3-endpoint'] }),
+    ...(bucket === undefined ? {} : { bucket }),
+    ...(smtp === undefined ? {} : { smtp }),
     out: outFileFlag('out', values.out ?? 'out/timeline.svg'),
     json: values.json,
   };
@@ -83,6 +102,9 @@ function leaseModeFlag(raw: string | undefined): DemoFlags['leaseMode'] {
   if (raw === undefined || raw === 'wall-clock' || raw === 'version-watch') return raw ?? 'wall-clock';
   throw new InvalidInputError('--lease-mode', `must be wall-clock or version-watch, got "${raw}"`);
 }
+
+/** A table set's document folder, named like its tables (DESIGN.md, Documents): the prefix without its separator. */
+export const documentSet = (prefix: string): string => prefix.replace(/[-_.]+$/, '') || 'run';
 
 /** The three table sets of one run: the incident, its unsafe replay, the invoice run. */
 const tableSets = (prefix: string): TableNames[] => [tableNames(`${prefix}incident-`), tableNames(`${prefix}incident-unsafe-`), tableNames(prefix)];
@@ -124,6 +146,10 @@ export function failures({ safe, unsafe, run }: Outcome): string[] {
   const out: string[] = [];
   if (!safe.aRejected) out.push("the incident with the fence: A's stale write was not rejected");
   if (unsafe.overwritten.length === 0) out.push("the incident without the fence: A overwrote none of B's invoices (the bug the fence prevents did not show)");
+  if (safe.documents !== undefined && (safe.documents.aReferenced > 0 || safe.documents.aKeys.length === 0)) out.push("the incident with the fence: A's documents are not orphans");
+  if (safe.emails !== undefined && safe.emails.customersWithTwo > 0) out.push('the incident with the fence: a customer got two emails');
+  if (unsafe.documents !== undefined && unsafe.documents.overwrittenInPlace === 0) out.push("the incident without the fence: A's documents replaced none of B's");
+  if (unsafe.emails?.perCustomer !== undefined && unsafe.emails.customersWithTwo === 0) out.push('the incident without the fence: no customer got a second, stale email');
   for (const [name, r] of Object.entries(run.invariants.invariants)) {
     if (!r.ok) out.push(`invariant ${name}: ${r.violations.slice(0, 3).join('; ')}${r.violations.length > 3 ? ` (+${r.violations.length - 3} more)` : ''}`);
   }
@@ -141,7 +167,11 @@ export async function demo(flags: DemoFlags): Promise<number> {
     local = await startDynamoLocal();
   }
   const endpoint = flags.endpoint ?? local!.endpoint;
-  const stop = async () => local?.stop();
+  let effects: Effects | undefined;
+  const stop = async () => {
+    await effects?.close();
+    await local?.stop();
+  };
   process.once('SIGINT', () => void stop().finally(() => process.exit(130)));
   try {
     const dynamo = createDynamo({ endpoint });
@@ -149,19 +179,27 @@ export async function demo(flags: DemoFlags): Promise<number> {
     const [incidentTables, unsafeTables, runTables] = tableSets(flags.prefix) as [TableNames, TableNames, TableNames];
     await Promise.all([incidentTables, unsafeTables, runTables].map((n) => ensureTables(dynamo.client, n)));
     out(`Tables: prefix ${flags.prefix} at ${flags.endpoint ?? `${endpoint} (embedded)`}`);
+    effects = await startEffects({ doc: dynamo.doc, ...(flags.s3Endpoint === undefined ? {} : { s3Endpoint: flags.s3Endpoint }), ...(flags.bucket === undefined ? {} : { bucket: flags.bucket }), ...(flags.smtp === undefined ? {} : { smtp: flags.smtp }) });
+    out(`Documents: bucket ${effects.bucket} at ${effects.s3Url}${effects.embeddedS3 ? ' (embedded S3 endpoint)' : ''}; emails: ${effects.emailName}; payments: embedded provider ${effects.payments.url}`);
+    const streams = streamsClient(endpoint);
+    const fx = (set: string) => ({ effects: effects!, set, dynamo, streams });
 
     out('\n1. The incident (source article): A pauses past its lease; B takes over; A wakes and writes.');
     out('   With the fence:');
-    const safe = await replayIncident({ doc: dynamo.doc, tables: incidentTables, clock: systemClock, fenced: true, log: out });
-    out('   Without the fence (UNSAFE variant, its own tables):');
-    const unsafe = await replayIncident({ doc: dynamo.doc, tables: unsafeTables, clock: systemClock, fenced: false, log: out });
+    const safe = await replayIncident({ doc: dynamo.doc, tables: incidentTables, clock: systemClock, fenced: true, log: out, effects: fx(documentSet(`${flags.prefix}incident-`)) });
+    printIncidentEffects(safe, out);
+    out('   Without the fence (UNSAFE variant, its own tables and folder):');
+    const unsafe = await replayIncident({ doc: dynamo.doc, tables: unsafeTables, clock: systemClock, fenced: false, log: out, effects: fx(documentSet(`${flags.prefix}incident-unsafe-`)) });
+    printIncidentEffects(unsafe, out);
 
     out(`\n2. Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, sweeper, injected faults.`);
     const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
     const run = await invoiceRun({
       dynamo,
-      streams: streamsClient(endpoint),
+      streams,
       tables: runTables,
+      effects,
+      set: documentSet(flags.prefix),
       customers: flags.customers,
       workers: flags.workers,
       seed: flags.seed,
@@ -182,6 +220,16 @@ export async function demo(flags: DemoFlags): Promise<number> {
   }
 }
 
+function printIncidentEffects(r: IncidentResult, out: (line: string) => void): void {
+  if (r.documents === undefined || r.emails === undefined) return;
+  const d = r.documents;
+  const e = r.emails;
+  if (r.fenced) out(`   file: B's ${d.bKeys.length} documents are published by its invoices; A's ${d.aKeys.length} are orphans (${d.aReferenced} referenced)`);
+  else out(`   file: A replaced ${d.overwrittenInPlace} of B's documents in place with its stale generation's content`);
+  const two = e.perCustomer === undefined ? 'no record to count (--smtp)' : `${e.customersWithTwo} customers got two emails`;
+  out(`   email: ${e.fromB} sent for B${r.fenced ? ' (through the outbox)' : ''}, ${e.fromA} for A; ${two}`);
+}
+
 function printRun(run: RunResult, out: (line: string) => void): void {
   for (const f of run.faults) out(`   fault: ${f.name} (${f.lane}, t=${f.atMs} ms)`);
   out(`   ${run.units} units committed in ${run.elapsedMs} ms; ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
@@ -195,6 +243,14 @@ function printRun(run: RunResult, out: (line: string) => void): void {
   }
   const s = run.invariants.stats;
   out(`   ${s.invoices} invoices, ${s.charges} charges, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
+  const { documents: d, emails: m, payments: p } = s.effects;
+  out(`   documents: ${d.written} written, ${d.referenced} referenced, ${d.orphaned} orphaned, ${d.collected} collected`);
+  const record = m.recordChecked ? `${m.delivered} received by the provider, ${m.duplicated} duplicated` : 'the provider\'s record not readable (--smtp): deliveries not counted';
+  out(`   emails: ${m.sent}/${m.items} sent, ${record}, ${m.ambiguous} ambiguous sends, ${m.unknown} unknown, ${m.failed} failed`);
+  out(`   payment notifications: ${p.sent}/${p.items} sent, ${p.performed} performed by the provider for ${p.requests} requests (replays answered from its record)`);
+  const x = run.effects;
+  out(`   effect faults: ${x.faults.join('; ')}${x.senderKilled ? '; a sender killed after the provider accepted' : ''}`);
+  out(`   reconciler: ${x.reconciled.fromRecord} from the provider's record, ${x.reconciled.resent} resent, ${x.reconciled.delivered} delivered late, ${x.reconciled.unknown} unknown; collector: ${x.collected} orphans removed`);
 }
 
 function printVerdict(flags: DemoFlags, failed: string[], out: (line: string) => void): void {
@@ -230,8 +286,8 @@ function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcom
     endpoint: flags.endpoint ?? 'embedded',
     tablePrefix: flags.prefix,
     incident: {
-      fenced: { generations: safe.generations, staleWriteRejected: safe.aRejected },
-      unsafe: { generations: unsafe.generations, invoicesOverwritten: unsafe.overwritten.length, chargesStoppedByOperationKey: unsafe.chargesSuppressed },
+      fenced: { generations: safe.generations, staleWriteRejected: safe.aRejected, documents: safe.documents, emails: safe.emails },
+      unsafe: { generations: unsafe.generations, invoicesOverwritten: unsafe.overwritten.length, chargesStoppedByOperationKey: unsafe.chargesSuppressed, documents: unsafe.documents, emails: unsafe.emails },
     },
     run: {
       customersPerPeriod: flags.customers,
@@ -249,6 +305,7 @@ function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcom
       faults: run.faults,
       metrics: run.metrics,
       jobs: run.jobs,
+      effects: run.effects,
     },
     invariants: run.invariants.invariants,
     stats: run.invariants.stats,

@@ -15,13 +15,15 @@ import {
   LeaseManager,
   putOnce,
   raiseFence,
+  scanAll,
   StaleGenerationError,
   type Clock,
   type Effect,
   type Generation,
 } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
-import { createJob, fenceKeyOf, JOB_ATTR as J, leaseKeyOf, readJob, type TableNames } from '../lib/workflow/index.js';
+import { createJob, fenceKeyOf, JOB_ATTR as J, leaseKeyOf, readJob, type PublishedDocument, type TableNames } from '../lib/workflow/index.js';
+import { deliverCommitted, emailDirectly, emailsPerCustomer, overwriteDocuments, putDocuments, type IncidentEffects } from './incident-effects.js';
 import { Timeline } from './timeline.js';
 
 export interface IncidentOptions {
@@ -30,6 +32,8 @@ export interface IncidentOptions {
   clock: Clock;
   fenced: boolean;
   log?: (line: string) => void;
+  /** The file and the email: the bucket, the providers, the Outbox stream. Without it, the tables alone. */
+  effects?: IncidentEffects;
 }
 
 export interface IncidentResult {
@@ -39,6 +43,10 @@ export interface IncidentResult {
   overwritten: string[];
   chargesSuppressed: number;
   timeline: Timeline;
+  /** The file: A's and B's objects, how many of A's an invoice points to, how many B's A overwrote in place. */
+  documents?: { aKeys: string[]; bKeys: string[]; aReferenced: number; overwrittenInPlace: number };
+  /** The email: how many each worker's run got delivered; per customer, what the provider received (undefined: no record, --smtp). */
+  emails?: { fromA: number; fromB: number; perCustomer: Record<string, number> | undefined; customersWithTwo: number };
 }
 
 const INPUT: InvoiceRunInput = { period: '2026-10', customers: 6, seed: 7, unitSize: 3, currency: 'EUR' };
@@ -66,10 +74,32 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   await createJob(doc, tables.jobs, { id: jobId, totalUnits, input: { ...INPUT } }, clock);
   const fence = { table: tables.fences, resource: fenceKeyOf(jobId) };
   // A unit has ONE `now`: its effects, its fence write and its heartbeat carry it (the tie the checker reads).
-  const effectsOf = (g: Generation, unit: number, writer: string, now: number): Effect[] =>
+  const fx = opts.effects;
+  const effectsOf = (g: Generation, unit: number, writer: string, now: number, documents?: Map<string, PublishedDocument>): Effect[] =>
     invoiceProcessor
-      .unitEffects(INPUT, { jobId, generation: g, unit, tables, now })
+      .unitEffects(INPUT, { jobId, generation: g, unit, tables, now, ...(documents === undefined ? {} : { documents }) })
+      // The hand-written path has no outbox: it emails directly (incident-effects.ts).
+      .filter((e) => opts.fenced || e.table !== tables.outbox)
       .map((e) => ({ ...e, item: { ...e.item, writer } }));
+  const docs = { aKeys: [] as string[], bKeys: [] as string[], overwrittenInPlace: 0 };
+  const mails = { fromA: 0, fromB: 0 };
+  /** The unit's documents: new objects (fenced) or overwritten in place (unsafe). */
+  const documentsOf = async (who: 'A' | 'B', g: Generation, unit: number): Promise<Map<string, PublishedDocument> | undefined> => {
+    if (fx === undefined) return undefined;
+    const actor = `worker-${who}`;
+    if (!opts.fenced) {
+      const keys = await overwriteDocuments(fx, INPUT, jobId, g, unit, tables);
+      if (who === 'A') docs.overwrittenInPlace += keys.length;
+      (who === 'A' ? docs.aKeys : docs.bKeys).push(...keys);
+      say(actor, 'document', `${who === 'A' ? 'OVERWROTE in place' : 'wrote in place'} ${keys.length} documents (${keys[0]?.split('/').slice(-2).join('/')}...)`, g);
+      return undefined;
+    }
+    const published = await putDocuments(fx, INPUT, jobId, g, unit, tables);
+    const keys = [...published.values()].map((d) => d.key);
+    (who === 'A' ? docs.aKeys : docs.bKeys).push(...keys);
+    say(actor, 'document', `put ${keys.length} documents as new objects (${keys[0]?.split('/').slice(-2).join('/')}...)`, g);
+    return published;
+  };
 
   // A: acquire, (fence), read, then the pause.
   const a = await A.acquire(leaseKeyOf(jobId));
@@ -81,7 +111,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   const aJob = await readJob(doc, tables.jobs, jobId);
   say('worker-A', 'read', `read checkpoint: cursor ${aJob?.cursor}`);
   const aNow = clock.wallNow();
-  const aEffects = effectsOf(a.generation, 0, 'worker-A', aNow);
+  const aEffects = effectsOf(a.generation, 0, 'worker-A', aNow, await documentsOf('A', a.generation, 0));
   say('worker-A', 'pause', `paused ${PAUSE_MS} ms (GC) with unit 0 built; lease expires meanwhile`);
   const pausedAt = clock.monotonicNow();
 
@@ -96,7 +126,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   say('worker-B', 'read', `read checkpoint: cursor ${bJob?.cursor}`);
   for (let unit = bJob?.cursor ?? 0; unit < totalUnits; unit++) {
     const now = clock.wallNow();
-    const effects = effectsOf(b.generation, unit, 'worker-B', now);
+    const effects = effectsOf(b.generation, unit, 'worker-B', now, await documentsOf('B', b.generation, unit));
     const last = unit + 1 === totalUnits;
     if (opts.fenced) {
       await commitFencedUnit(
@@ -113,10 +143,20 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
     } else {
       await unsafeWrite(doc, tables, jobId, unit, effects, last);
     }
-    say('worker-B', 'commit', `committed unit ${unit} (${effects.length / 2} invoices + charges) at ${formatGeneration(b.generation)}`, b.generation);
+    const customers = effects.filter((e) => e.item.pk.startsWith('invoice#')).length;
+    say('worker-B', 'commit', `committed unit ${unit} (${customers} invoices + charges${opts.fenced && fx ? ' + outbox items' : ''}) at ${formatGeneration(b.generation)}`, b.generation);
+    if (!opts.fenced && fx !== undefined) {
+      mails.fromB += await emailDirectly(fx, INPUT, b.generation, unit, tables, 'worker-B');
+      say('worker-B', 'email', `emailed ${customers} customers directly (no outbox)`, b.generation);
+    }
   }
   say('worker-B', 'done', 'job DONE; released', b.generation);
   await B.release(b);
+  if (opts.fenced && fx !== undefined) {
+    await deliverCommitted(fx, tables);
+    mails.fromB = (await scanAll(doc, tables.outbox)).filter((i) => i.kind === 'email' && i.status === 'SENT').length;
+    say('sender', 'email', `sent ${mails.fromB} emails: the outbox items B's units created`);
+  }
 
   // A wakes up, still believing in its lease, and writes what it built before the pause.
   await clock.sleep(Math.max(0, PAUSE_MS - (clock.monotonicNow() - pausedAt)));
@@ -135,6 +175,10 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
       if (!(e instanceof StaleGenerationError)) throw e;
       aRejected = true;
       say('worker-A', 'reject', `REJECTED: stale generation ${formatGeneration(a.generation)}, fence at ${e.current === undefined ? '?' : formatGeneration(e.current)}; nothing written`, a.generation);
+      if (fx !== undefined) {
+        say('worker-A', 'note', `its ${docs.aKeys.length} documents are orphans nobody points to; it created no outbox item, so it emails nobody`);
+        await deliverCommitted(fx, tables);
+      }
     }
   } else {
     const r = await unsafeWrite(doc, tables, jobId, 0, aEffects, false);
@@ -142,10 +186,32 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
     chargesSuppressed = r.chargesSuppressed;
     say('worker-A', 'overwrite', `OVERWROTE ${overwritten.length} of B's invoices with generation ${formatGeneration(a.generation)} data`, a.generation);
     if (chargesSuppressed > 0) say('worker-A', 'note', `${chargesSuppressed} duplicate charges stopped by their operation keys (not by a fence)`);
+    if (fx !== undefined) {
+      mails.fromA = await emailDirectly(fx, INPUT, a.generation, 0, tables, 'worker-A');
+      say('worker-A', 'email', `emailed ${mails.fromA} customers AGAIN, with its stale invoice`, a.generation);
+    }
   }
   const late = await A.release(a);
   say('worker-A', 'release', `late release: ${late.released ? 'released' : 'no effect (owner+generation no longer match)'}`);
-  return { fenced: opts.fenced, generations: { A: a.generation, B: b.generation }, aRejected, overwritten, chargesSuppressed, timeline: tl };
+  const result: IncidentResult = { fenced: opts.fenced, generations: { A: a.generation, B: b.generation }, aRejected, overwritten, chargesSuppressed, timeline: tl };
+  if (fx === undefined) return result;
+  const pointers = new Set((await invoicePointers(doc, tables)).filter((k) => k !== undefined));
+  const perCustomer = emailsPerCustomer(fx, tables.outbox);
+  return {
+    ...result,
+    documents: { ...docs, aReferenced: docs.aKeys.filter((k) => opts.fenced && pointers.has(k)).length },
+    emails: {
+      ...mails,
+      perCustomer: perCustomer === undefined ? undefined : Object.fromEntries(perCustomer),
+      customersWithTwo: perCustomer === undefined ? 0 : [...perCustomer.values()].filter((n) => n > 1).length,
+    },
+  };
+}
+
+/** Every invoice's documentKey, read back from the table. */
+async function invoicePointers(doc: DynamoDBDocumentClient, tables: TableNames): Promise<(string | undefined)[]> {
+  const items = await scanAll(doc, tables.invoices);
+  return items.filter((i) => String(i.pk).startsWith('invoice#')).map((i) => (typeof i.documentKey === 'string' ? i.documentKey : undefined));
 }
 
 /**

@@ -11,6 +11,8 @@
  * PROGRESS every job reached DONE with its cursor at totalUnits.
  * TOKENS   per lease key, every grant to a new owner carries a strictly greater generation;
  *          no lease or fence item is ever removed; a fence never exceeds its lease counter.
+ * DOCS, DELIVERY  the protected file and the unprotected email: cli/invariants-effects.ts, from
+ *          the bucket and the providers' own records as well.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
@@ -18,9 +20,10 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanAll as scan } from '../lib/protocol/index.js';
 import { amountCents, customerId, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
 import type { TableNames } from '../lib/workflow/index.js';
+import { checkDelivery, checkDocs, type EffectsSources, type EffectsStats } from './invariants-effects.js';
 import { readStream, type StreamChange } from './streams.js';
 
-export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS';
+export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY';
 
 /** A grant that replaced an owner who had not released (from the Leases stream). */
 export interface Takeover {
@@ -57,6 +60,7 @@ export interface InvariantReport {
     takeovers: number;
     /** Takeovers granted before the replaced holder's expiry by the writers' own wall clocks. */
     leaseOverlaps: number;
+    effects: EffectsStats;
   };
 }
 
@@ -66,20 +70,23 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : und
 export async function checkInvariants(
   clients: { client: DynamoDBClient; doc: DynamoDBDocumentClient; streams: DynamoDBStreamsClient },
   tables: TableNames,
+  effects: EffectsSources = {},
 ): Promise<InvariantReport> {
-  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] };
+  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [] };
   const add = (name: InvariantName, msg: string) => {
     if (v[name].length < MAX_LISTED) v[name].push(msg);
     else if (v[name].length === MAX_LISTED) v[name].push('…');
   };
-  const [jobs, invoiceItems, fenceItems, leaseItems, invoiceStream, fenceStream, leaseStream] = await Promise.all([
+  const [jobs, invoiceItems, fenceItems, leaseItems, outboxItems, invoiceStream, fenceStream, leaseStream, outboxStream] = await Promise.all([
     scan(clients.doc, tables.jobs),
     scan(clients.doc, tables.invoices),
     scan(clients.doc, tables.fences),
     scan(clients.doc, tables.leases),
+    scan(clients.doc, tables.outbox),
     readStream(clients.client, clients.streams, tables.invoices),
     readStream(clients.client, clients.streams, tables.fences),
     readStream(clients.client, clients.streams, tables.leases),
+    readStream(clients.client, clients.streams, tables.outbox),
   ]);
 
   // FENCE: the tie. A fenced unit writes its fence with (generation, updatedAt) and stamps every
@@ -87,7 +94,7 @@ export async function checkInvariants(
   // (A unit whose fence write changed nothing leaves no fence record, but then an earlier record
   // carries that very pair.)
   const fenceWrites = new Set(fenceStream.filter((c) => c.newImage !== undefined).map((c) => `${c.key}\u0000${String(c.newImage?.generation)}\u0000${String(c.newImage?.updatedAt)}`));
-  for (const c of invoiceStream) {
+  for (const c of [...invoiceStream, ...outboxStream.filter((x) => x.event === 'INSERT')]) {
     if (c.newImage === undefined) continue;
     const jobId = c.newImage.jobId;
     const g = c.newImage.generation;
@@ -224,6 +231,9 @@ export async function checkInvariants(
     if (fg !== undefined && (lg === undefined || fg > lg)) add('TOKENS', `fence ${String(f.pk)} at ${fg} exceeds lease counter ${lg}`);
   }
 
+  const docStats = await checkDocs(effects.s3, invoiceItems, invoiceStream, add);
+  const delivery = await checkDelivery(tables.outbox, outboxItems, outboxStream, fenceWrites, jobs, effects, add);
+
   const invariants = Object.fromEntries(
     (Object.keys(v) as InvariantName[]).map((k) => [k, { ok: v[k].length === 0, violations: v[k] }]),
   ) as InvariantReport['invariants'];
@@ -238,9 +248,10 @@ export async function checkInvariants(
       totalCents,
       expectedInvoices,
       expectedTotalCents,
-      streamRecords: invoiceStream.length + fenceStream.length + leaseStream.length,
+      streamRecords: invoiceStream.length + fenceStream.length + leaseStream.length + outboxStream.length,
       takeovers: takeovers.length,
       leaseOverlaps: overlapsOf(takeovers).length,
+      effects: { documents: docStats, ...delivery },
     },
   };
 }

@@ -15,10 +15,12 @@ import { METRIC, readJob, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
+import type { Effects } from './effects-env.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { checkInvariants, type InvariantReport } from './invariants.js';
 import { LocalQueue } from './queue.js';
 import { LocalRuntime, slotOf } from './runtime.js';
+import { RunEffects } from './run-effects.js';
 import { LocalTelemetry } from './telemetry.js';
 import { Timeline } from './timeline.js';
 
@@ -31,6 +33,9 @@ export interface RunOptions {
   seed: number;
   leaseMode?: 'wall-clock' | 'version-watch';
   onProgress?: (done: number, total: number) => void;
+  /** The bucket and the providers; `set` is the run's document folder (named like its tables). */
+  effects: Effects;
+  set: string;
 }
 
 export interface RunResult {
@@ -48,6 +53,8 @@ export interface RunResult {
   timeline: Timeline;
   /** Why the run stopped waiting before every job finished, if it did. */
   gaveUp?: string;
+  /** The external effects' faults that fired, and what the reconciler and the collector did. */
+  effects: { faults: string[]; senderKilled: boolean; reconciled: { fromRecord: number; resent: number; delivered: number; unknown: number }; collected: number; streamDeadLetters: number };
 }
 
 /** One job per billing period. */
@@ -90,7 +97,8 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
   const base = { doc: opts.dynamo.doc, tables: opts.tables, clock, queue, telemetry };
 
-  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
+  const fx = new RunEffects({ dynamo: opts.dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true });
+  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
   const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers });
   runtime = new LocalRuntime({
@@ -116,7 +124,10 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   }
   const totalUnits = unitsPerJob * PERIODS.length;
 
+  fx.arm();
   runtime.start();
+  fx.start();
+  const background = fx.background(COLLECT_AFTER_MS);
   let jobs: Awaited<ReturnType<typeof readJob>>[];
   let gaveUp: string | undefined;
   let lastDone = -1;
@@ -138,9 +149,12 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   while (plan.activePauses > 0 && clock.monotonicNow() < wakeBy) await clock.sleep(50);
   await clock.sleep(200);
   await runtime.stop();
+  await fx.settle(STALL_MS, COLLECT_AFTER_MS);
+  await background.stop();
+  await fx.stop();
   const elapsedMs = Math.round(clock.monotonicNow() - started);
 
-  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables);
+  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources());
   return {
     jobs: jobs.map((j, i) => ({
       id: j?.id ?? jobIds[i]!,
@@ -161,5 +175,11 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     invariants,
     timeline,
     ...(gaveUp === undefined ? {} : { gaveUp }),
+    effects: effectsSummary(fx),
   };
 }
+
+/** The longest lease plus a margin: an unreferenced document younger than this is left to its writer. */
+export const COLLECT_AFTER_MS = LEASE_MS + 1_000;
+
+const effectsSummary = (fx: RunEffects): RunResult['effects'] => fx.summary();

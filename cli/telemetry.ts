@@ -24,6 +24,14 @@ const KIND: Record<string, TimelineKind> = {
   'job-done': 'done',
   'job-failed': 'reject',
   'duplicate-suppressed': 'duplicate',
+  'documents-published': 'document',
+  'outbox-sent': 'email',
+  'outbox-ambiguous': 'note',
+  'outbox-reconciled': 'note',
+  'outbox-resend': 'note',
+  'outbox-unknown': 'reject',
+  'outbox-failed': 'reject',
+  'document-collected': 'collect',
 };
 
 /** `w3-17-ab12cd34/0` → `lambda w3`: one lane per concurrency slot. */
@@ -63,6 +71,22 @@ function describe(name: string, f: Record<string, unknown>): string {
       return `${String(f.jobId)} FAILED: ${String(f.reason)}`;
     case 'duplicate-suppressed':
       return `unit ${String(f.unit)}: duplicates suppressed`;
+    case 'documents-published':
+      return `unit ${String(f.unit)}: ${String(f.documents)} documents put (gen ${g(f.generation)})`;
+    case 'outbox-sent':
+      return `sent ${String(f.pk)}`;
+    case 'outbox-ambiguous':
+      return `${String(f.pk)}: send outcome unseen (ambiguous)`;
+    case 'outbox-reconciled':
+      return `${String(f.pk)}: SENT from the provider's record`;
+    case 'outbox-resend':
+      return `${String(f.pk)}: sent again (claim taken over)`;
+    case 'outbox-unknown':
+      return `${String(f.pk)}: UNKNOWN (${String(f.reason)})`;
+    case 'outbox-failed':
+      return `${String(f.pk)}: FAILED (${String(f.reason)})`;
+    case 'document-collected':
+      return `orphan ${String(f.key)} collected`;
     default:
       return name.replace(/-/g, ' ');
   }
@@ -86,7 +110,8 @@ export class LocalTelemetry implements Telemetry {
     if (kind === undefined || this.timeline === undefined) return;
     const generation = typeof fields.generation === 'number' ? fields.generation : undefined;
     const lease = kind === 'acquire' || kind === 'renew' ? this.leaseMs : undefined;
-    this.timeline.add(laneOf(fields.owner), kind, describe(name, fields), generation, lease);
+    const lane = typeof fields.lane === 'string' ? fields.lane : laneOf(fields.owner);
+    this.timeline.add(lane, kind, describe(name, fields), generation, lease);
   }
   get(metric: MetricName): number {
     return this.counts.get(metric) ?? 0;

@@ -25,6 +25,9 @@ export type TimelineKind =
   | 'requeue'
   | 'duplicate'
   | 'done'
+  | 'document'
+  | 'email'
+  | 'collect'
   | 'note';
 
 export interface TimelineEvent {
@@ -75,13 +78,16 @@ export const STYLE: Record<TimelineKind, { color: string; shape: 'dot' | 'small'
   requeue: { color: '#e0409a', shape: 'dot', legend: 'requeued' },
   duplicate: { color: '#5a5a5a', shape: 'dot', legend: 'duplicate delivery' },
   done: { color: '#0a4d1c', shape: 'dot', legend: 'job done' },
+  document: { color: '#0000ff', shape: 'small', legend: 'documents put (new objects)' },
+  email: { color: '#ff00ff', shape: 'small', legend: 'email / provider call sent' },
+  collect: { color: '#00cc00', shape: 'small', legend: 'orphaned document collected' },
   note: { color: '#3d7a9e', shape: 'dot', legend: 'note' },
 };
 /** The two bands: a lease held, and a worker paused. */
 export const BANDS = { lease: { fill: '#bee3f8', legend: 'lease held (to release, loss or lapse)' }, pause: { fill: '#faf089', stroke: '#c8a000', legend: 'paused' } };
 
 /** Kinds not labelled in a 'story' section (a long run): the many routine commits, and what a band already shows. */
-const ROUTINE: readonly TimelineKind[] = ['commit', 'renew', 'resume'];
+const ROUTINE: readonly TimelineKind[] = ['commit', 'renew', 'resume', 'document', 'email', 'collect'];
 /** Never labelled: drawn as part of a band. */
 const UNLABELLED: readonly TimelineKind[] = ['renew', 'resume'];
 
@@ -184,7 +190,7 @@ function legend(parts: string[], y: number): number {
 
 /** Lanes top to bottom: the queue, the workers by name and number (w2 before w10), the sweeper. */
 function byLane(a: string, b: string): number {
-  const rank = (n: string) => (n === 'queue' ? 0 : n === 'sweeper' ? 2 : 1);
+  const rank = (n: string) => (n === 'queue' ? 0 : n === 'sweeper' ? 2 : n.startsWith('lambda') ? 1 : 3);
   return rank(a) - rank(b) || a.localeCompare(b, 'en', { numeric: true });
 }
 

@@ -73,7 +73,7 @@ export function commonsFromEnv(env: Env, opts: { maxUnitSize?: number; tracer?: 
     lease,
     queue: new SqsWorkQueue(sqs, queueUrl),
     clock: systemClock,
-    unitSize: integer(env, ENV.unitSize, 25, 1, opts.maxUnitSize ?? MAX_UNIT_SIZE),
+    unitSize: integer(env, ENV.unitSize, 20, 1, opts.maxUnitSize ?? MAX_UNIT_SIZE),
   };
 }
 

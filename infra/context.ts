@@ -110,6 +110,21 @@ export class ContextSettings {
     return v;
   }
 
+  /** The From address of every email: required, and never defaulted to a domain of the code's choosing. */
+  senderAddress(): string {
+    const v = this.string('senderAddress');
+    if (v === undefined) throw new ConfigError('senderAddress', 'is required: the From address of the invoice emails (an SES identity is created for it), e.g. -c senderAddress=billing@your-domain');
+    if (!/^[^\s@<>"]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/.test(v)) throw new ConfigError('senderAddress', `must be an email address, got "${v.slice(0, 200)}"`);
+    return v;
+  }
+
+  paymentsUrl(): string | undefined {
+    const v = this.string('paymentsUrl');
+    if (v === undefined) return undefined;
+    if (!/^https:\/\/[^\s/]+/.test(v)) throw new ConfigError('paymentsUrl', `must be an https URL, got "${v.slice(0, 200)}"`);
+    return v;
+  }
+
   adoptTables(): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
     return parseAdoptTables(this.raw('adoptTables'));
   }

@@ -8,6 +8,8 @@ export const OUTPUTS = {
   fences: 'FencesTableName',
   jobs: 'JobsTableName',
   invoices: 'InvoicesTableName',
+  outbox: 'OutboxTableName',
+  documentsBucket: 'DocumentsBucketName',
   invoicesStreamArn: 'InvoicesStreamArn',
   queueUrl: 'WorkQueueUrl',
   /** The work queue's dead-letter queue, as an ARN (what start-message-move-task takes). */

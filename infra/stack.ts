@@ -14,6 +14,8 @@
  * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
  * | `adoptTables`               | restored Jobs/Invoices tables to use (DR runbook)    | none                 |
  * | `operatorRoleArn`           | role (ArnLike) that may update Leases/Fences: seal   | none                 |
+ * | `senderAddress`             | From address of the emails (an SES identity)         | required (cdk.json)  |
+ * | `paymentsUrl`               | payment provider's charge-notification endpoint      | none                 |
  * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | `FencedWorkflow`     |
  *
  * infra/context.ts checks each value at synth with the bound its handler enforces.
@@ -52,6 +54,8 @@ export class FencedWorkflowStack extends Stack {
     const metricsNamespace = settings.metricsNamespace();
     const adoptTables = settings.adoptTables();
     const operatorRoleArn = settings.arn('operatorRoleArn');
+    const senderAddress = settings.senderAddress();
+    const paymentsUrl = settings.paymentsUrl();
 
     this.workflow = new FencedWorkflow(this, 'Workflow', {
       fenceEpoch,
@@ -65,6 +69,7 @@ export class FencedWorkflowStack extends Stack {
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
+      externalEffects: { senderAddress, ...(paymentsUrl ? { paymentsUrl } : {}) },
     });
 
     const w = this.workflow;
@@ -73,6 +78,7 @@ export class FencedWorkflowStack extends Stack {
     }
     const stream = w.activeTables.invoices.tableStreamArn;
     if (stream !== undefined) new CfnOutput(this, OUTPUTS.invoicesStreamArn, { value: stream, description: 'Invoices stream (invariant checker, outbox)' });
+    new CfnOutput(this, OUTPUTS.documentsBucket, { value: w.effects.bucket.bucketName, description: 'Documents bucket (the invoices point to their objects: documentKey + documentEtag)' });
     new CfnOutput(this, OUTPUTS.queueUrl, { value: w.queue.queueUrl, description: 'Work queue URL (send {"jobId": "..."})' });
     new CfnOutput(this, OUTPUTS.deadLetterQueueArn, { value: w.deadLetterQueue.queueArn, description: 'Work queue DLQ (redrive: aws sqs start-message-move-task --source-arn)' });
     new CfnOutput(this, OUTPUTS.dashboardUrl, { value: w.monitoring.dashboardUrl, description: 'CloudWatch dashboard' });

@@ -26,10 +26,9 @@ import {
   type FencedUnit,
 } from '../lib/protocol/index.js';
 import { createJob, ENV, integer, leaseSettingsFromEnv, METRIC, TABLE_ROLES, tablesFromEnv, type Telemetry } from '../lib/workflow/index.js';
-import { parseInvoiceInput } from '../lib/workloads/invoices.js';
+import { invoiceProcessor, MAX_UNIT_SIZE, parseInvoiceInput } from '../lib/workloads/invoices.js';
 import { commonsFromEnv } from '../functions/commons.js';
 import { createWorkerHandler, FullBatchFailureError, type WorkerHandler } from '../functions/worker-handler.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { main } from '../cli/main.js';
 import { OPS_COMMANDS } from '../cli/ops.js';
 import { LocalQueue } from '../cli/queue.js';
@@ -278,7 +277,7 @@ function badInvoiceField(raw: unknown): string | undefined {
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) return 'input.currency';
   if (!intIn(r.customers, 0, 10_000_000)) return 'input.customers';
   if (!intIn(r.seed, 0, 2 ** 31 - 1)) return 'input.seed';
-  if (!intIn(r.unitSize, 1, 49)) return 'input.unitSize';
+  if (!intIn(r.unitSize, 1, MAX_UNIT_SIZE)) return 'input.unitSize';
   return undefined;
 }
 
@@ -299,7 +298,7 @@ const invoiceInputArb = fc.oneof(
       period: fc.oneof(fc.constantFrom('2026-01', '2026-12', '1999-07'), fc.constantFrom('2026-13', '2026-00', '2026-1', '26-01', ' 2026-01', '2026-01\n'), fc.string(), hostile),
       customers: fc.oneof(fc.integer({ min: 0, max: 10_000_000 }), fc.constantFrom(-1, 10_000_001, 1.5, '10', Number.NaN), hostile),
       seed: fc.oneof(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.constantFrom(-1, 2 ** 31, 0.5), hostile),
-      unitSize: fc.oneof(fc.integer({ min: 1, max: 49 }), fc.constantFrom(0, 50, 2.5, '5'), hostile),
+      unitSize: fc.oneof(fc.integer({ min: 1, max: MAX_UNIT_SIZE }), fc.constantFrom(0, MAX_UNIT_SIZE + 1, 2.5, '5'), hostile),
       currency: fc.oneof(fc.constantFrom('EUR', 'USD'), fc.constantFrom('eur', 'EURO', '', 'E1R'), hostile),
       extra: hostile,
     },
@@ -315,7 +314,7 @@ describe('job inputs: parseInvoiceInput and createJob', () => {
         const field = badInvoiceField(raw);
         if (field === undefined) {
           const parsed = parseInvoiceInput(raw);
-          expect(intIn(parsed.customers, 0, 10_000_000) && intIn(parsed.unitSize, 1, 49) && PERIOD.test(parsed.period)).toBe(true);
+          expect(intIn(parsed.customers, 0, 10_000_000) && intIn(parsed.unitSize, 1, MAX_UNIT_SIZE) && PERIOD.test(parsed.period)).toBe(true);
           return;
         }
         refused++;
@@ -399,13 +398,13 @@ const urlVar = (name: string, optional: boolean): VarSpec => ({
   bad: fc.constantFrom('not a url', 'ftp://x.example', 'localhost:8000', '127.0.0.1:8000', 'http://', 'https://exa mple.com', ':::', 'file:///etc/passwd', 'http//x'),
 });
 
-const TABLE_VARS = [ENV.leasesTable, ENV.fencesTable, ENV.jobsTable, ENV.invoicesTable].map(tableVar);
+const TABLE_VARS = [ENV.leasesTable, ENV.fencesTable, ENV.jobsTable, ENV.invoicesTable, ENV.outboxTable].map(tableVar);
 const EPOCH = intVar(ENV.epoch, 0, MAX_EPOCH, false);
 const DURATION = intVar(ENV.leaseDurationMs, 100, 3_600_000, true);
 const SKEW = intVar(ENV.maxClockSkewMs, 0, 600_000, true);
 const QUEUE = urlVar(ENV.queueUrl, false);
 const ENDPOINT = urlVar(ENV.dynamoEndpoint, true);
-const UNIT_SIZE = intVar(ENV.unitSize, 1, 49, true);
+const UNIT_SIZE = intVar(ENV.unitSize, 1, MAX_UNIT_SIZE, true);
 
 const categoryArb = fc.constantFrom<Category>('good', 'good', 'good', 'good', 'missing', 'blank', 'bad');
 const valueOf = (v: VarSpec) =>

@@ -13,7 +13,6 @@ import { chaosRun } from './chaos/harness.js';
 const endpoint = inject('dynamoEndpoint');
 const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClient(endpoint) };
 
-
 /**
  * The real protocol's CI seeds, one per dimension: 100 version-watch + the successor crashing
  * after its fence raise + a DR drill; 101 wall-clock with clock skew beyond the bound; 102
@@ -22,12 +21,12 @@ const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClie
 const SEEDS = [100, 101, 102, 103, 110];
 
 describe('chaos (fixed seeds)', () => {
-  it(`seeds ${SEEDS.join(', ')}: the real protocol keeps FENCE, ONCE, PROGRESS, TOKENS and no lease held by two; the fence refuses the stale writes`, async () => {
+  it(`seeds ${SEEDS.join(', ')}: the real protocol keeps FENCE, ONCE, PROGRESS, TOKENS, DOCS, DELIVERY and no lease held by two; the fence refuses the stale writes`, async () => {
     const runs = await Promise.all(SEEDS.map((seed) => chaosRun(env, seed, 'fenced')));
     for (const r of runs) {
       const story = `seed ${r.seed}: ${r.history.slice(-40).join('\n')}`;
       expect(r.error, story).toBeUndefined();
-      expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations])), story).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] });
+      expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations])), story).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [] });
       expect(r.leaseViolation, story).toBe(false);
       // The schedule's incident really happened.
       expect(r.faultsFired, story).toContain('paused between read and write');

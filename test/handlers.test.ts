@@ -5,7 +5,10 @@
  * variables, a missing one named in the error.
  */
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
+import { s3Client } from '../lib/workflow/adapters/index.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, InvalidInputError, ManualClock, systemClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
 import { METRIC, readJob } from '../lib/workflow/index.js';
@@ -331,12 +334,26 @@ const lambdaContext = (awsRequestId: string, functionName: string): Context => (
 });
 
 describe('Lambda entries (functions/*.ts): configuration from the environment', () => {
+  // The worker entry puts its documents: a bucket on the local S3 endpoint.
+  let s3: S3Endpoint;
+  let s3Url = '';
+  beforeAll(async () => {
+    s3 = await startS3Endpoint();
+    s3Url = s3.url;
+    const client = s3Client({ endpoint: s3.url });
+    await client.send(new CreateBucketCommand({ Bucket: 'documents' }));
+    client.destroy();
+  });
+  afterAll(async () => s3.close());
   const stubEnv = (t: TestTables, overrides: Record<string, string | undefined> = {}) => {
     const env: Record<string, string | undefined> = {
       LEASES_TABLE: t.names.leases,
       FENCES_TABLE: t.names.fences,
       JOBS_TABLE: t.names.jobs,
       INVOICES_TABLE: t.names.invoices,
+      OUTBOX_TABLE: t.names.outbox,
+      DOCUMENTS_BUCKET: 'documents',
+      S3_ENDPOINT: s3Url,
       QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/fenced-work',
       FENCE_EPOCH: '0',
       LEASE_DURATION_MS: '5000',

@@ -25,9 +25,10 @@ import { grantDataPlane } from './permissions.js';
 import { validateSettings } from './settings.js';
 import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
+import { ExternalEffects } from './external-effects.js';
 
 /** Construct ids of the tables, by schema role: tools read the template by these names. */
-export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices' };
+export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices', outbox: 'Outbox' };
 
 /**
  * The invoice workload's unit size cap: a fenced unit is one TransactWriteItems of at most 100
@@ -62,12 +63,12 @@ export interface FencedWorkflowProps {
   readonly leaseDuration?: Duration;
   /** The stated bound on clock offset between hosts (wall-clock mode). @default 1 second */
   readonly maxClockSkew?: Duration;
-  /** Items (the invoice workload: customers) per fenced unit, at most maxUnitSize(effectsPerItem). @default 25 */
+  /** Items (the invoice workload: customers) per fenced unit, at most maxUnitSize(effectsPerItem). @default 20 */
   readonly unitSize?: number;
   /**
    * Effects the worker's processor writes per item of a unit; it caps `unitSize` so one unit's
    * effects, the fence and the checkpoint fit one transaction (lib/workflow maxUnitSize).
-   * @default 2 (the invoice workload: an invoice and a charge per customer)
+   * @default 4 (the invoice workload: an invoice, a charge, an email and a payment notification per customer)
    */
   readonly effectsPerItem?: number;
   /** Customers in the sample invoice run the starter creates (the starter's setting alone). @default 1000 */
@@ -123,6 +124,8 @@ export interface FencedWorkflowProps {
    * accepted, and a restored copy is older (docs/runbook-dr.md).
    */
   readonly adoptTables?: Partial<Record<TableRole, AdoptedTable>>;
+  /** The external effects: the From address of the emails (an SES identity is created for it), the payment provider's endpoint. */
+  readonly externalEffects: { readonly senderAddress: string; readonly paymentsUrl?: string };
 }
 
 export interface AdoptedTable {
@@ -155,6 +158,10 @@ export class FencedWorkflow extends Construct {
   readonly sweeperSchedule: Schedule;
   readonly starterSchedule: Schedule;
   readonly monitoring: WorkflowMonitoring;
+  /** The documents bucket, SES, and the sender, reconciler, recorder and collector functions. */
+  readonly effects: ExternalEffects;
+  readonly reconcilerSchedule: Schedule;
+  readonly collectorSchedule: Schedule;
   /** The environment every function gets (names from lib/workflow/config.ts ENV). */
   readonly environment: Readonly<Record<string, string>>;
 
@@ -219,12 +226,13 @@ export class FencedWorkflow extends Construct {
       [ENV.fencesTable]: active.fences.tableName,
       [ENV.jobsTable]: active.jobs.tableName,
       [ENV.invoicesTable]: active.invoices.tableName,
+      [ENV.outboxTable]: active.outbox.tableName,
       [ENV.queueUrl]: this.queue.queueUrl,
       [ENV.epoch]: String(props.fenceEpoch),
       [ENV.leaseMode]: props.leaseMode ?? 'wall-clock',
       [ENV.leaseDurationMs]: String(leaseDuration.toMilliseconds()),
       [ENV.maxClockSkewMs]: String(maxClockSkew.toMilliseconds()),
-      [ENV.unitSize]: String(props.unitSize ?? 25),
+      [ENV.unitSize]: String(props.unitSize ?? 20),
       [ENV.staleAfterMs]: String(staleAfter.toMilliseconds()),
       [ENV.sweepIntervalMs]: String(sweepInterval.toMilliseconds()),
       POWERTOOLS_METRICS_NAMESPACE: namespace,
@@ -234,13 +242,23 @@ export class FencedWorkflow extends Construct {
     validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, workerTimeout, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });
     this.environment = environment;
 
+    // ---- External effects: the documents bucket, SES, the outbox's functions -----------------
+    this.effects = new ExternalEffects(this, 'Effects', {
+      tables: { invoices: active.invoices, fences: active.fences, jobs: active.jobs, outbox: active.outbox },
+      senderAddress: props.externalEffects.senderAddress,
+      ...(props.externalEffects.paymentsUrl ? { paymentsUrl: props.externalEffects.paymentsUrl } : {}),
+      environment,
+      scheduleDeadLetterQueue: this.scheduleDeadLetterQueue,
+      services: { sender: 'sender', reconciler: 'reconciler', recorder: 'recorder', collector: 'collector' },
+    });
+
     // ---- Compute ------------------------------------------------------------------------------
     this.worker = fencedFunction(this, 'Worker', {
       entry: props.worker.entry,
       description: 'Fenced worker: runs jobs from the work queue under a lease, one fenced transaction per unit',
       timeout: workerTimeout,
       memorySize: props.worker.memorySize ?? 512,
-      environment: { ...environment, POWERTOOLS_SERVICE_NAME: services.worker },
+      environment: { ...environment, ...this.effects.workerEnvironment, POWERTOOLS_SERVICE_NAME: services.worker },
       // A long job hands off to itself through the work queue (a continuation per invocation that
       // ran out of time). Lambda's loop detection would drop the 17th hop (~30 minutes of work)
       // as a runaway loop. Each hop follows an invocation that spent its time committing units,
@@ -287,6 +305,7 @@ export class FencedWorkflow extends Construct {
 
     // ---- Least privilege: exact actions on exact resources ------------------------------------
     grantDataPlane({ worker: this.worker, sweeper: this.sweeper, starter: this.starter }, active, this.queue);
+    this.effects.grantWorker(this.worker, active.outbox);
 
     // ---- Schedules (EventBridge Scheduler) ----------------------------------------------------
     const schedulerRole = new Role(this, 'SchedulerRole', {
@@ -299,7 +318,7 @@ export class FencedWorkflow extends Construct {
     // version and alias); the schedules invoke the unqualified function only, so the role gets
     // exactly that and the targets get a view of it they cannot widen.
     schedulerRole.addToPrincipalPolicy(
-      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.sweeper.fn.functionArn, this.starter.fn.functionArn] }),
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.sweeper.fn.functionArn, this.starter.fn.functionArn, this.effects.reconciler.fn.functionArn, this.effects.collector.fn.functionArn] }),
     );
     schedulerRole.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.scheduleDeadLetterQueue.queueArn] }));
     const schedulerTargetRole = schedulerRole.withoutPolicyUpdates();
@@ -330,14 +349,32 @@ export class FencedWorkflow extends Construct {
       }),
     });
 
+    const every = (id: string, description: string, rate: Duration, fn: FencedFunction) =>
+      new Schedule(this, id, {
+        description,
+        schedule: ScheduleExpression.rate(rate),
+        target: new LambdaInvoke(fn.fn, { role: schedulerTargetRole, deadLetterQueue: this.scheduleDeadLetterQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+      });
+    this.reconcilerSchedule = every('ReconcilerSchedule', 'Runs the outbox reconciler', Duration.minutes(1), this.effects.reconciler);
+    this.collectorSchedule = every('CollectorSchedule', 'Runs the document collector', Duration.hours(1), this.effects.collector);
+
     // ---- Operations ---------------------------------------------------------------------------
     this.monitoring = new WorkflowMonitoring(this, 'Monitoring', {
       namespace,
       services,
       queue: this.queue,
-      deadLetterQueues: { DeadLetterQueue: this.deadLetterQueue, ScheduleDeadLetterQueue: this.scheduleDeadLetterQueue },
-      functions: { Worker: this.worker.fn, Sweeper: this.sweeper.fn, Starter: this.starter.fn },
+      deadLetterQueues: { DeadLetterQueue: this.deadLetterQueue, ScheduleDeadLetterQueue: this.scheduleDeadLetterQueue, SenderDeadLetterQueue: this.effects.senderDeadLetterQueue },
+      functions: {
+        Worker: this.worker.fn,
+        Sweeper: this.sweeper.fn,
+        Starter: this.starter.fn,
+        Sender: this.effects.sender.fn,
+        Reconciler: this.effects.reconciler.fn,
+        Recorder: this.effects.recorder.fn,
+        Collector: this.effects.collector.fn,
+      },
       sweeper: this.sweeper.fn,
+      effects: { sender: 'sender', reconciler: 'reconciler', collector: 'collector' },
       sweepInterval,
       unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),

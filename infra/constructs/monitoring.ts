@@ -46,12 +46,19 @@ export const WORKFLOW_METRICS = {
   requeues: METRIC.jobsRequeued,
   /** A gauge in ms, emitted by every sweep. */
   oldestUnfinishedJobAge: METRIC.oldestUnfinishedJobAgeMs,
+  /** The external effects: documents (worker, collector), deliveries (sender, reconciler). */
+  documents: [METRIC.documentsPublished, METRIC.documentsCollected],
+  outbox: [METRIC.outboxSent, METRIC.outboxFailed, METRIC.outboxAmbiguous, METRIC.outboxUnknown, METRIC.outboxRecordsFailed],
+  /** A gauge in ms, emitted by every reconcile. */
+  oldestUnsent: METRIC.outboxOldestUnsentAgeMs,
 } as const;
 
 export interface WorkflowMonitoringProps {
   readonly namespace: string;
   /** The `service` dimension each emitter publishes with. */
   readonly services: Readonly<{ worker: string; sweeper: string }>;
+  /** The external effects' emitters; alarms on UNKNOWN items, the oldest unsent item and the sender's failed records. */
+  readonly effects?: { readonly sender: string; readonly reconciler: string; readonly collector: string; readonly unsentAlarmAfter?: Duration };
   readonly queue: IQueue;
   readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
   readonly functions: Readonly<Record<string, IFunction>>;
@@ -179,6 +186,8 @@ export class WorkflowMonitoring extends Construct {
       }),
     );
 
+    const effectWidgets = props.effects === undefined ? [] : this.effectAlarms(props.effects, metric, addAlarm);
+
     // ---- Dashboard -----------------------------------------------------------------------------
     const graph = (title: string, left: IMetric[], extra: { leftAnnotations?: HorizontalAnnotation[] } = {}) =>
       new GraphWidget({ title, left, width: 12, height: 6, ...extra });
@@ -226,8 +235,30 @@ export class WorkflowMonitoring extends Construct {
           graph('Function throttles', fns.map(([name, f]) => f.metricThrottles({ period, label: name }))),
           graph('Oldest message age in the work queue (s)', [props.queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1) })]),
         ],
+        ...effectWidgets,
       ],
     });
+  }
+
+  /** UNKNOWN outbox items (a person must decide), the oldest unsent item, the sender's failed records; and their graphs. */
+  private effectAlarms(
+    e: NonNullable<WorkflowMonitoringProps['effects']>,
+    metric: (service: string, name: string, statistic: string) => Metric,
+    addAlarm: (a: Alarm) => Alarm,
+  ): GraphWidget[][] {
+    const unknown = metric(e.reconciler, METRIC.outboxUnknown, 'Sum');
+    const oldest = metric(e.reconciler, METRIC.outboxOldestUnsentAgeMs, 'Maximum');
+    const failedRecords = metric(e.sender, METRIC.outboxRecordsFailed, 'Sum');
+    const after = e.unsentAlarmAfter ?? Duration.minutes(30);
+    const once = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING };
+    addAlarm(new Alarm(this, 'OutboxUnknown', { alarmDescription: 'An outbox item is UNKNOWN: its send may or may not have been delivered and the provider record cannot tell. A person decides (docs/external-effects.md).', metric: unknown, ...once }));
+    addAlarm(new Alarm(this, 'OutboxUnsentTooOld', { alarmDescription: `An outbox item has waited more than ${after.toHumanString()} to be sent: the provider is down, or the sender and the reconciler fail. See their logs.`, metric: oldest, threshold: after.toMilliseconds(), comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING }));
+    addAlarm(new Alarm(this, 'OutboxRecordsFailed', { alarmDescription: 'The sender reported Outbox stream records failed (a provider not taking mail now, an error): retried by the stream, then its DLQ; the reconciler sends what stays PENDING.', metric: failedRecords, ...once }));
+    const g = (title: string, left: IMetric[]) => new GraphWidget({ title, left, width: 12, height: 6 });
+    return [
+      [g('Outbox deliveries', WORKFLOW_METRICS.outbox.map((m) => metric(m === METRIC.outboxUnknown ? e.reconciler : e.sender, m, 'Sum'))), g('Oldest unsent outbox item (ms)', [oldest])],
+      [g('Documents', [metric('worker', METRIC.documentsPublished, 'Sum'), metric(e.collector, METRIC.documentsCollected, 'Sum')])],
+    ];
   }
 
   /**

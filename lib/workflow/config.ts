@@ -10,6 +10,22 @@ export const ENV = {
   fencesTable: 'FENCES_TABLE',
   jobsTable: 'JOBS_TABLE',
   invoicesTable: 'INVOICES_TABLE',
+  outboxTable: 'OUTBOX_TABLE',
+  /** The documents bucket, and optionally an S3-compatible endpoint (path-style) and a leading folder. */
+  documentsBucket: 'DOCUMENTS_BUCKET',
+  s3Endpoint: 'S3_ENDPOINT',
+  documentSet: 'DOCUMENT_SET',
+  /** Emails: the From address (an SES identity), the SES configuration set that publishes SEND/DELIVERY events. */
+  senderAddress: 'SENDER_ADDRESS',
+  sesConfigurationSet: 'SES_CONFIGURATION_SET',
+  /** The payment provider's charge-notification endpoint (http effects of target "payments"); optional. */
+  paymentsUrl: 'PAYMENTS_URL',
+  /** Reconciler: when a PENDING item or a SENDING claim counts as stuck; how long SES events may lag. */
+  reconcilePendingAfterMs: 'RECONCILE_PENDING_AFTER_MS',
+  reconcileClaimTimeoutMs: 'RECONCILE_CLAIM_TIMEOUT_MS',
+  providerRecordLagMs: 'PROVIDER_RECORD_LAG_MS',
+  /** Collector: an unreferenced document younger than this is kept (the longest lease plus a margin). */
+  collectAfterMs: 'COLLECT_AFTER_MS',
   queueUrl: 'QUEUE_URL',
   epoch: 'FENCE_EPOCH',
   leaseMode: 'LEASE_MODE',
@@ -84,6 +100,7 @@ export function tablesFromEnv(env: Env): TableNames {
     fences: tableName(env, ENV.fencesTable),
     jobs: tableName(env, ENV.jobsTable),
     invoices: tableName(env, ENV.invoicesTable),
+    outbox: tableName(env, ENV.outboxTable),
   };
 }
 

@@ -24,6 +24,8 @@ export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMess
 export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
   INVOICE_ATTR,
+  OUTBOX_ATTR,
+  OUTBOX_INDEX,
   JOB_ATTR,
   TABLE_NAME,
   TABLE_ROLES,
@@ -51,3 +53,32 @@ export {
   type WorkRequest,
 } from './worker.js';
 export { runJob } from './run-job.js';
+
+// External effects (DESIGN.md): the protected file (documents on an object store) and the
+// unprotected email or provider call (the transactional outbox, its sender and reconciler).
+export { ObjectExistsError, type ObjectStore, type StoredObject } from './effects/object-store.js';
+export { documentKey, publishDocuments, type DocumentDraft, type DocumentTarget, type PublishedDocument } from './effects/documents.js';
+export {
+  claim,
+  markFailed as markOutboxFailed,
+  markSent,
+  markUnknown,
+  messageIdentity,
+  outboxEmail,
+  outboxHttp,
+  readOutboxItem,
+  recordAmbiguous,
+  recordProviderEvent,
+  release as releaseClaim,
+  takeOver,
+  type EmailPayload,
+  type HttpPayload,
+  type OutboxItem,
+  type OutboxKind,
+  type OutboxStatus,
+} from './effects/outbox.js';
+export { recordedDelivery, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult } from './effects/providers.js';
+export { deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
+export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
+export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';
+export { collect, type CollectorDeps, type CollectReport, type DocumentRef } from './effects/collector.js';

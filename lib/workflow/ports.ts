@@ -32,6 +32,18 @@ export const METRIC = {
   oldestUnfinishedJobAgeMs: 'OldestUnfinishedJobAgeMs',
   /** Work messages the worker handler reported failed (redelivered, then dead-lettered). */
   recordsFailed: 'RecordsFailed',
+  /** Documents put before their unit's transaction (worker), and orphans removed (collector). */
+  documentsPublished: 'DocumentsPublished',
+  documentsCollected: 'DocumentsCollected',
+  /** Outbox deliveries (sender, reconciler): sent, refused for good, outcome unseen, given up to a person. */
+  outboxSent: 'OutboxSent',
+  outboxFailed: 'OutboxFailed',
+  outboxAmbiguous: 'OutboxAmbiguous',
+  outboxUnknown: 'OutboxUnknown',
+  /** A gauge in ms, emitted by every reconcile: the oldest item not yet sent. */
+  outboxOldestUnsentAgeMs: 'OutboxOldestUnsentAgeMs',
+  /** Outbox stream records the sender reported failed (retried by the event source, then its DLQ). */
+  outboxRecordsFailed: 'OutboxRecordsFailed',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

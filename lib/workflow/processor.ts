@@ -11,6 +11,8 @@
  * order) can take at most maxUnitSize(k) items per unit.
  */
 import { MAX_UNIT_EFFECTS, type Effect, type Generation } from '../protocol/index.js';
+import type { DocumentRef } from './effects/collector.js';
+import type { DocumentDraft, PublishedDocument } from './effects/documents.js';
 import type { TableNames } from './schema.js';
 
 export interface UnitContext {
@@ -20,6 +22,11 @@ export interface UnitContext {
   tables: TableNames;
   /** Wall-clock ms to stamp on items (the writer's view; informational only). */
   now: number;
+  /**
+   * The unit's documents as the worker put them (unitDocuments), by ref: what unitEffects
+   * writes as pointers. Absent when the workflow has no document store.
+   */
+  documents?: ReadonlyMap<string, PublishedDocument>;
 }
 
 export interface Processor<Input> {
@@ -29,6 +36,15 @@ export interface Processor<Input> {
   parseInput(raw: unknown): Input;
   totalUnits(input: Input): number;
   unitEffects(input: Input, ctx: UnitContext): Effect[];
+  /**
+   * The unit's documents (the protected file), rendered: the worker puts them BEFORE the unit's
+   * transaction, each under a key that holds the generation, and hands their pointers to
+   * unitEffects. Deterministic for (input, generation, unit): never the clock, so a unit drafted
+   * again puts the same bytes (a harmless retry) instead of a conflicting object.
+   */
+  unitDocuments?(input: Input, ctx: UnitContext): DocumentDraft[];
+  /** The collector's map from a document key (below the set) to its pointer and writer; with unitDocuments. */
+  documents?: { readonly prefix: string; refOf(name: string, tables: TableNames): DocumentRef | undefined };
 }
 
 /** The most items a unit can hold when each writes `effectsPerItem` effects: one transaction must hold them all. */

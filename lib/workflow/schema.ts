@@ -6,7 +6,7 @@
  */
 import { CHECKPOINT_ATTR, InvalidInputError } from '../protocol/index.js';
 
-export type TableRole = 'leases' | 'fences' | 'jobs' | 'invoices';
+export type TableRole = 'leases' | 'fences' | 'jobs' | 'invoices' | 'outbox';
 export type KeyType = 'S' | 'N';
 
 export interface KeyAttribute {
@@ -62,7 +62,44 @@ export const INVOICE_ATTR = {
   generation: 'generation',
   unit: 'unit',
   updatedAt: 'updatedAt',
+  /** The invoice's document (S3): the whole object key, and the ETag the reader asks for. */
+  documentKey: 'documentKey',
+  documentEtag: 'documentEtag',
 } as const;
+
+/**
+ * An outbox item (DESIGN.md, Outbox): created once in the fenced unit (`kind`, `jobId` and the tie
+ * `generation`/`updatedAt` say which unit), then only its delivery attributes change.
+ */
+export const OUTBOX_ATTR = {
+  key: 'pk',
+  kind: 'kind',
+  jobId: 'jobId',
+  generation: 'generation',
+  unit: 'unit',
+  updatedAt: 'updatedAt',
+  status: 'status',
+  failureReason: 'failureReason',
+  attempts: 'attempts',
+  claimToken: 'claimToken',
+  claimedAt: 'claimedAt',
+  providerMessageId: 'providerMessageId',
+  sentAt: 'sentAt',
+  /** Sends whose outcome nobody saw (a lost acknowledgement, a sender that died): each may have delivered. */
+  ambiguousSends: 'ambiguousSends',
+  /** The provider's own record of this item (SEND/DELIVERY events, `<event>:<messageId>`), kept by the recorder. */
+  providerEvents: 'providerEvents',
+  /** Present while the item is PENDING or SENDING: the partition key of the reconciler's sparse index. */
+  unsent: 'unsent',
+  // The payload: an email's `to`, `subject`, `body`; an http effect's `target` and `request`.
+  to: 'to',
+  subject: 'subject',
+  body: 'body',
+  target: 'target',
+  request: 'request',
+} as const;
+
+export const OUTBOX_INDEX = 'unsent-by-age';
 
 /** The one value of the sparse index's partition key. */
 export const UNFINISHED = 'open';
@@ -92,6 +129,21 @@ export const TABLES: Readonly<Record<TableRole, TableSchema>> = {
     role: 'invoices',
     partitionKey: pk,
     globalSecondaryIndexes: [],
+    stream: 'NEW_AND_OLD_IMAGES',
+    permanent: false,
+  },
+  // The stream drives the sender (INSERT) and is the checker's audit of every delivery change.
+  outbox: {
+    role: 'outbox',
+    partitionKey: pk,
+    globalSecondaryIndexes: [
+      {
+        indexName: OUTBOX_INDEX,
+        partitionKey: { name: OUTBOX_ATTR.unsent, type: 'S' },
+        sortKey: { name: OUTBOX_ATTR.updatedAt, type: 'N' },
+        projection: 'ALL',
+      },
+    ],
     stream: 'NEW_AND_OLD_IMAGES',
     permanent: false,
   },

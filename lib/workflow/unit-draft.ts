@@ -6,6 +6,7 @@
  * `maxAgeMs` when its turn comes (a pause, a slow renewal in between) is drafted again.
  */
 import { marshallOptionsOf, prepareFencedUnit, type Effect, type FencedUnit, type PreparedUnit } from '../protocol/index.js';
+import type { PublishedDocument } from './effects/documents.js';
 import type { Ready } from './job-steps.js';
 import { JOB_ATTR } from './schema.js';
 
@@ -28,6 +29,11 @@ export class UnitDrafter {
     this.marshalling = marshallOptionsOf(r.deps.doc);
   }
 
+  /** Whether units publish documents first: their drafts then wait for the puts (no drafting ahead). */
+  get publishes(): boolean {
+    return this.r.deps.documents !== undefined && this.r.deps.processor.unitDocuments !== undefined;
+  }
+
   /** The fenced unit for unit `at`: fence, checkpoint advance (DONE on the last unit), effects. */
   unitOf(at: number, now: number, beat: boolean, effects: readonly Effect[], variant: string): FencedUnit {
     const last = at + 1 === this.r.totalUnits;
@@ -48,9 +54,10 @@ export class UnitDrafter {
   }
 
   /** Unit `at` at `now`; the last unit, and the first after `heartbeatEveryMs`, stamp the heartbeat. */
-  draft(at: number, now: number, lastBeatBefore: number): Draft {
+  draft(at: number, now: number, lastBeatBefore: number, documents?: ReadonlyMap<string, PublishedDocument>): Draft {
     const beat = at + 1 === this.r.totalUnits || now - lastBeatBefore >= this.heartbeatEveryMs;
-    const effects: Effect[] = this.r.deps.processor.unitEffects(this.r.input, { jobId: this.r.jobId, generation: this.r.g, unit: at, tables: this.r.deps.tables, now });
+    const ctx = { jobId: this.r.jobId, generation: this.r.g, unit: at, tables: this.r.deps.tables, now, ...(documents === undefined ? {} : { documents }) };
+    const effects: Effect[] = this.r.deps.processor.unitEffects(this.r.input, ctx);
     const unit = this.unitOf(at, now, beat, effects, '');
     let prepared: PreparedUnit | undefined;
     try {

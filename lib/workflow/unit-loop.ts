@@ -18,6 +18,7 @@ import { recordUnitFailure } from './job-writes.js';
 import { release, superseded, type Ready } from './job-steps.js';
 import { METRIC } from './ports.js';
 import { UnitDrafter, type Draft } from './unit-draft.js';
+import { publishUnit } from './unit-documents.js';
 import type { WorkOutcome } from './worker.js';
 
 /** Where the loop stands: the next unit, the last heartbeat stamped, the next unit's early draft. */
@@ -39,11 +40,13 @@ export async function runUnits(r: Ready): Promise<WorkOutcome> {
   while (loop.cursor < r.totalUnits) {
     const stop = await beforeUnit(r, keeper, loop.cursor);
     if (stop !== undefined) return stop;
+    const published = await publishUnit(r, loop.cursor);
+    if ('end' in published) return published.end;
     const wall = r.deps.clock.wallNow();
     // `ahead` is only ever drafted for the unit after the one that then committed: this cursor.
     let current: Draft;
     try {
-      current = loop.ahead !== undefined && wall - loop.ahead.now <= drafter.maxAgeMs ? loop.ahead : drafter.draft(loop.cursor, wall, loop.lastBeat);
+      current = loop.ahead !== undefined && wall - loop.ahead.now <= drafter.maxAgeMs ? loop.ahead : drafter.draft(loop.cursor, wall, loop.lastBeat, published.documents);
     } catch (e) {
       if (isPermanent(e)) return unitFailed(r, loop.cursor, e); // the processor cannot build this unit
       throw e;
@@ -108,7 +111,8 @@ async function commitUnit(r: Ready, drafter: UnitDrafter, loop: Loop, current: D
       const prepared = unit === current.unit ? current.prepared : undefined;
       const stillSafe = () => r.leases.isSafe(r.lease);
       const committing = r.ops.commitUnit({ doc: r.deps.doc, clock: r.deps.clock }, unit, prepared === undefined ? { now, stillSafe } : { now, prepared, stillSafe });
-      if (loop.ahead === undefined && loop.cursor + 1 < r.totalUnits) {
+      // A unit that publishes documents is drafted only once they are put: nothing to draft ahead.
+      if (loop.ahead === undefined && loop.cursor + 1 < r.totalUnits && !drafter.publishes) {
         // Handled here so that an early rejection is not reported as unhandled; awaited below.
         committing.catch(() => undefined);
         // Let the request leave first (the SDK sends from its promise chain), then draft the

@@ -23,6 +23,7 @@ import {
   type Observation,
   type Result,
 } from '../protocol/index.js';
+import { publishDocuments, type DocumentTarget } from './effects/documents.js';
 import type { Telemetry, WorkMessage, WorkQueue } from './ports.js';
 import type { Processor } from './processor.js';
 import type { TableNames } from './schema.js';
@@ -55,6 +56,8 @@ export interface ProtocolOps {
   release: (leases: LeaseManager, lease: Lease) => Promise<{ released: boolean }>;
   /** Version-watch: wait out the observation `seen` on this worker's own clock, then claim if the version is unchanged. */
   watch: (leases: LeaseManager, key: string, seen: Contended & { observation: Observation }, clock: Clock) => Promise<Result<Lease, Contended>>;
+  /** Puts a unit's documents before its transaction (each a new object: documents.ts). */
+  publish: typeof publishDocuments;
 }
 
 export const fencedProtocol: ProtocolOps = {
@@ -65,6 +68,7 @@ export const fencedProtocol: ProtocolOps = {
     await clock.sleep(seen.retryAfterMs);
     return leases.tryAcquire(key, { observation: seen.observation });
   },
+  publish: publishDocuments,
 };
 
 export interface WorkerDeps {
@@ -91,6 +95,8 @@ export interface WorkerDeps {
    */
   heartbeatEveryMs?: number;
   protocol?: ProtocolOps;
+  /** Where the processor's documents go (unitDocuments); without it no document is written. */
+  documents?: DocumentTarget;
 }
 
 export interface WorkRequest {

@@ -1,12 +1,18 @@
 /**
  * The sample workload: a monthly invoice run. Deterministic customers from a seed, K customers
- * per unit; each customer gets an UPSERTED invoice (`invoice#<period>#<customer>`, guarded by
- * the fence alone: a correction run replaces it) and a ONCE-ONLY charge
- * (`charge#<period>#<customer>`, guarded by its operation key as well). Amounts and counts are
- * reproducible from the seed, so a report can state the expected totals.
+ * per unit; each customer gets
+ *   - a DOCUMENT, `invoices/<period>/<customer>/<generation>.json`, put by the worker before the
+ *     unit's transaction (the protected file: a new object per generation, never replaced);
+ *   - an UPSERTED invoice (`invoice#<period>#<customer>`, guarded by the fence alone: a
+ *     correction run replaces it) that points to that document (`documentKey`, `documentEtag`);
+ *   - a ONCE-ONLY charge (`charge#<period>#<customer>`, guarded by its operation key as well);
+ *   - two OUTBOX items, once-only in the same transaction (the unprotected effects): the
+ *     invoice email (`email#<period>#<customer>`) and the charge notification to the payment
+ *     provider (`payment#<period>#<customer>`, an http effect with an Idempotency-Key).
+ * Amounts and counts are reproducible from the seed, so a report can state the expected totals.
  */
 import { describeValue, InvalidInputError, onceOnly, upsert, type Effect } from '../protocol/index.js';
-import { maxUnitSize, type Processor, type UnitContext } from '../workflow/index.js';
+import { maxUnitSize, outboxEmail, outboxHttp, type DocumentDraft, type DocumentRef, type Processor, type TableNames, type UnitContext } from '../workflow/index.js';
 
 export interface InvoiceRunInput {
   period: string;
@@ -20,9 +26,9 @@ export interface InvoiceRunInput {
 export const invoiceJobId = (period: string): string => `invoice-run#${period}`;
 
 const PERIOD = /^\d{4}-(0[1-9]|1[0-2])$/;
-/** What unitEffects writes per customer: the invoice (upsert) and the charge (once-only). */
-export const EFFECTS_PER_CUSTOMER = 2;
-/** 49: a unit's customers, their effects, the fence and the checkpoint fit one transaction. */
+/** What unitEffects writes per customer: the invoice (upsert), the charge, the email and the payment notification (once-only). */
+export const EFFECTS_PER_CUSTOMER = 4;
+/** 24: a unit's customers, their effects, the fence and the checkpoint fit one transaction. */
 export const MAX_UNIT_SIZE = maxUnitSize(EFFECTS_PER_CUSTOMER);
 /** Customers in one invoice run: the starter's setting and payload, the stack's synth check, the job input. */
 export const MAX_CUSTOMERS = 10_000_000;
@@ -74,29 +80,71 @@ export function expectedTotals(input: InvoiceRunInput): { invoices: number; char
   return { invoices: input.customers, charges: input.customers, totalCents };
 }
 
+/** The document of a customer's invoice for a period, as this generation renders it (the key holds the generation). */
+export const invoiceDocumentName = (period: string, customer: string, generation: number): string => `invoices/${period}/${customer}/${generation}.json`;
+const DOCUMENT_NAME = /^invoices\/(\d{4}-(?:0[1-9]|1[0-2]))\/(cust-\d{7})\/(\d+)\.json$/;
+/** The payment provider the charge notifications go to (the sender maps it to an endpoint). */
+export const PAYMENTS_TARGET = 'payments';
+/** Customers' addresses live in a reserved domain (RFC 2606): the sample never mails anyone real. */
+export const customerAddress = (customer: string): string => `${customer}@customers.example`;
+
+/** The unit's customers, with their amounts. */
+function customersOf(input: InvoiceRunInput, unit: number): { id: string; amount: number }[] {
+  const first = unit * input.unitSize;
+  const last = Math.min(input.customers, first + input.unitSize);
+  return Array.from({ length: Math.max(0, last - first) }, (_, k) => ({ id: customerId(first + k), amount: amountCents(input.seed, first + k) }));
+}
+
+/** A customer's invoice document: everything from (input, generation, unit), never the clock (Processor.unitDocuments). */
+function renderInvoice(input: InvoiceRunInput, ctx: UnitContext, c: { id: string; amount: number }): DocumentDraft {
+  const doc = { period: input.period, customerId: c.id, amountCents: c.amount, currency: input.currency, jobId: ctx.jobId, generation: ctx.generation, unit: ctx.unit };
+  return { ref: c.id, name: invoiceDocumentName(input.period, c.id, ctx.generation), body: `${JSON.stringify(doc, null, 1)}\n`, contentType: 'application/json' };
+}
+
 export const invoiceProcessor: Processor<InvoiceRunInput> = {
   name: 'invoice-run',
   parseInput: parseInvoiceInput,
   // At least one unit: the last unit is what marks the job DONE, even for an empty run.
   totalUnits: (input) => Math.max(1, Math.ceil(input.customers / input.unitSize)),
+  unitDocuments(input, ctx: UnitContext): DocumentDraft[] {
+    return customersOf(input, ctx.unit).map((c) => renderInvoice(input, ctx, c));
+  },
   unitEffects(input, ctx: UnitContext): Effect[] {
-    const first = ctx.unit * input.unitSize;
-    const last = Math.min(input.customers, first + input.unitSize);
     const effects: Effect[] = [];
-    for (let i = first; i < last; i++) {
-      const id = customerId(i);
+    const origin = { jobId: ctx.jobId, unit: ctx.unit };
+    for (const c of customersOf(input, ctx.unit)) {
       const common = {
         jobId: ctx.jobId,
-        customerId: id,
-        amountCents: amountCents(input.seed, i),
+        customerId: c.id,
+        amountCents: c.amount,
         currency: input.currency,
         generation: ctx.generation,
         unit: ctx.unit,
         updatedAt: ctx.now,
       };
-      effects.push(upsert(ctx.tables.invoices, { pk: `invoice#${input.period}#${id}`, ...common }));
-      effects.push(onceOnly(ctx.tables.invoices, { pk: `charge#${input.period}#${id}`, ...common }));
+      const doc = ctx.documents?.get(c.id);
+      const pointer = doc === undefined ? {} : { documentKey: doc.key, documentEtag: doc.etag };
+      const amount = `${(c.amount / 100).toFixed(2)} ${input.currency}`;
+      effects.push(upsert(ctx.tables.invoices, { pk: `invoice#${input.period}#${c.id}`, ...common, ...pointer }));
+      effects.push(onceOnly(ctx.tables.invoices, { pk: `charge#${input.period}#${c.id}`, ...common }));
+      effects.push(
+        outboxEmail(ctx.tables.outbox, `email#${input.period}#${c.id}`, origin, {
+          to: customerAddress(c.id),
+          subject: `Your invoice for ${input.period}: ${amount}`,
+          body: `Invoice ${input.period} for ${c.id}: ${amount}.${doc === undefined ? '' : ` Document: ${doc.key}`}\n`,
+        }),
+      );
+      effects.push(outboxHttp(ctx.tables.outbox, `payment#${input.period}#${c.id}`, origin, { target: PAYMENTS_TARGET, request: { customerId: c.id, amountCents: c.amount, currency: input.currency, reference: `invoice#${input.period}#${c.id}` } }));
     }
     return effects;
+  },
+  documents: {
+    prefix: 'invoices/',
+    refOf(name: string, tables: TableNames): DocumentRef | undefined {
+      const m = DOCUMENT_NAME.exec(name);
+      if (m === null) return undefined;
+      const [, period, customer, generation] = m as unknown as [string, string, string, string];
+      return { jobId: invoiceJobId(period), generation: Number(generation), pointer: { table: tables.invoices, pk: `invoice#${period}#${customer}` } };
+    },
   },
 };

@@ -4,6 +4,7 @@
  * same schedules as the real protocol; its independent checker must catch every one of them,
  * which is the evidence that a clean run of the real protocol means something.
  */
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import {
   asGeneration,
@@ -14,10 +15,11 @@ import {
   type FenceContext,
   type FencedUnit,
 } from '../../lib/protocol/index.js';
-import { fencedProtocol, type ProtocolOps } from '../../lib/workflow/index.js';
+import { fencedProtocol, messageIdentity, type ProtocolOps } from '../../lib/workflow/index.js';
+import type { Effects } from '../../cli/effects-env.js';
 import type { FaultPoint } from '../../cli/faults.js';
 
-export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount'] as const;
+export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount', 'sendFromWorker', 'documentInPlace'] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
 /**
@@ -25,13 +27,15 @@ export type Variant = 'fenced' | (typeof CONTROLS)[number];
  * held by two. A control run counts as caught only when THIS one fails: a stall reported as
  * PROGRESS on a loaded machine is no evidence that the checker saw the mistake.
  */
-export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'LEASE'> = {
+export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'LEASE'> = {
   leaseOnly: 'FENCE',
   checkThenAct: 'FENCE',
   separateFenceWrite: 'FENCE',
   counterReset: 'TOKENS',
   fenceBypass: 'FENCE',
   claimOnSweeperCount: 'LEASE',
+  sendFromWorker: 'DELIVERY',
+  documentInPlace: 'DOCS',
 };
 
 /** Called by a control between its check and its write: where the schedule puts its pause. */
@@ -73,7 +77,16 @@ async function send(ctx: FenceContext, unit: FencedUnit, items: Items, withFence
 
 const ownerOf = (unit: FencedUnit) => String(unit.checkpoint.key);
 
-export function controlProtocol(variant: Variant, inside: InsideCommit, env: { doc: FenceContext['doc']; leasesTable: string }): ProtocolOps {
+/** What the effect controls reach: the run's providers and bucket. */
+export interface ControlEnv {
+  doc: FenceContext['doc'];
+  leasesTable: string;
+  effects?: Effects;
+  outboxTable?: string;
+  set?: string;
+}
+
+export function controlProtocol(variant: Variant, inside: InsideCommit, env: ControlEnv): ProtocolOps {
   // A unit is checked once, before its write; retries of the write (e.g. after the worker drops
   // a duplicate charge) do not check again: that is what "check, then act" means.
   const checked = new Set<string>();
@@ -145,6 +158,33 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: { d
       return {
         ...fencedProtocol,
         watch: (leases, key, seen) => leases.tryAcquire(key, { observation: { ...seen.observation, waitMs: 0 } }),
+      };
+    // The worker emails the customers itself, right before its commit, and writes no outbox
+    // item: a holder paused past its lease emails again what its successor already sent.
+    case 'sendFromWorker':
+      return {
+        ...fencedProtocol,
+        commitUnit: async (ctx, unit, opts) => {
+          const email = env.effects?.email;
+          const table = env.outboxTable ?? '';
+          for (const e of unit.effects.filter((x) => x.table === table && x.item.kind === 'email')) {
+            const id = e.item.pk;
+            await email?.send({ from: env.effects!.from, to: String(e.item.to), subject: String(e.item.subject), text: String(e.item.body), messageId: messageIdentity.messageId(table, id), headers: messageIdentity.headers(table, id), tags: {} });
+          }
+          return fencedProtocol.commitUnit(ctx, { ...unit, effects: unit.effects.filter((x) => !(x.table === table && x.item.kind === 'email')) }, { ...(opts?.now === undefined ? {} : { now: opts.now }) });
+        },
+      };
+    // The document overwritten in place: no generation in its key, no If-None-Match, no pointer.
+    case 'documentInPlace':
+      return {
+        ...fencedProtocol,
+        publish: async (target, drafts) => {
+          for (const d of drafts) {
+            const key = `${env.set}/${d.name.replace(/\/\d+\.json$/, '.json')}`;
+            await env.effects!.s3.send(new PutObjectCommand({ Bucket: env.effects!.bucket, Key: key, Body: d.body, ContentType: d.contentType }));
+          }
+          return new Map();
+        },
       };
     // Release deletes the lease item: the next acquire restarts the counter.
     case 'counterReset':

@@ -19,6 +19,8 @@ import { checkInvariants, overlapsOf, type InvariantReport } from '../../cli/inv
 import { LocalQueue } from '../../cli/queue.js';
 import { LocalRuntime, slotOf } from '../../cli/runtime.js';
 import { LocalTelemetry } from '../../cli/telemetry.js';
+import { startEffects } from '../../cli/effects-env.js';
+import { RunEffects } from '../../cli/run-effects.js';
 import { startFaultProxy, type FaultProxy } from '../support/proxy.js';
 import { controlProtocol, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
@@ -123,10 +125,13 @@ export async function chaosRun(
   // One object for every invocation: the drill raises its epoch, as a redeploy would.
   const lease = { epoch: 0, durationMs: schedule.leaseMs, mode };
   const deps = { doc: viaProxy.doc, tables, clock, queue, telemetry };
-  const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases });
+  // The external effects: a bucket, an SMTP sink and a payment provider of this run's own.
+  const effects = await startEffects({ doc: env.direct.doc });
+  const fx = new RunEffects({ dynamo: env.direct, streams: env.streams, tables, set: `chaos-${seed}-${variant}`, effects, clock, telemetry, leaseMs: schedule.leaseMs, faults: true });
+  const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases, effects, outboxTable: tables.outbox, set: `chaos-${seed}-${variant}` });
   // Each concurrency slot is a host with its own wall clock.
   const workers: WorkerHandler[] = schedule.skews.map((skew) => {
-    const worker: WorkerDeps = { ...deps, clock: skew === 0 ? clock : skewedClock(clock, skew), processor: invoiceProcessor, lease, hooks: plan, protocol };
+    const worker: WorkerDeps = { ...deps, clock: skew === 0 ? clock : skewedClock(clock, skew), processor: invoiceProcessor, lease, hooks: plan, protocol, documents: fx.documents };
     return createWorkerHandler(worker, { safetyMarginMs: schedule.leaseMs });
   });
   const sweepOnce = createSweeperHandler({ ...deps, lease, staleAfterMs: schedule.leaseMs * 2, sweepIntervalMs: Math.round(schedule.leaseMs / 3) });
@@ -175,7 +180,10 @@ export async function chaosRun(
         }, schedule.drill.atMs),
       );
     }
+    fx.arm();
     runtime.start();
+    fx.start();
+    const background = fx.background(schedule.leaseMs * 3);
     await watchProgress(env.direct, tables, jobIds, schedule, history, opts.deadlineMs);
     timers.forEach(clearTimeout);
     await drilling;
@@ -184,14 +192,18 @@ export async function chaosRun(
     while (plan.activePauses > 0 && clock.monotonicNow() < settle) await clock.sleep(25);
     await clock.sleep(schedule.delayMaxMs + 100);
     await runtime.stop();
+    await fx.settle(Math.max(15_000, schedule.leaseMs * 30), schedule.leaseMs * 3);
+    await background.stop();
   } catch (e) {
     error = String(e);
     await runtime.stop();
   } finally {
+    await fx.stop();
     await proxy.close();
     viaProxy.client.destroy();
   }
-  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables);
+  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources());
+  await effects.close();
   if (!opts.keepTables) {
     await Promise.all(TABLE_ROLES.map((role) => env.direct.client.send(new DeleteTableCommand({ TableName: tables[role] })).catch(() => undefined)));
   }
@@ -208,7 +220,7 @@ export async function chaosRun(
     overlaps,
     leaseViolation,
     schedule,
-    faultsFired: plan.fired.map((f) => f.name),
+    faultsFired: [...plan.fired.map((f) => f.name), ...fx.fired, ...(fx.senderKilled ? ['sender killed after the provider accepted'] : [])],
     metrics: Object.fromEntries(telemetry.counts),
     ...(drill === undefined ? {} : { drill }),
     history,

@@ -157,6 +157,10 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
     case 'leaseOnly':
     case 'fenceBypass':
       return { ...base, dropCommitP: 0 };
+    // The effect controls keep the incident as it is: the paused holder's late unit is where they show.
+    case 'sendFromWorker':
+    case 'documentInPlace':
+      return base;
     case 'counterReset':
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
     case 'claimOnSweeperCount':

@@ -8,12 +8,15 @@ import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { builtinModules } from 'node:module';
 import { cpSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { startS3Endpoint, type S3Endpoint } from '../../cli/s3-endpoint.js';
+import { s3Client } from '../../lib/workflow/adapters/index.js';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { buildSync } from 'esbuild';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { systemClock } from '../../lib/protocol/index.js';
 import { createJob, ENV, fenceKeyOf, leaseKeyOf } from '../../lib/workflow/index.js';
@@ -66,9 +69,15 @@ describe('the bundles', () => {
 
 describe('the bundled worker runs like Lambda runs it', () => {
   let t: TestTables;
+  let s3: S3Endpoint;
   beforeAll(async () => {
     t = await makeTables(import.meta.filename);
+    s3 = await startS3Endpoint();
+    const client = s3Client({ endpoint: s3.url });
+    await client.send(new CreateBucketCommand({ Bucket: 'documents' }));
+    client.destroy();
   });
+  afterAll(async () => s3.close());
 
   const record = (messageId: string, body: string): SQSRecord => ({
     messageId,
@@ -130,6 +139,9 @@ describe('the bundled worker runs like Lambda runs it', () => {
         [ENV.fencesTable]: t.names.fences,
         [ENV.jobsTable]: t.names.jobs,
         [ENV.invoicesTable]: t.names.invoices,
+        [ENV.outboxTable]: t.names.outbox,
+        [ENV.documentsBucket]: 'documents',
+        [ENV.s3Endpoint]: s3.url,
         // Nothing listens here: a small job needs no continuation, so the worker never sends.
         [ENV.queueUrl]: 'http://127.0.0.1:9/000000000000/unused',
         [ENV.epoch]: '0',

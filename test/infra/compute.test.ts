@@ -73,18 +73,18 @@ describe('functions', () => {
     expect(fnProps('starter').RecursiveLoop).toBe('Terminate');
   });
 
-  it("the unit size is bounded by the invoice workload's transaction (2 effects per customer + fence + checkpoint <= 100)", () => {
+  it("the unit size is bounded by the invoice workload's transaction (4 effects per customer + fence + checkpoint <= 100)", () => {
     expect(MAX_UNIT_SIZE).toBe(INVOICE_MAX_UNIT_SIZE);
     const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, ...props });
-    expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/unitSize: must be an integer in \[1, 49\] \(2 effects per item/);
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, ...props });
+    expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/unitSize: must be an integer in \[1, 24\] \(4 effects per item/);
     expect(build({ unitSize: MAX_UNIT_SIZE })).not.toThrow();
     expect(build({ staleAfter: Duration.seconds(31) })).toThrow(/staleAfter \(31000 ms\) must exceed the lease duration plus the clock-skew bound/);
   });
 
   it("version-watch: the worker's timeout must cover a full lease watch, or no worker could ever take over a dead holder's job", () => {
     const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, leaseMode: 'version-watch', ...props });
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, leaseMode: 'version-watch', ...props });
     expect(build({ leaseDuration: Duration.minutes(2) })).toThrow(/worker.timeout: in version-watch mode the worker's timeout \(120000 ms\) must cover a full lease watch/);
     expect(build({ leaseDuration: Duration.minutes(2), worker: { entry: 'functions/worker.ts', timeout: Duration.minutes(3) } })).not.toThrow();
     expect(build({})).not.toThrow(); // 30 s leases, 2-minute worker
@@ -92,7 +92,7 @@ describe('functions', () => {
 
   it("a fork's unit size cap comes from its processor's effects per item: (100 - fence - checkpoint) / effects", () => {
     const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, ...props });
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, ...props });
     expect(build({ effectsPerItem: 1, unitSize: 98 })).not.toThrow();
     expect(build({ effectsPerItem: 1, unitSize: 99 })).toThrow(/unitSize: must be an integer in \[1, 98\]/);
     expect(build({ effectsPerItem: 3, unitSize: 32 })).not.toThrow();
@@ -106,12 +106,12 @@ describe('functions', () => {
     expect(effects.length).toBe(EFFECTS_PER_CUSTOMER * INVOICE_MAX_UNIT_SIZE);
     expect(INVOICE_MAX_UNIT_SIZE).toBe(maxUnitSize(EFFECTS_PER_CUSTOMER));
     expect(effects.length + 2).toBeLessThanOrEqual(MAX_TRANSACTION_ACTIONS);
-    expect(2 * (INVOICE_MAX_UNIT_SIZE + 1) + 2).toBeGreaterThan(MAX_TRANSACTION_ACTIONS);
+    expect(EFFECTS_PER_CUSTOMER * (INVOICE_MAX_UNIT_SIZE + 1) + 2).toBeGreaterThan(MAX_TRANSACTION_ACTIONS);
   });
 
   it("a fork's sweep interval is checked at synth as the sweeper checks it (1 s to 1 day) and as the schedule needs it (whole minutes)", () => {
     const build = (sweepInterval: Duration) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, sweepInterval });
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, sweepInterval });
     expect(build(Duration.seconds(90))).toThrow(/sweepInterval: must be a whole number of minutes, got 90 s/);
     expect(build(Duration.days(2))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);
     expect(build(Duration.minutes(0))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);
@@ -126,7 +126,11 @@ describe('functions', () => {
 
   it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts it reads is set, the epoch from context, no DynamoDB endpoint', (name) => {
     const env = envOf(name);
+    // The external effects' settings are per function (the worker's bucket, the sender's SES); below.
+    const perFunction = ['documentsBucket', 's3Endpoint', 'documentSet', 'senderAddress', 'sesConfigurationSet', 'paymentsUrl', 'reconcilePendingAfterMs', 'reconcileClaimTimeoutMs', 'providerRecordLagMs', 'collectAfterMs'];
+    if (name === 'worker') expect(env[ENV.documentsBucket]).toBeDefined();
     for (const [key, variable] of Object.entries(ENV)) {
+      if (perFunction.includes(key)) continue;
       if (key === 'dynamoEndpoint') expect(env[variable]).toBeUndefined();
       // The sample workload's run size is the starter's alone (functions/starter.ts reads it).
       else if (key === 'customers') expect(env[variable] !== undefined, variable).toBe(name === 'starter');

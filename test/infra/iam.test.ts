@@ -41,6 +41,8 @@ describe('each function gets the exact actions it uses, on the exact resources',
         ...pairs(['dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], [tableArn('fences')]),
         ...pairs(['dynamodb:GetItem', 'dynamodb:UpdateItem'], [tableArn('jobs')]),
         `dynamodb:PutItem ${tableArn('invoices')}`,
+        // The unit's outbox items are Puts in its transaction.
+        `dynamodb:PutItem ${tableArn('outbox')}`,
         ...pairs([...consume, 'sqs:SendMessage'], [queueArn()]),
       ].sort(),
     );
@@ -73,13 +75,15 @@ describe('each function gets the exact actions it uses, on the exact resources',
     }
   });
 
-  it('the scheduler may invoke exactly the sweeper and the starter (no version or alias wildcard), and only from this account', () => {
+  it('the scheduler may invoke exactly the sweeper, the starter, the reconciler and the collector (no version or alias wildcard), and only from this account', () => {
     const roleId = logicalId(w.node.findChild('SchedulerRole'));
     const allowed = permissionsOf(template, roleId).map((p) => `${p.action} ${p.resource}`).sort();
     expect(allowed).toEqual(
       [
         `lambda:InvokeFunction ${json(arnOf(w.sweeper.fn))}`,
         `lambda:InvokeFunction ${json(arnOf(w.starter.fn))}`,
+        `lambda:InvokeFunction ${json(arnOf(w.effects.reconciler.fn))}`,
+        `lambda:InvokeFunction ${json(arnOf(w.effects.collector.fn))}`,
         `sqs:SendMessage ${json(arnOf(w.scheduleDeadLetterQueue))}`,
       ].sort(),
     );
@@ -123,10 +127,12 @@ describe('no principal may delete an item from Leases or Fences', () => {
     expect(template.toJSON().Resources[logicalId(w[fn].fn)].Properties.TracingConfig).toEqual({ Mode: 'Active' });
   });
 
-  it('no action is a wildcard, and "*" resources are only the X-Ray actions that have no resource-level permissions', () => {
+  it('no action is a wildcard, and "*" resources are only the actions that have no resource-level permissions (X-Ray, ListStreams) and the documents under invoices/', () => {
     expect(allowed.filter((p) => p.action.includes('*'))).toEqual([]);
-    const star = allowed.filter((p) => p.resource.includes('*'));
-    expect(new Set(star.map((p) => p.action))).toEqual(new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+    const star = allowed.filter((p) => p.resource.includes('*') && !p.resource.includes('/invoices/*'));
+    expect(new Set(star.map((p) => p.action))).toEqual(new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords', 'dynamodb:ListStreams']));
     expect(new Set(star.map((p) => p.resource))).toEqual(new Set([json('*')]));
+    const documents = allowed.filter((p) => p.resource.includes('/invoices/*'));
+    expect(new Set(documents.map((p) => p.action))).toEqual(new Set(['s3:PutObject', 's3:GetObject', 's3:DeleteObject']));
   });
 });

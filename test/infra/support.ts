@@ -170,6 +170,7 @@ export const PINNED_TABLES = {
   fences: 'WorkflowFences7C5A223B',
   jobs: 'WorkflowJobs7CE3A8EC',
   invoices: 'WorkflowInvoices78B9EFE3',
+  outbox: 'WorkflowOutboxD218FE8C',
 } as const;
 const PINNED_TYPE = 'AWS::DynamoDB::Table';
 

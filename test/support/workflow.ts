@@ -9,12 +9,17 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import { ManualClock, type Clock, type Generation, type LeaseMode } from '../../lib/protocol/index.js';
+import { ManualClock, systemClock, type Clock, type Generation, type LeaseMode } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from '../../lib/workloads/invoices.js';
 import { createJob, type Job, type MetricName, type Telemetry, type WorkerHooks, type WorkerPoint } from '../../lib/workflow/index.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
 import { checkInvariants, type InvariantReport } from '../../cli/invariants.js';
+import { startPaymentsProvider } from '../../cli/payments-provider.js';
+import { startSmtpSink } from '../../cli/smtp-sink.js';
+import { FetchHttpProvider, SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
+import { deliver, silentTelemetry as quiet, type OutboxItem } from '../../lib/workflow/index.js';
+import { PAYMENTS_TARGET } from '../../lib/workloads/invoices.js';
 import { LocalQueue, sqsEvent, type QueuedMessage } from '../../cli/queue.js';
 import { streamsClient } from '../../cli/streams.js';
 import { scanAll } from './fixtures.js';
@@ -232,12 +237,30 @@ export function workflow(t: TestTables, opts: WorkflowOptions = {}) {
   return { clock, queue, telemetry, hooks, worker, sweeper, sweeperDeps, deliver };
 }
 
+/**
+ * Every invariant, after the outbox items the units created are delivered the way the sender
+ * does it (claim, send, mark) to a real SMTP sink and payment provider: the worker tests run no
+ * sender of their own, and DELIVERY is then checked on what they created.
+ */
 export async function invariants(t: TestTables): Promise<InvariantReport> {
   const streams = streamsClient(t.endpoint);
+  const sink = await startSmtpSink();
+  const payments = await startPaymentsProvider();
   try {
-    return await checkInvariants({ client: t.dynamo.client, doc: t.dynamo.doc, streams }, t.names);
+    const deps = {
+      doc: t.dynamo.doc,
+      table: t.names.outbox,
+      clock: systemClock,
+      telemetry: quiet,
+      email: new SmtpEmailProvider({ host: sink.host, port: sink.port }),
+      http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`) },
+      from: 'billing@fenced-workflow.example',
+    };
+    for (const item of await scanAll(t, t.names.outbox)) if (item.status === 'PENDING') await deliver(deps, item as unknown as OutboxItem);
+    return await checkInvariants({ client: t.dynamo.client, doc: t.dynamo.doc, streams }, t.names, { mails: sink.received, payments: [...payments.records.values()] });
   } finally {
     streams.destroy();
+    await Promise.all([sink.close(), payments.close()]);
   }
 }
 

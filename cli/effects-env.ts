@@ -1,0 +1,111 @@
+/**
+ * The external effects of a local run: the documents bucket (the embedded S3 endpoint, or
+ * `--s3-endpoint URL --bucket NAME`), the email provider (the embedded SMTP sink, or
+ * `--smtp HOST:PORT`) and the payment provider (the embedded one). The embedded sink's received
+ * messages are the provider's own record: each goes through the recorder (the code SES events
+ * go through in AWS) onto the outbox item it names.
+ */
+import { CreateBucketCommand, HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { InvalidInputError } from '../lib/protocol/index.js';
+import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
+import { messageIdentity, recordSesEvent, type EmailProvider, type HttpProvider } from '../lib/workflow/index.js';
+import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
+import { startPaymentsProvider, type PaymentsProvider } from './payments-provider.js';
+import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';
+import { headerOf, startSmtpSink, type SmtpSink } from './smtp-sink.js';
+
+export interface EffectsOptions {
+  /** The DynamoDB client the recorder writes with. */
+  doc: DynamoDBDocumentClient;
+  s3Endpoint?: string;
+  bucket?: string;
+  /** HOST:PORT of an SMTP server to deliver to instead of the embedded sink. */
+  smtp?: { host: string; port: number };
+}
+
+export interface Effects {
+  readonly s3: S3Client;
+  readonly bucket: string;
+  readonly store: S3ObjectStore;
+  readonly s3Url: string;
+  readonly embeddedS3?: S3Endpoint;
+  readonly email: EmailProvider;
+  readonly emailName: string;
+  /** The embedded sink (its record); undefined with --smtp: no record the reconciler or checker can read. */
+  readonly sink?: SmtpSink;
+  readonly payments: PaymentsProvider;
+  readonly http: Readonly<Record<string, HttpProvider>>;
+  readonly from: string;
+  close(): Promise<void>;
+}
+
+export const SENDER_ADDRESS = 'billing@fenced-workflow.example';
+export const DEFAULT_BUCKET = 'fenced-workflow-documents';
+
+/** `HOST:PORT` for --smtp. */
+export function smtpFlag(raw: string | undefined): { host: string; port: number } | undefined {
+  if (raw === undefined) return undefined;
+  const m = /^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(raw);
+  const port = Number(m?.[2]);
+  if (m === null || port < 1 || port > 65_535) throw new InvalidInputError('--smtp', `must be HOST:PORT, got "${raw}"`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+}
+
+/** S3's bucket naming rule (the common part): 3-63 of [a-z0-9.-], starting and ending with a letter or digit. */
+export function bucketFlag(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(raw)) throw new InvalidInputError('--bucket', `must be an S3 bucket name (3-63 chars of [a-z0-9.-]), got "${raw}"`);
+  return raw;
+}
+
+export async function startEffects(opts: EffectsOptions): Promise<Effects> {
+  const embeddedS3 = opts.s3Endpoint === undefined ? await startS3Endpoint() : undefined;
+  const s3Url = opts.s3Endpoint ?? embeddedS3!.url;
+  const s3 = s3Client({ endpoint: s3Url });
+  const bucket = opts.bucket ?? DEFAULT_BUCKET;
+  await ensureBucket(s3, bucket, s3Url);
+  const sink =
+    opts.smtp === undefined
+      ? await startSmtpSink({
+          // The provider's record: the same recorder code as SES events in AWS, fed by the sink.
+          onReceived: async (m) => {
+            const id = headerOf(m.raw, 'X-Outbox-Id');
+            const table = headerOf(m.raw, 'X-Outbox-Table');
+            if (id === undefined || table === undefined) return;
+            await recordSesEvent(opts.doc, table, { eventType: 'Send', mail: { messageId: m.queueId, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } } });
+          },
+        })
+      : undefined;
+  const smtp = opts.smtp ?? { host: sink!.host, port: sink!.port };
+  const email = new SmtpEmailProvider({ ...smtp, timeoutMs: 3_000 });
+  const payments = await startPaymentsProvider();
+  return {
+    s3,
+    bucket,
+    store: new S3ObjectStore(s3, bucket),
+    s3Url,
+    ...(embeddedS3 === undefined ? {} : { embeddedS3 }),
+    email,
+    emailName: opts.smtp === undefined ? `embedded SMTP sink ${smtp.host}:${smtp.port}` : `SMTP ${smtp.host}:${smtp.port}`,
+    ...(sink === undefined ? {} : { sink }),
+    payments,
+    http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, 3_000) },
+    from: SENDER_ADDRESS,
+    close: async () => {
+      s3.destroy();
+      await Promise.all([embeddedS3?.close(), sink?.close(), payments.close()]);
+    },
+  };
+}
+
+async function ensureBucket(s3: S3Client, bucket: string, url: string): Promise<void> {
+  try {
+    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    return;
+  } catch (e) {
+    const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (status !== 404) throw new InvalidInputError('--s3-endpoint', `${url} did not answer HeadBucket ${bucket} as S3 does (${(e as Error).name}: ${(e as Error).message})`);
+  }
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+}

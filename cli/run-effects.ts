@@ -1,0 +1,218 @@
+/**
+ * The external effects of a local run, wired as in AWS: the worker puts documents into the
+ * bucket before each unit; the Outbox stream drives the sender handler (cli/outbox-stream.ts);
+ * the reconciler and the collector run on a schedule; and the faults of the external effects
+ * are injected: a lost S3 put answer, a lost SMTP acknowledgement, a sender killed after the
+ * provider accepted (before SENT), a duplicate stream delivery, two senders racing for one
+ * batch, the providers down for a while, a lost payment-provider answer.
+ */
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { Clock, Dynamo } from '../lib/protocol/index.js';
+import { collect, reconcile, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { createSenderHandler } from '../functions/sender-handler.js';
+import type { Effects } from './effects-env.js';
+import type { EffectsSources } from './invariants-effects.js';
+import { OutboxStream } from './outbox-stream.js';
+import type { Timeline } from './timeline.js';
+
+export interface RunEffectsOptions {
+  dynamo: Dynamo;
+  streams: DynamoDBStreamsClient;
+  tables: TableNames;
+  /** The run's document folder (named like its tables). */
+  set: string;
+  effects: Effects;
+  clock: Clock;
+  telemetry: Telemetry;
+  timeline?: Timeline;
+  leaseMs: number;
+  /** Inject the external-effect faults (the demo's faulted run, chaos). */
+  faults: boolean;
+}
+
+/** Telemetry whose timeline entries go to one lane (the sender, the reconciler, the collector). */
+export const inLane = (t: Telemetry, lane: string): Telemetry => ({ count: (m, n) => t.count(m, n), gauge: (m, v) => t.gauge(m, v), event: (name, f) => t.event(name, { ...f, lane }) });
+
+/** Kills the first sender whose email the provider accepted, before it marks the item SENT. */
+class SenderKill implements SenderHooks {
+  fired = false;
+  constructor(private readonly timeline?: Timeline) {}
+  async at(point: 'after-claim' | 'after-send', info: { pk: string; result?: string }): Promise<void> {
+    if (this.fired || point !== 'after-send' || info.result !== 'accepted' || !info.pk.startsWith('email#')) return;
+    this.fired = true;
+    this.timeline?.add('sender', 'crash', `CRASH sender after the provider accepted ${info.pk}, before SENT`);
+    return new Promise<void>(() => undefined);
+  }
+}
+
+export class RunEffects {
+  readonly documents: DocumentTarget;
+  readonly stream: OutboxStream;
+  readonly fired: string[] = [];
+  private readonly senderDeps: SenderDeps;
+  private readonly kill: SenderKill | undefined;
+  readonly reconciles: ReconcileReport[] = [];
+  readonly collects: CollectReport[] = [];
+
+  constructor(private readonly o: RunEffectsOptions) {
+    this.documents = { store: o.effects.store, set: o.set, concurrency: 8 };
+    this.kill = o.faults ? new SenderKill(o.timeline) : undefined;
+    this.senderDeps = {
+      doc: o.dynamo.doc,
+      table: o.tables.outbox,
+      clock: o.clock,
+      telemetry: inLane(o.telemetry, 'sender'),
+      email: o.effects.email,
+      http: o.effects.http,
+      from: o.effects.from,
+      ...(this.kill === undefined ? {} : { hooks: this.kill }),
+    };
+    this.stream = new OutboxStream({
+      client: o.dynamo.client,
+      streams: o.streams,
+      table: o.tables.outbox,
+      clock: o.clock,
+      sender: createSenderHandler(this.senderDeps),
+      invocationTimeoutMs: o.leaseMs * 2,
+      retryAfterMs: Math.round(o.leaseMs / 3),
+      maxRetries: 4,
+    });
+  }
+
+  /** The faults that need no trigger: armed before the run starts. */
+  arm(): void {
+    if (!this.o.faults) return;
+    const e = this.o.effects;
+    const note = (lane: string, text: string) => {
+      this.fired.push(text);
+      this.o.timeline?.add(lane, 'note', text);
+    };
+    if (e.embeddedS3 !== undefined) {
+      e.embeddedS3.dropResponses(1, (r) => r.method === 'PUT');
+      note('s3', 'the next S3 put answer is lost (the retry meets 412, resolved by HEAD)');
+    }
+    this.stream.duplicateNext(1);
+    this.stream.raceNext(1);
+    note('sender', 'a duplicate stream delivery, and two senders racing for one batch');
+    if (e.sink !== undefined) {
+      e.sink.loseAcks(1);
+      note('sender', 'an SMTP acknowledgement is lost (an ambiguous send)');
+    }
+    e.payments.loseResponses(1);
+  }
+
+  /** The providers go down for a while once the first units are in (called by the run). */
+  providersDown(ms: number): void {
+    if (!this.o.faults) return;
+    this.o.effects.sink?.down(ms);
+    this.o.effects.payments.down(ms);
+    this.fired.push(`email and payment providers down for ${ms} ms`);
+    this.o.timeline?.add('sender', 'pause', `PROVIDERS DOWN for ${ms} ms`);
+    setTimeout(() => this.o.timeline?.add('sender', 'resume', 'providers back'), ms).unref();
+  }
+
+  get senderKilled(): boolean {
+    return this.kill?.fired ?? false;
+  }
+
+  start(): void {
+    this.stream.start();
+  }
+
+  async reconcileOnce(): Promise<ReconcileReport> {
+    const r = await reconcile({
+      ...this.senderDeps,
+      telemetry: inLane(this.o.telemetry, 'reconciler'),
+      hooks: undefined,
+      // Well past the stream's retries: the reconciler is for what the stream gave up on.
+      pendingAfterMs: this.o.leaseMs * 6,
+      claimTimeoutMs: this.o.leaseMs * 2,
+      // The embedded sink records as it receives; an external SMTP server keeps no record we can read.
+      recordLagMs: this.o.effects.sink === undefined ? undefined : Math.round(this.o.leaseMs / 2),
+    });
+    this.reconciles.push(r);
+    return r;
+  }
+
+  async collectOnce(minAgeMs: number): Promise<CollectReport> {
+    const catalog = invoiceProcessor.documents!;
+    const prefix = `${this.o.set}/${catalog.prefix}`;
+    const r = await collect({
+      doc: this.o.dynamo.doc,
+      tables: this.o.tables,
+      store: this.o.effects.store,
+      prefix,
+      refOf: (key) => (key.startsWith(`${this.o.set}/`) ? catalog.refOf(key.slice(this.o.set.length + 1), this.o.tables) : undefined),
+      clock: this.o.clock,
+      telemetry: inLane(this.o.telemetry, 'collector'),
+      minAgeMs,
+    });
+    this.collects.push(r);
+    return r;
+  }
+
+  async stop(): Promise<void> {
+    await this.stream.stop();
+  }
+
+  /** The reconciler and the collector on their schedules (EventBridge Scheduler in AWS), and the providers' outage. */
+  background(collectAfterMs: number): { stop(): Promise<void> } {
+    const { clock, leaseMs } = this.o;
+    const stop = new AbortController();
+    const every = async (ms: number, task: () => Promise<unknown>) => {
+      for (;;) {
+        try {
+          await clock.sleep(ms, stop.signal);
+        } catch {
+          return;
+        }
+        await task().catch(() => undefined);
+      }
+    };
+    const down = setTimeout(() => this.providersDown(leaseMs * 2), leaseMs);
+    const loops = [every(leaseMs, () => this.reconcileOnce()), every(leaseMs * 3, () => this.collectOnce(collectAfterMs))];
+    return {
+      stop: async () => {
+        clearTimeout(down);
+        stop.abort();
+        await Promise.all(loops);
+      },
+    };
+  }
+
+  /** After the last unit: until every outbox item is delivered or given up (at most `stallMs`), then the orphans' collection. */
+  async settle(stallMs: number, collectAfterMs: number): Promise<void> {
+    const { clock, leaseMs } = this.o;
+    const until = clock.monotonicNow() + stallMs;
+    for (;;) {
+      await this.stream.drain(1).catch(() => undefined);
+      const r = await this.reconcileOnce();
+      if ((this.stream.backlog === 0 && r.oldestUnsentAgeMs === 0) || clock.monotonicNow() > until) break;
+      await clock.sleep(Math.round(leaseMs / 2));
+    }
+    await clock.sleep(collectAfterMs);
+    await this.collectOnce(collectAfterMs);
+  }
+
+  summary() {
+    const sum = (k: 'fromRecord' | 'resent' | 'delivered' | 'unknown') => this.reconciles.reduce((n, r) => n + r[k], 0);
+    return {
+      faults: this.fired,
+      senderKilled: this.senderKilled,
+      reconciled: { fromRecord: sum('fromRecord'), resent: sum('resent'), delivered: sum('delivered'), unknown: sum('unknown') },
+      collected: this.collects.reduce((n, r) => n + r.deleted, 0),
+      streamDeadLetters: this.stream.deadLetters.length,
+    };
+  }
+
+  /** What the checker reads: the bucket, and the providers' own records. */
+  sources(): EffectsSources {
+    const e = this.o.effects;
+    return {
+      s3: { client: e.s3, bucket: e.bucket, set: this.o.set },
+      ...(e.sink === undefined ? {} : { mails: e.sink.received }),
+      payments: [...e.payments.records.values()],
+    };
+  }
+}

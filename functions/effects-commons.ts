@@ -1,0 +1,45 @@
+/**
+ * What the external-effect functions share, from the environment (lib/workflow/config.ts ENV):
+ * the documents bucket (the worker puts, the collector deletes), and the outbox sender's
+ * providers: SES v2 with the configuration set that publishes SEND/DELIVERY events, and the
+ * payment provider's endpoint when one is configured.
+ */
+import type { Tracer } from '@aws-lambda-powertools/tracer';
+import { ENV, httpUrl, integer, required, type DocumentTarget, type ReconcilerDeps, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
+import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
+import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
+import type { Commons, Env } from './commons.js';
+
+export function documentsFromEnv(env: Env, tracer?: Tracer): DocumentTarget & { store: S3ObjectStore } {
+  const bucket = required(env, ENV.documentsBucket);
+  const endpoint = httpUrl(env, ENV.s3Endpoint, { optional: true });
+  const s3 = s3Client(endpoint === undefined ? {} : { endpoint });
+  tracer?.captureAWSv3Client(s3);
+  const set = env[ENV.documentSet];
+  return { store: new S3ObjectStore(s3, bucket), ...(set === undefined || set === '' ? {} : { set }) };
+}
+
+export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, tracer?: Tracer): SenderDeps {
+  const ses = SesEmailProvider.client();
+  tracer?.captureAWSv3Client(ses);
+  const payments = httpUrl(env, ENV.paymentsUrl, { optional: true });
+  return {
+    doc: commons.doc,
+    table: commons.tables.outbox,
+    clock: commons.clock,
+    telemetry,
+    email: new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet)),
+    ...(payments === undefined ? {} : { http: { [PAYMENTS_TARGET]: new FetchHttpProvider(payments) } }),
+    from: required(env, ENV.senderAddress),
+  };
+}
+
+export function reconcilerFromEnv(env: Env, sender: SenderDeps): ReconcilerDeps {
+  return {
+    ...sender,
+    pendingAfterMs: integer(env, ENV.reconcilePendingAfterMs, 600_000, 1_000, 86_400_000),
+    claimTimeoutMs: integer(env, ENV.reconcileClaimTimeoutMs, 300_000, 1_000, 86_400_000),
+    // SES publishes SEND events within seconds to minutes; an hour is a conservative bound.
+    recordLagMs: integer(env, ENV.providerRecordLagMs, 3_600_000, 1_000, 86_400_000),
+  };
+}

@@ -1,0 +1,219 @@
+/**
+ * The external effects on AWS (DESIGN.md, External effects): the documents bucket (the
+ * protected file), the SES identity and configuration set whose events record each delivery,
+ * and the four functions around the Outbox table: the sender (the Outbox stream's INSERTs), the
+ * reconciler and the collector (scheduled), the recorder (SES events through EventBridge).
+ *
+ * The bucket refuses what the design forbids even to a principal that holds the permission: a
+ * PutObject under invoices/ without If-None-Match (an overwrite) and any delete by a role other
+ * than the collector's.
+ */
+import { CfnElement, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { AnyPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { ConfigurationSet, EmailIdentity, EmailSendingEvent, EventDestination, Identity } from 'aws-cdk-lib/aws-ses';
+import { EventBus } from 'aws-cdk-lib/aws-events';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { ENV, OUTBOX_INDEX } from '../../lib/workflow/index.js';
+import { deadLetterQueue } from './defaults.js';
+import { fencedFunction, type FencedFunction } from './function.js';
+
+export interface ExternalEffectsProps {
+  readonly tables: Readonly<Record<'invoices' | 'fences' | 'jobs' | 'outbox', ITable>>;
+  /** The From address of every email (CDK context `senderAddress`): an SES email identity is created for it. */
+  readonly senderAddress: string;
+  /** The payment provider's charge-notification endpoint; none: those outbox items end FAILED, explained. */
+  readonly paymentsUrl?: string;
+  /** The environment of the workflow's functions (table names, epoch...). */
+  readonly environment: Readonly<Record<string, string>>;
+  readonly scheduleDeadLetterQueue: Queue;
+  readonly services: Readonly<Record<'sender' | 'reconciler' | 'recorder' | 'collector', string>>;
+}
+
+export class ExternalEffects extends Construct {
+  readonly bucket: Bucket;
+  readonly accessLogs: Bucket;
+  readonly identity: EmailIdentity;
+  readonly configurationSet: ConfigurationSet;
+  readonly sender: FencedFunction;
+  readonly reconciler: FencedFunction;
+  readonly recorder: FencedFunction;
+  readonly collector: FencedFunction;
+  /** Outbox stream records the sender gave up on (after bisecting and retries): the reconciler still sends their items. */
+  readonly senderDeadLetterQueue: Queue;
+  /** What the worker needs in its environment to put documents. */
+  readonly workerEnvironment: Readonly<Record<string, string>>;
+
+  constructor(scope: Construct, id: string, props: ExternalEffectsProps) {
+    super(scope, id);
+    this.accessLogs = new Bucket(this, 'AccessLogs', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_PREFERRED,
+      lifecycleRules: [{ expiration: Duration.days(365), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(this.accessLogs).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-S1',
+      reason: 'This bucket receives the documents bucket\'s server access logs; logging it to itself would log its own log deliveries without end.',
+    });
+    this.bucket = new Bucket(this, 'Documents', {
+      versioned: true,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: this.accessLogs,
+      serverAccessLogsPrefix: 'documents/',
+      lifecycleRules: [
+        // A document is written once and never replaced; what the collector deletes becomes noncurrent and goes after 30 days.
+        { abortIncompleteMultipartUploadAfter: Duration.days(1), noncurrentVersionExpiration: Duration.days(30), expiredObjectDeleteMarker: true },
+      ],
+      // Invoices are records: `cdk destroy` leaves them.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    this.identity = new EmailIdentity(this, 'SenderIdentity', { identity: Identity.email(props.senderAddress) });
+    this.configurationSet = new ConfigurationSet(this, 'ConfigurationSet', {});
+    this.configurationSet.addEventDestination('ToEventBridge', {
+      destination: EventDestination.eventBus(EventBus.fromEventBusName(this, 'DefaultBus', 'default')),
+      events: [EmailSendingEvent.SEND, EmailSendingEvent.DELIVERY],
+    });
+
+    const common = { ...props.environment, [ENV.documentsBucket]: this.bucket.bucketName };
+    const mail = { [ENV.senderAddress]: props.senderAddress, [ENV.sesConfigurationSet]: this.configurationSet.configurationSetName, ...(props.paymentsUrl ? { [ENV.paymentsUrl]: props.paymentsUrl } : {}) };
+    this.workerEnvironment = { [ENV.documentsBucket]: this.bucket.bucketName };
+    const fn = (name: 'Sender' | 'Reconciler' | 'Recorder' | 'Collector', entry: string, description: string, env: Record<string, string>, service: string, extra: { deadLetterQueue?: Queue } = {}) =>
+      fencedFunction(this, name, { entry, description, timeout: Duration.minutes(1), memorySize: 256, environment: { ...env, POWERTOOLS_SERVICE_NAME: service }, ...extra });
+    this.sender = fn('Sender', 'functions/sender.ts', 'Outbox sender: claims each new outbox item, sends it with its outbox identity, marks it SENT', { ...common, ...mail }, props.services.sender);
+    this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...mail }, props.services.reconciler, { deadLetterQueue: props.scheduleDeadLetterQueue });
+    this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES SEND/DELIVERY events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
+    this.collector = fn('Collector', 'functions/collector.ts', 'Collector: deletes documents no invoice points to and no live generation can still publish', common, props.services.collector, { deadLetterQueue: props.scheduleDeadLetterQueue });
+
+    // The next scheduled run is the retry: a retried one would only overlap it.
+    for (const f of [this.reconciler, this.collector]) f.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(5) });
+    this.senderDeadLetterQueue = deadLetterQueue(this, 'SenderDeadLetterQueue');
+    this.sender.fn.addEventSource(
+      new DynamoEventSource(props.tables.outbox, {
+        startingPosition: StartingPosition.TRIM_HORIZON,
+        batchSize: 10,
+        bisectBatchOnError: true,
+        reportBatchItemFailures: true,
+        retryAttempts: 5,
+        maxRecordAge: Duration.hours(6),
+        onFailure: new SqsDlq(this.senderDeadLetterQueue),
+        // Only a created item is a delivery; the sender's own state changes are MODIFYs.
+        filters: [FilterCriteria.filter({ eventName: FilterRule.isEqual('INSERT') })],
+      }),
+    );
+    new Rule(this, 'SesEvents', {
+      description: "SES SEND and DELIVERY events of this workflow's configuration set, to the recorder",
+      eventPattern: {
+        source: ['aws.ses'],
+        detailType: ['Email Sent', 'Email Delivered'],
+        detail: { mail: { tags: { 'ses:configuration-set': [this.configurationSet.configurationSetName] } } },
+      },
+      targets: [new LambdaFunction(this.recorder.fn, { deadLetterQueue: props.scheduleDeadLetterQueue, retryAttempts: 8 })],
+    });
+    this.guardBucket();
+    this.grant(props);
+    this.acknowledge();
+  }
+
+  /** The finding id of a wildcard below invoices/ (cdk-nag names the bucket by its logical id). */
+  private invoicesWildcard(): string {
+    const logicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as CfnElement);
+    return `AwsSolutions::AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/invoices/*]`;
+  }
+
+  private acknowledge(): void {
+    Validations.of(this.sender.fn).acknowledge({
+      id: 'Serverless::Serverless-LambdaDLQ',
+      reason: "The sender is invoked only synchronously, by the Outbox stream's event source mapping, which never uses a function dead-letter queue; records it gives up on go to the mapping's on-failure destination (SenderDeadLetterQueue, alarmed), and the reconciler sends their items.",
+    });
+    Validations.of(this.sender.role.node.findChild('DefaultPolicy')).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+      reason: 'Added by the DynamoDB event source: dynamodb:ListStreams supports no resource-level permission (Service Authorization Reference, DynamoDB). The stream reads themselves name the Outbox stream ARN.',
+    });
+    Validations.of(this.collector.role.node.findChild('DefaultPolicy')).acknowledge({
+      id: this.invoicesWildcard(),
+      reason: 'The collector lists, reads (for If-Match) and deletes document objects: every key under invoices/ is one (invoices/<period>/<customer>/<generation>.json), and nothing else in the bucket is granted.',
+    });
+    for (const f of [this.reconciler.fn, this.collector.fn]) {
+      Validations.of(f.node.findChild('EventInvokeConfig')).acknowledge({
+        id: 'Serverless::Serverless-LambdaAsyncFailureDestination',
+        reason: "A failed or expired scheduled invocation goes to the function's dead-letter queue (DeadLetterConfig: ScheduleDeadLetterQueue, alarmed); an OnFailure destination as well would record the same failure twice.",
+      });
+    }
+    for (const id of ['AwsSolutions::AwsSolutions-SQS3', 'Serverless::Serverless-SQSRedrivePolicy']) {
+      Validations.of(this.senderDeadLetterQueue).acknowledge({
+        id,
+        reason: "This queue is itself a dead-letter queue: the on-failure destination of the Outbox stream's event source mapping. Messages stay 14 days (the SQS maximum) and an alarm fires on the first one.",
+      });
+    }
+  }
+
+  /** The bucket policy: no overwrite under invoices/, and no delete but the collector's. */
+  private guardBucket(): void {
+    this.bucket.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'DenyInvoicePutWithoutIfNoneMatch',
+        effect: Effect.DENY,
+        principals: [new AnyPrincipal()],
+        actions: ['s3:PutObject'],
+        resources: [this.bucket.arnForObjects('invoices/*')],
+        conditions: { Null: { 's3:if-none-match': 'true' } },
+      }),
+    );
+    this.bucket.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'DenyDeleteExceptCollector',
+        effect: Effect.DENY,
+        principals: [new AnyPrincipal()],
+        actions: ['s3:DeleteObject', 's3:DeleteObjectVersion'],
+        resources: [this.bucket.arnForObjects('*')],
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': this.collector.role.roleArn } },
+      }),
+    );
+  }
+
+  /** Least privilege, from the calls each function's code makes (test/infra/iam.test.ts holds the list). */
+  private grant(props: ExternalEffectsProps): void {
+    const allow = (f: FencedFunction, actions: string[], resources: string[]) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
+    const outbox = props.tables.outbox.tableArn;
+    const stack = Stack.of(this);
+    const identityArn = stack.formatArn({ service: 'ses', resource: 'identity', resourceName: this.identity.emailIdentityName });
+    const configSetArn = stack.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.configurationSet.configurationSetName });
+    // Sender (lib/workflow effects/sender.ts): claim, mark SENT/FAILED, release: conditional UpdateItem; SES SendEmail.
+    // The event source grants the stream reads (DescribeStream, GetRecords, GetShardIterator, ListStreams) and the DLQ send.
+    allow(this.sender, ['dynamodb:UpdateItem'], [outbox]);
+    allow(this.sender, ['ses:SendEmail'], [identityArn, configSetArn]);
+    // Reconciler (effects/reconciler.ts): the unsent index, the same conditional updates, SES SendEmail for a resend.
+    allow(this.reconciler, ['dynamodb:Query'], [`${outbox}/index/${OUTBOX_INDEX}`]);
+    allow(this.reconciler, ['dynamodb:UpdateItem'], [outbox]);
+    allow(this.reconciler, ['ses:SendEmail'], [identityArn, configSetArn]);
+    // Recorder (effects/recorder.ts): ADD providerEvents on the item, conditional on its existence.
+    allow(this.recorder, ['dynamodb:UpdateItem'], [outbox]);
+    // Collector (effects/collector.ts): list invoices/, read the pointer, the fence and the job
+    // (consistent GetItem), DeleteObject with If-Match (which also needs s3:GetObject).
+    allow(this.collector, ['s3:ListBucket'], [this.bucket.bucketArn]);
+    allow(this.collector, ['s3:DeleteObject', 's3:GetObject'], [this.bucket.arnForObjects('invoices/*')]);
+    allow(this.collector, ['dynamodb:GetItem'], [props.tables.invoices.tableArn, props.tables.fences.tableArn, props.tables.jobs.tableArn]);
+  }
+
+  /** The worker's part: put documents (If-None-Match; the HEAD that resolves a 412 needs GetObject) and create outbox items in its transaction. */
+  grantWorker(worker: FencedFunction, outbox: ITable): void {
+    worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:PutObject', 's3:GetObject'], resources: [this.bucket.arnForObjects('invoices/*')] }));
+    worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['dynamodb:PutItem'], resources: [outbox.tableArn] }));
+    Validations.of(worker.role.node.findChild('DefaultPolicy')).acknowledge({
+      id: this.invoicesWildcard(),
+      reason: "The worker puts each unit's documents under invoices/<period>/<customer>/<generation>.json (If-None-Match, required by the bucket policy) and reads one back only to resolve a 412; the keys are new per generation, so no fixed ARN can name them.",
+    });
+  }
+}

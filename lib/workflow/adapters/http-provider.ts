@@ -1,0 +1,51 @@
+/**
+ * HttpProvider over fetch: a JSON POST with `Idempotency-Key` (how payment providers
+ * deduplicate: the first answer per key is replayed, the same key with other parameters is
+ * refused) and the outbox identity headers.
+ *
+ *   2xx            accepted (the provider's id from the answer's `id`)
+ *   409, 429, 5xx  not taken now (a request with the key in progress, throttled, down)
+ *   other 4xx      refused for good (the key reused with other parameters, a bad request)
+ *   no answer      ambiguous; a resend with the same key is harmless
+ */
+import type { HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
+
+export class FetchHttpProvider implements HttpProvider {
+  readonly name: string;
+  constructor(
+    private readonly url: string,
+    private readonly timeoutMs = 10_000,
+  ) {
+    this.name = `http ${url}`;
+  }
+
+  async post(call: OutboundCall): Promise<SendResult> {
+    let res: Response;
+    try {
+      res = await fetch(this.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': call.idempotencyKey, ...call.headers },
+        body: JSON.stringify(call.body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (e) {
+      const cause = (e as { cause?: { code?: string } }).cause?.code;
+      // Refused before anything was sent: the provider took nothing.
+      if (cause === 'ECONNREFUSED' || cause === 'ENOTFOUND') return { kind: 'rejected', permanent: false, reason: `${cause} ${this.url}` };
+      return { kind: 'ambiguous', reason: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+    }
+    const text = await res.text().catch(() => '');
+    if (res.ok) {
+      let id = res.headers.get('request-id') ?? '';
+      try {
+        id = String((JSON.parse(text) as { id?: unknown }).id ?? id);
+      } catch {
+        // not JSON: the header's id, if any
+      }
+      return { kind: 'accepted', providerMessageId: id };
+    }
+    const reason = `HTTP ${res.status}: ${text.slice(0, 300)}`;
+    if (res.status === 409 || res.status === 429 || res.status >= 500) return { kind: 'rejected', permanent: false, reason };
+    return { kind: 'rejected', permanent: true, reason };
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * The adapters of the external-effect ports (lib/workflow/effects/): S3 for documents, SES v2 and
+ * SMTP for emails, fetch for a provider with an Idempotency-Key. Kept apart from the workflow's
+ * index so a function bundles only the clients it imports.
+ */
+export { S3ObjectStore, s3Client } from './s3-store.js';
+export { classifySesError, SesEmailProvider } from './ses-email.js';
+export { classifySmtpError, SmtpEmailProvider } from './smtp-email.js';
+export { FetchHttpProvider } from './http-provider.js';

@@ -1,0 +1,182 @@
+/**
+ * The transactional outbox (DESIGN.md, External effects): the unprotected effects (an email, a
+ * call to a provider that cannot check a fence) are written as outbox items INSIDE the unit's
+ * fenced transaction, once (`attribute_not_exists(pk)`), so only the current holder can create
+ * one and only once. Delivery happens after the commit, item by item, through conditional
+ * state changes that never touch what the unit wrote (`generation`, `updatedAt`, the payload):
+ *
+ *   PENDING ──claim(token)──> SENDING ──markSent(token)──> SENT
+ *      ^                         │  └──markFailed(token)──> FAILED (the provider refused for good)
+ *      └──────release(token)─────┘  └──markUnknown(token)─> UNKNOWN (only a person can tell)
+ *
+ * Every step after the claim is conditional on the claim's token: a sender that lost its claim
+ * to the reconciler (it was presumed dead) changes nothing.
+ */
+import { createHash } from 'node:crypto';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isConditionalCheckFailed, onceOnly, type Effect } from '../../protocol/index.js';
+import { OUTBOX_ATTR as O, UNFINISHED } from '../schema.js';
+
+export type OutboxStatus = 'PENDING' | 'SENDING' | 'SENT' | 'FAILED' | 'UNKNOWN';
+export type OutboxKind = 'email' | 'http';
+
+/** An outbox item as read back (the payload is the kind's). */
+export interface OutboxItem {
+  readonly pk: string;
+  readonly kind: OutboxKind;
+  readonly jobId: string;
+  readonly generation: number;
+  readonly unit: number;
+  readonly updatedAt: number;
+  readonly status: OutboxStatus;
+  readonly attempts: number;
+  readonly claimToken?: string;
+  readonly claimedAt?: number;
+  readonly ambiguousSends?: number;
+  readonly providerEvents?: readonly string[];
+  readonly to?: string;
+  readonly subject?: string;
+  readonly body?: string;
+  readonly target?: string;
+  readonly request?: Readonly<Record<string, unknown>>;
+}
+
+export interface EmailPayload {
+  readonly to: string;
+  readonly subject: string;
+  readonly body: string;
+}
+
+export interface HttpPayload {
+  /** Which configured provider receives it (the sender maps it to an endpoint). */
+  readonly target: string;
+  readonly request: Readonly<Record<string, unknown>>;
+}
+
+const fresh = { [O.status]: 'PENDING', [O.attempts]: 0, [O.unsent]: UNFINISHED } as const;
+
+/** An email to send once: a once-only effect of the unit (the fenced unit stamps the tie). */
+export function outboxEmail(table: string, pk: string, origin: { jobId: string; unit: number }, mail: EmailPayload): Effect {
+  return onceOnly(table, { pk, [O.kind]: 'email', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh, [O.to]: mail.to, [O.subject]: mail.subject, [O.body]: mail.body });
+}
+
+/** A provider call to make once, deduplicated by the provider on its Idempotency-Key. */
+export function outboxHttp(table: string, pk: string, origin: { jobId: string; unit: number }, call: HttpPayload): Effect {
+  return onceOnly(table, { pk, [O.kind]: 'http', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh, [O.target]: call.target, [O.request]: call.request });
+}
+
+const digest = (table: string, pk: string) => createHash('sha256').update(`${table}\u0000${pk}`).digest();
+
+/** The identity every delivery of (table, pk) carries (DESIGN.md, Message identity). */
+export const messageIdentity = {
+  /** RFC 5322 Message-ID: the same for every resend of one outbox item. */
+  messageId: (table: string, pk: string): string => `<${digest(table, pk).toString('hex').slice(0, 40)}@outbox.fenced-workflow>`,
+  /** The HTTP Idempotency-Key: the provider replays its first answer for it. */
+  idempotencyKey: (table: string, pk: string): string => `outbox-${digest(table, pk).toString('base64url').slice(0, 43)}`,
+  /** Message tag values (SES allows only [A-Za-z0-9_-]): the id and the table, base64url. */
+  tag: (s: string): string => Buffer.from(s, 'utf8').toString('base64url'),
+  untag: (s: string): string => Buffer.from(s, 'base64url').toString('utf8'),
+  headers: (table: string, pk: string): Record<string, string> => ({ 'X-Outbox-Id': pk, 'X-Outbox-Table': table }),
+} as const;
+
+/** Reads an item consistently (the reconciler's and tests' view). */
+export async function readOutboxItem(doc: DynamoDBDocumentClient, table: string, pk: string): Promise<OutboxItem | undefined> {
+  const out = await doc.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }));
+  return out.Item as OutboxItem | undefined;
+}
+
+interface Change {
+  readonly set: Record<string, unknown>;
+  readonly remove?: readonly string[];
+  readonly add?: Record<string, number>;
+  /** The condition, over `#<name>` placeholders of the attributes it names. */
+  readonly condition: string;
+  readonly values: Record<string, unknown>;
+  readonly names: readonly string[];
+}
+
+/** One conditional UpdateItem; false when the condition did not hold (someone else moved the item). */
+async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c: Change): Promise<boolean> {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ...c.values };
+  const name = (a: string) => ((names[`#${a}`] = a), `#${a}`);
+  const sets = Object.entries(c.set).map(([a, v], i) => ((values[`:s${i}`] = v), `${name(a)} = :s${i}`));
+  const adds = Object.entries(c.add ?? {}).map(([a, v], i) => ((values[`:a${i}`] = v), `${name(a)} :a${i}`));
+  const removes = (c.remove ?? []).map(name);
+  c.names.forEach(name);
+  const expr = [sets.length ? `SET ${sets.join(', ')}` : '', adds.length ? `ADD ${adds.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : ''].filter(Boolean).join(' ');
+  try {
+    await doc.send(new UpdateCommand({ TableName: table, Key: { pk }, UpdateExpression: expr, ConditionExpression: c.condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values }));
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  }
+}
+
+const byToken = (token: string) => ({ condition: '#status = :sending AND #claimToken = :token', values: { ':sending': 'SENDING', ':token': token }, names: [O.status, O.claimToken] });
+
+/** PENDING → SENDING with a fresh claim token. false: someone else claimed it, or it is done. */
+export function claim(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, now: number): Promise<boolean> {
+  return change(doc, table, pk, {
+    set: { [O.status]: 'SENDING', [O.claimToken]: token, [O.claimedAt]: now },
+    add: { [O.attempts]: 1 },
+    condition: '#status = :pending',
+    values: { ':pending': 'PENDING' },
+    names: [O.status],
+  });
+}
+
+/**
+ * The reconciler takes over a claim it presumes dead (older than its threshold): SENDING with
+ * the token it saw → SENDING with its own, counting the earlier send as ambiguous (it may have
+ * been delivered: the resend is a possible duplicate, recorded as such).
+ */
+export function takeOver(doc: DynamoDBDocumentClient, table: string, pk: string, seen: string, token: string, now: number): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.claimToken]: token, [O.claimedAt]: now }, add: { [O.attempts]: 1, [O.ambiguousSends]: 1 }, ...byToken(seen) });
+}
+
+/** SENDING (ours) → SENT with the provider's message id. false: our claim was taken over. */
+export function markSent(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, providerMessageId: string, now: number): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, remove: [O.claimToken, O.unsent], ...byToken(token) });
+}
+
+/** SENDING (ours) → PENDING: the provider certainly did not accept it (refused, unreachable); sent again later. */
+export function release(doc: DynamoDBDocumentClient, table: string, pk: string, token: string): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'PENDING' }, remove: [O.claimToken], ...byToken(token) });
+}
+
+/** SENDING (ours) → FAILED: the provider refused it for good (a bad address, a request it will never take). */
+export function markFailed(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, reason: string): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: reason.slice(0, 500) }, remove: [O.claimToken, O.unsent], ...byToken(token) });
+}
+
+/** SENDING (ours) → UNKNOWN: nobody can tell whether it was delivered; a person decides (alarm). */
+export function markUnknown(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, reason: string): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'UNKNOWN', [O.failureReason]: reason.slice(0, 500) }, remove: [O.claimToken, O.unsent], ...byToken(token) });
+}
+
+/** A send whose outcome this sender did not see (the answer was lost): counted on the item, the claim kept. */
+export function recordAmbiguous(doc: DynamoDBDocumentClient, table: string, pk: string, token: string): Promise<boolean> {
+  return change(doc, table, pk, { set: {}, add: { [O.ambiguousSends]: 1 }, ...byToken(token) });
+}
+
+/** The recorder: the provider's own record of a delivery (an SES SEND event, the local sink), on the item it names. */
+export async function recordProviderEvent(doc: DynamoDBDocumentClient, table: string, pk: string, event: string, messageId: string): Promise<boolean> {
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { pk },
+        UpdateExpression: 'ADD #events :e',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#events': O.providerEvents },
+        ExpressionAttributeValues: { ':e': new Set([`${event}:${messageId}`]) },
+      }),
+    );
+    return true;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return false;
+    throw e;
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The reconciler (scheduled): resolves outbox items the sender did not finish, from the
+ * provider's own record, never from a guess about the sender.
+ *
+ *   PENDING, older than `pendingAfterMs`      the stream delivery never came or was given up:
+ *                                             deliver it now (claim, send, mark)
+ *   SENDING, claim older than `claimTimeoutMs` the sender died or its answer was lost:
+ *     email, the record shows a SEND/DELIVERY   → SENT (the provider's id from the record)
+ *     email, no record to ask                   → UNKNOWN (a metric, an alarm, a person)
+ *     email, record silent past `recordLagMs`   → taken over and sent again, counted as an
+ *                                                 ambiguous send (a duplicate only if the record
+ *                                                 was later than its lag), or UNKNOWN once
+ *                                                 `maxAttempts` are used
+ *     http                                      → taken over and sent again: the provider
+ *                                                 replays its first answer for the key
+ *
+ * Every change is conditional on the claim it saw: a sender that wakes up changes nothing, and
+ * two reconcilers cannot both take one item over.
+ */
+import { randomUUID } from 'node:crypto';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { METRIC } from '../ports.js';
+import { OUTBOX_ATTR as O, OUTBOX_INDEX, UNFINISHED } from '../schema.js';
+import { markSent, markUnknown, takeOver, type OutboxItem } from './outbox.js';
+import { recordedDelivery } from './providers.js';
+import { deliver, sendItem, settle, type DeliveryOutcome, type SenderDeps } from './sender.js';
+
+export interface ReconcilerDeps extends SenderDeps {
+  /** A PENDING item this old has missed its stream delivery. */
+  readonly pendingAfterMs: number;
+  /** A SENDING claim this old belongs to a sender that is gone. */
+  readonly claimTimeoutMs: number;
+  /** How long the provider's record may lag a send; `undefined`: the email provider has no record to ask. */
+  readonly recordLagMs: number | undefined;
+  /** Sends of one item before the reconciler gives up and marks it UNKNOWN. Default 3. */
+  readonly maxAttempts?: number;
+}
+
+export interface ReconcileReport {
+  readonly examined: number;
+  readonly delivered: number;
+  readonly fromRecord: number;
+  readonly resent: number;
+  readonly unknown: number;
+  readonly waiting: number;
+  /** Age of the oldest unsent item (ms), 0 when none: the alarm's metric. */
+  readonly oldestUnsentAgeMs: number;
+}
+
+async function* unsent(deps: ReconcilerDeps, createdBefore: number): AsyncIterable<OutboxItem> {
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.doc.send(
+      new QueryCommand({
+        TableName: deps.table,
+        IndexName: OUTBOX_INDEX,
+        KeyConditionExpression: '#u = :open AND #t <= :before',
+        ExpressionAttributeNames: { '#u': O.unsent, '#t': O.updatedAt },
+        ExpressionAttributeValues: { ':open': UNFINISHED, ':before': createdBefore },
+        ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+      }),
+    );
+    for (const i of page.Items ?? []) yield i as OutboxItem;
+    start = page.LastEvaluatedKey;
+  } while (start !== undefined);
+}
+
+type Verdict = 'delivered' | 'fromRecord' | 'resent' | 'unknown' | 'waiting';
+
+/** One stale SENDING item: the record's answer, a resend under a new claim, or UNKNOWN. */
+async function resolveStale(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict> {
+  const seen = item.claimToken!;
+  if (item.kind === 'email') {
+    const record = recordedDelivery(item.providerEvents);
+    if (record.sent) {
+      await markSent(deps.doc, deps.table, item.pk, seen, record.providerMessageId, now);
+      deps.telemetry.event('outbox-reconciled', { table: deps.table, pk: item.pk, from: 'provider record', providerMessageId: record.providerMessageId });
+      return 'fromRecord';
+    }
+    const why =
+      deps.recordLagMs === undefined ? 'the email provider keeps no record this reconciler can ask' : item.attempts >= (deps.maxAttempts ?? 3) ? `${item.attempts} sends, none recorded` : undefined;
+    if (why !== undefined) {
+      if (await markUnknown(deps.doc, deps.table, item.pk, seen, why)) deps.telemetry.count(METRIC.outboxUnknown);
+      deps.telemetry.event('outbox-unknown', { table: deps.table, pk: item.pk, reason: why });
+      return 'unknown';
+    }
+    // The record may still be on its way: not before the lag has passed.
+    if (now - (item.claimedAt ?? 0) < deps.recordLagMs!) return 'waiting';
+  }
+  const token = randomUUID();
+  if (!(await takeOver(deps.doc, deps.table, item.pk, seen, token, now))) return 'waiting';
+  deps.telemetry.event('outbox-resend', { table: deps.table, pk: item.pk, kind: item.kind, attempts: item.attempts + 1 });
+  const outcome: DeliveryOutcome = await settle(deps, item, token, await sendItem(deps, item));
+  return outcome === 'sent' ? 'resent' : 'waiting';
+}
+
+export async function reconcile(deps: ReconcilerDeps): Promise<ReconcileReport> {
+  const now = deps.clock.wallNow();
+  const counts: Record<Verdict, number> = { delivered: 0, fromRecord: 0, resent: 0, unknown: 0, waiting: 0 };
+  let examined = 0;
+  let oldest = Number.POSITIVE_INFINITY;
+  // Items sort by creation time: everything the sender may still be handling is left to it.
+  for await (const item of unsent(deps, now)) {
+    oldest = Math.min(oldest, item.updatedAt);
+    if (now - item.updatedAt < Math.min(deps.pendingAfterMs, deps.claimTimeoutMs)) continue;
+    examined++;
+    let verdict: Verdict = 'waiting';
+    if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) {
+      verdict = (await deliver(deps, item)) === 'sent' ? 'delivered' : 'waiting';
+    } else if (item.status === 'SENDING' && item.claimToken !== undefined && now - (item.claimedAt ?? 0) >= deps.claimTimeoutMs) {
+      verdict = await resolveStale(deps, item, now);
+    }
+    counts[verdict]++;
+  }
+  const oldestUnsentAgeMs = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
+  deps.telemetry.gauge(METRIC.outboxOldestUnsentAgeMs, oldestUnsentAgeMs);
+  const report = { examined, ...counts, oldestUnsentAgeMs };
+  deps.telemetry.event('reconcile-done', { table: deps.table, ...report });
+  return report;
+}

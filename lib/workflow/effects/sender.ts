@@ -1,0 +1,143 @@
+/**
+ * The sender: delivers outbox items (outbox.ts) driven by the Outbox stream's INSERT records.
+ * Per item: claim it (PENDING → SENDING, conditional, with a fresh token), send it with the
+ * outbox id as its identity, then mark it SENT conditional on the claim. A duplicate stream
+ * delivery or a second sender racing for the item loses the claim and sends nothing.
+ *
+ * What a send came to decides the next step:
+ *   accepted                 → SENT (the provider's message id recorded)
+ *   certainly not accepted   → released to PENDING (sent again: stream retry, reconciler) or,
+ *                              refused for good, FAILED with the reason
+ *   nobody knows (ambiguous) → counted on the item and left SENDING: the reconciler asks the
+ *                              provider's own record (reconciler.ts). An http effect is first
+ *                              resent at once: its Idempotency-Key makes a resend harmless.
+ */
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Clock } from '../../protocol/index.js';
+import { METRIC, type Telemetry } from '../ports.js';
+import { claim, markFailed, markSent, messageIdentity, recordAmbiguous, release, type OutboxItem } from './outbox.js';
+import type { EmailProvider, HttpProvider, SendResult } from './providers.js';
+
+/** Where fault injection may stop a sender: after its claim, and after the provider answered (before SENT). */
+export type SenderPoint = 'after-claim' | 'after-send';
+
+export interface SenderHooks {
+  /** Never resolve to model a sender that died there (its claim stays: the reconciler's case). */
+  at(point: SenderPoint, info: { table: string; pk: string; result?: SendResult['kind'] }): Promise<void>;
+}
+
+export interface SenderDeps {
+  readonly doc: DynamoDBDocumentClient;
+  readonly table: string;
+  readonly clock: Clock;
+  readonly telemetry: Telemetry;
+  readonly email?: EmailProvider;
+  /** By the item's `target`. */
+  readonly http?: Readonly<Record<string, HttpProvider>>;
+  /** The From address of every email. */
+  readonly from: string;
+  readonly hooks?: SenderHooks;
+  /** Immediate resends of an ambiguous http call (its key makes them harmless). Default 2. */
+  readonly httpResends?: number;
+}
+
+export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'ambiguous';
+
+/** Sends the item once through its provider (no claim, no state change): the sender's and the reconciler's one call. */
+export async function sendItem(deps: SenderDeps, item: OutboxItem): Promise<SendResult> {
+  const headers = messageIdentity.headers(deps.table, item.pk);
+  if (item.kind === 'email') {
+    if (deps.email === undefined) return { kind: 'rejected', permanent: true, reason: 'no email provider configured' };
+    if (typeof item.to !== 'string' || typeof item.subject !== 'string' || typeof item.body !== 'string') return { kind: 'rejected', permanent: true, reason: 'email item without to, subject and body' };
+    return deps.email.send({
+      from: deps.from,
+      to: item.to,
+      subject: item.subject,
+      text: item.body,
+      messageId: messageIdentity.messageId(deps.table, item.pk),
+      headers,
+      tags: { outboxId: messageIdentity.tag(item.pk), outboxTable: messageIdentity.tag(deps.table) },
+    });
+  }
+  const provider = item.target === undefined ? undefined : deps.http?.[item.target];
+  if (provider === undefined) return { kind: 'rejected', permanent: true, reason: `no http provider configured for target ${String(item.target)}` };
+  const call = { idempotencyKey: messageIdentity.idempotencyKey(deps.table, item.pk), headers, body: item.request ?? {} };
+  let result = await provider.post(call);
+  for (let i = 0; result.kind === 'ambiguous' && i < (deps.httpResends ?? 2); i++) result = await provider.post(call);
+  return result;
+}
+
+/**
+ * After a send under claim `token`: SENT, released, FAILED, or left SENDING (ambiguous). Shared
+ * by the sender and the reconciler, which resends under its own claim.
+ */
+export async function settle(deps: SenderDeps, item: OutboxItem, token: string, result: SendResult): Promise<DeliveryOutcome> {
+  const { doc, table, telemetry: t } = deps;
+  const info = { table, pk: item.pk, kind: item.kind };
+  switch (result.kind) {
+    case 'accepted': {
+      const marked = await markSent(doc, table, item.pk, token, result.providerMessageId, deps.clock.wallNow());
+      t.count(METRIC.outboxSent);
+      t.event('outbox-sent', { ...info, providerMessageId: result.providerMessageId, marked });
+      return 'sent';
+    }
+    case 'rejected':
+      if (result.permanent) {
+        await markFailed(doc, table, item.pk, token, result.reason);
+        t.count(METRIC.outboxFailed);
+        t.event('outbox-failed', { ...info, reason: result.reason });
+        return 'failed';
+      }
+      await release(doc, table, item.pk, token);
+      t.event('outbox-released', { ...info, reason: result.reason });
+      return 'released';
+    case 'ambiguous':
+      await recordAmbiguous(doc, table, item.pk, token);
+      t.count(METRIC.outboxAmbiguous);
+      t.event('outbox-ambiguous', { ...info, reason: result.reason });
+      return 'ambiguous';
+  }
+}
+
+/** Claim, send, settle one item. `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
+export async function deliver(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
+  const token = randomUUID();
+  if (!(await claim(deps.doc, deps.table, item.pk, token, deps.clock.wallNow()))) {
+    deps.telemetry.event('outbox-claim-lost', { table: deps.table, pk: item.pk });
+    return 'skipped';
+  }
+  await deps.hooks?.at('after-claim', { table: deps.table, pk: item.pk });
+  const result = await sendItem(deps, item);
+  await deps.hooks?.at('after-send', { table: deps.table, pk: item.pk, result: result.kind });
+  return settle(deps, item, token, result);
+}
+
+/** One record of the Outbox stream, as the sender needs it. */
+export interface OutboxRecord {
+  /** The stream sequence number: the partial batch response names a failed record by it. */
+  readonly sequence: string;
+  readonly eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
+  readonly item?: OutboxItem;
+}
+
+/**
+ * A batch of stream records, in order. Only INSERTs are deliveries (the AWS event source filters
+ * the rest out; locally they are skipped here). Returns the sequence numbers to report as
+ * failed: the first record the provider could not take now (released), and everything after
+ * it, so the stream retries from there in order (ReportBatchItemFailures semantics).
+ */
+export async function handleOutboxRecords(deps: SenderDeps, records: readonly OutboxRecord[]): Promise<string[]> {
+  for (const [i, r] of records.entries()) {
+    if (r.eventName !== 'INSERT' || r.item === undefined) continue;
+    let outcome: DeliveryOutcome;
+    try {
+      outcome = await deliver(deps, r.item);
+    } catch (e) {
+      deps.telemetry.event('outbox-error', { table: deps.table, pk: r.item.pk, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
+      outcome = 'released';
+    }
+    if (outcome === 'released') return records.slice(i).map((x) => x.sequence);
+  }
+  return [];
+}
