@@ -11,16 +11,18 @@
  * PROGRESS every job reached DONE with its cursor at totalUnits.
  * TOKENS   per lease key, every grant to a new owner carries a strictly greater generation;
  *          no lease or fence item is ever removed; a fence never exceeds its lease counter.
+ * RUNS     sharded runs, per shard and per run (cli/run-invariants.ts).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanAll as scan } from '../lib/protocol/index.js';
-import { amountCents, customerId, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
+import { amountCents, customerId, customerRange, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
 import type { TableNames } from '../lib/workflow/index.js';
+import { checkRuns, type RunsReport } from './run-invariants.js';
 import { readStream, type StreamChange } from './streams.js';
 
-export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS';
+export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'RUNS';
 
 /** A grant that replaced an owner who had not released (from the Leases stream). */
 export interface Takeover {
@@ -57,6 +59,8 @@ export interface InvariantReport {
     takeovers: number;
     /** Takeovers granted before the replaced holder's expiry by the writers' own wall clocks. */
     leaseOverlaps: number;
+    /** Run records, the shards they list, and the runs whose every shard is DONE. */
+    runs: RunsReport;
   };
 }
 
@@ -67,12 +71,12 @@ export async function checkInvariants(
   clients: { client: DynamoDBClient; doc: DynamoDBDocumentClient; streams: DynamoDBStreamsClient },
   tables: TableNames,
 ): Promise<InvariantReport> {
-  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [] };
+  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], RUNS: [] };
   const add = (name: InvariantName, msg: string) => {
     if (v[name].length < MAX_LISTED) v[name].push(msg);
     else if (v[name].length === MAX_LISTED) v[name].push('…');
   };
-  const [jobs, invoiceItems, fenceItems, leaseItems, invoiceStream, fenceStream, leaseStream] = await Promise.all([
+  const [jobItems, invoiceItems, fenceItems, leaseItems, invoiceStream, fenceStream, leaseStream] = await Promise.all([
     scan(clients.doc, tables.jobs),
     scan(clients.doc, tables.invoices),
     scan(clients.doc, tables.fences),
@@ -81,6 +85,9 @@ export async function checkInvariants(
     readStream(clients.client, clients.streams, tables.fences),
     readStream(clients.client, clients.streams, tables.leases),
   ]);
+  // The Jobs table also holds run records (kind = run): not jobs.
+  const runRecords = jobItems.filter((j) => j.kind === 'run');
+  const jobs = jobItems.filter((j) => j.kind !== 'run');
 
   // FENCE: the tie. A fenced unit writes its fence with (generation, updatedAt) and stamps every
   // effect with the same pair; an effect with no such fence write was written without the fence.
@@ -147,7 +154,10 @@ export async function checkInvariants(
   // Counts are compared per finished period; an unfinished job is PROGRESS's business, and its
   // partial output is not an ONCE violation.
   const periodOf = (pk: string) => pk.split('#')[1] ?? '';
+  // A period is counted when every job of it (every shard of its run) is DONE.
+  const openPeriods = new Set<string>();
   const donePeriods = new Set<string>();
+  const expectedByPeriod = new Map<string, { invoices: number; cents: number }>();
   const knownPeriods = new Set<string>();
   let expectedInvoices = 0;
   let expectedTotalCents = 0;
@@ -166,12 +176,16 @@ export async function checkInvariants(
       add('PROGRESS', `job ${id}: status ${String(job.status)} at cursor ${String(job.cursor)}/${String(job.totalUnits)}`);
     }
     knownPeriods.add(input.period);
-    if (job.status !== 'DONE') continue;
+    if (job.status !== 'DONE') {
+      openPeriods.add(input.period);
+      continue;
+    }
     donePeriods.add(input.period);
     const expected = expectedTotals(input);
-    expectedInvoices += expected.invoices;
-    expectedTotalCents += expected.totalCents;
-    for (let i = 0; i < input.customers; i++) {
+    const sum = expectedByPeriod.get(input.period) ?? { invoices: 0, cents: 0 };
+    expectedByPeriod.set(input.period, { invoices: sum.invoices + expected.invoices, cents: sum.cents + expected.totalCents });
+    const { from, to } = customerRange(input);
+    for (let i = from; i < to; i++) {
       const amount = amountCents(input.seed, i);
       for (const kind of ['invoice', 'charge'] as const) {
         const key = `${kind}#${input.period}#${customerId(i)}`;
@@ -181,6 +195,11 @@ export async function checkInvariants(
         else if (kind === 'charge') totalCents += amount;
       }
     }
+  }
+  for (const p of openPeriods) donePeriods.delete(p);
+  for (const p of donePeriods) {
+    expectedInvoices += expectedByPeriod.get(p)?.invoices ?? 0;
+    expectedTotalCents += expectedByPeriod.get(p)?.cents ?? 0;
   }
   const counted = invoiceItems.filter((i) => donePeriods.has(periodOf(String(i.pk))));
   for (const i of invoiceItems) if (!knownPeriods.has(periodOf(String(i.pk)))) add('ONCE', `${String(i.pk)}: written for no known job`);
@@ -224,6 +243,8 @@ export async function checkInvariants(
     if (fg !== undefined && (lg === undefined || fg > lg)) add('TOKENS', `fence ${String(f.pk)} at ${fg} exceeds lease counter ${lg}`);
   }
 
+  const runs = checkRuns(runRecords, jobs, invoiceItems, (msg) => add('RUNS', msg));
+
   const invariants = Object.fromEntries(
     (Object.keys(v) as InvariantName[]).map((k) => [k, { ok: v[k].length === 0, violations: v[k] }]),
   ) as InvariantReport['invariants'];
@@ -241,6 +262,7 @@ export async function checkInvariants(
       streamRecords: invoiceStream.length + fenceStream.length + leaseStream.length,
       takeovers: takeovers.length,
       leaseOverlaps: overlapsOf(takeovers).length,
+      runs,
     },
   };
 }

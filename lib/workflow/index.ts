@@ -19,7 +19,7 @@ export {
 } from './config.js';
 export { assertJobId, createJob, fenceKeyOf, fencesOfLease, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
 export { claimRequeue, markFailed, recordUnitFailure } from './job-writes.js';
-export { InvalidJobItemError, JobNotFoundError } from './errors.js';
+export { InvalidJobItemError, InvalidRunItemError, JobNotFoundError } from './errors.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
@@ -51,3 +51,21 @@ export {
   type WorkRequest,
 } from './worker.js';
 export { runJob } from './run-job.js';
+export {
+  checkRunOfJob,
+  completeRun,
+  createRun,
+  isRunItem,
+  MAX_SHARDS,
+  readRun,
+  RUN_ATTR,
+  RUN_KIND,
+  runFromItem,
+  runIdOfJob,
+  runKeyOf,
+  runStatus,
+  shardJobId,
+  type RunRecord,
+  type RunStatus,
+  type ShardSpec,
+} from './runs.js';

@@ -14,6 +14,9 @@ export interface InvoiceRunInput {
   seed: number;
   unitSize: number;
   currency: string;
+  /** A shard's customers: [from, to) of the period's `customers` (lib/workloads/invoice-shards.ts). Absent: all of them. */
+  from?: number;
+  to?: number;
 }
 
 /** The job id of a period's run: one per period, which makes the starter idempotent. */
@@ -40,14 +43,29 @@ export function parseInvoiceInput(raw: unknown): InvoiceRunInput {
   };
   const currency = r.currency ?? 'EUR';
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw new InvalidInputError('input.currency', 'must be an ISO 4217 code');
+  const customers = int('customers', 0, MAX_CUSTOMERS);
   return {
     period: r.period,
-    customers: int('customers', 0, MAX_CUSTOMERS),
+    customers,
     seed: int('seed', 0, 2 ** 31 - 1),
     unitSize: int('unitSize', 1, MAX_UNIT_SIZE),
     currency,
+    ...shardRangeOf(r, customers),
   };
 }
+
+/** A shard's range, checked: 0 <= from <= to <= customers, both or neither. */
+function shardRangeOf(r: Record<string, unknown>, customers: number): { from?: number; to?: number } {
+  if (r.from === undefined && r.to === undefined) return {};
+  const ok = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= customers;
+  if (!ok(r.from) || !ok(r.to) || r.from > r.to) {
+    throw new InvalidInputError('input.from', `a shard's range must be 0 <= from <= to <= customers (${customers}), got [${describeValue(r.from)}, ${describeValue(r.to)})`);
+  }
+  return { from: r.from, to: r.to };
+}
+
+/** The customers a job bills: its shard's range, or the whole period. */
+export const customerRange = (input: InvoiceRunInput): { from: number; to: number } => ({ from: input.from ?? 0, to: input.to ?? input.customers });
 
 /** mulberry32: a tiny, well-known deterministic PRNG; enough to make amounts reproducible. */
 export function mulberry32(seed: number): () => number {
@@ -68,20 +86,23 @@ export function amountCents(seed: number, i: number): number {
   return 500 + Math.floor(mulberry32((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0)() * 50_000);
 }
 
+/** What a job (or a shard: its range) must bill, from its input alone. */
 export function expectedTotals(input: InvoiceRunInput): { invoices: number; charges: number; totalCents: number } {
+  const { from, to } = customerRange(input);
   let totalCents = 0;
-  for (let i = 0; i < input.customers; i++) totalCents += amountCents(input.seed, i);
-  return { invoices: input.customers, charges: input.customers, totalCents };
+  for (let i = from; i < to; i++) totalCents += amountCents(input.seed, i);
+  return { invoices: to - from, charges: to - from, totalCents };
 }
 
 export const invoiceProcessor: Processor<InvoiceRunInput> = {
   name: 'invoice-run',
   parseInput: parseInvoiceInput,
   // At least one unit: the last unit is what marks the job DONE, even for an empty run.
-  totalUnits: (input) => Math.max(1, Math.ceil(input.customers / input.unitSize)),
+  totalUnits: (input) => Math.max(1, Math.ceil((customerRange(input).to - customerRange(input).from) / input.unitSize)),
   unitEffects(input, ctx: UnitContext): Effect[] {
-    const first = ctx.unit * input.unitSize;
-    const last = Math.min(input.customers, first + input.unitSize);
+    const { from, to } = customerRange(input);
+    const first = from + ctx.unit * input.unitSize;
+    const last = Math.min(to, first + input.unitSize);
     const effects: Effect[] = [];
     for (let i = first; i < last; i++) {
       const id = customerId(i);
