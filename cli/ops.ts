@@ -25,7 +25,10 @@ import {
   assertJobId,
   claimRequeue,
   fencesOfLease,
+  isRunItem,
   readJob,
+  runFromItem,
+  runStatus,
   TABLE_NAME,
   TABLE_ROLES,
   tableNames,
@@ -162,14 +165,20 @@ function readOutputs(file: string): unknown {
 const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
 
 async function status(t: Target, json: boolean): Promise<number> {
-  const [leases, fences, jobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
+  const [leases, fences, allJobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
   const now = systemClock.wallNow();
   // The epoch record lives in the Leases table but is not a lease.
   const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
   const jobLeases = leases.filter((x) => x.pk !== EPOCH_RECORD_KEY);
+  // The Jobs table also holds run records (lib/workflow/runs.ts): shown apart, with what their shards say.
+  const runs = await Promise.all(allJobs.filter(isRunItem).map(async (r) => {
+    const s = await runStatus(t.doc, t.tables.jobs, runFromItem(r));
+    return { runId: s.run.id, status: s.status, shards: s.run.shardCount, done: s.shards.filter((x) => x.status === 'DONE').length, doneAt: s.run.doneAt ?? null };
+  }));
+  const jobs = allJobs.filter((j) => !isRunItem(j));
   if (json) {
     const recorded = typeof epoch === 'number' ? epoch : null;
-    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j) }) + '\n');
+    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j), runs }) + '\n');
     return 0;
   }
   const w = (s: string) => process.stdout.write(s + '\n');
@@ -186,6 +195,8 @@ async function status(t: Target, json: boolean): Promise<number> {
     const age = typeof j.heartbeatAt === 'number' ? `heartbeat ${Math.round((now - j.heartbeatAt) / 1000)} s ago` : '';
     w(`  ${String(j.pk).padEnd(40)} ${String(j.status).padEnd(8)} ${String(j.cursor)}/${String(j.totalUnits)} units  gen ${gen(j.generation)}  requeues ${String(j.requeues ?? 0)}  ${age}${j.failureReason ? `  reason: ${String(j.failureReason)}` : ''}`);
   }
+  w(`\nRuns (${runs.length}):`);
+  for (const r of runs) w(`  ${r.runId.padEnd(40)} ${r.status.padEnd(10)} ${r.done}/${r.shards} shards DONE${r.doneAt === null ? '' : ', recorded'}`);
   return 0;
 }
 

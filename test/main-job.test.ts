@@ -89,6 +89,7 @@ describe('the ops CLI against the tables the main job left', () => {
     const status = JSON.parse(r.stdout);
     expect(status.jobs.map((j: { pk: string }) => j.pk).sort()).toEqual(report.run.jobs.map((j: { id: string }) => j.id).sort());
     expect(status.jobs.every((j: { status: string }) => j.status === 'DONE')).toBe(true);
+    expect(status.runs.map((r: { runId: string; status: string; shards: number }) => [r.runId, r.status, r.shards]).sort()).toEqual(report.run.jobs.map((j: { id: string }) => [j.id, 'DONE', 1]).sort());
     expect(status.fences).toHaveLength(3);
     expect(status.leases.filter((l: { pk: string }) => l.pk.startsWith('job#'))).toHaveLength(3);
     // Every job's lease is released, its counter kept.
@@ -117,6 +118,7 @@ describe('the ops CLI against the tables the main job left', () => {
       [['status', '--endpoint', endpoint], /--table-prefix/],
       [['frobnicate'], /unknown command "frobnicate"/],
       [['demo', '--customers', 'many'], /--customers: must be an integer/],
+      [['demo', '--customers', '3', '--shards', '4'], /--shards: must be an integer in \[1, 3\]/],
       [['demo', '--workers', '0'], /--workers: must be an integer/],
       [['demo', '--endpoint', 'localhost:8000'], /--endpoint: must be an http\(s\) URL/],
     ];

@@ -45,6 +45,7 @@ async function expectInvariantsHold(t: TestTables) {
     ONCE: { ok: true, violations: [] },
     PROGRESS: { ok: true, violations: [] },
     TOKENS: { ok: true, violations: [] },
+    RUNS: { ok: true, violations: [] },
   });
   expect(report.ok).toBe(true);
   return report;
