@@ -1,5 +1,5 @@
 /**
- * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/pause.ts). They work against DynamoDB Local
+ * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/pause.ts), plan (cli/plan.ts). They work against DynamoDB Local
  * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
@@ -37,8 +37,9 @@ import {
 } from '../lib/workflow/index.js';
 import { OUTPUTS } from '../infra/outputs.js';
 import { urlFlag } from './flags.js';
+import { PLAN_HELP, planCommand } from './plan.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
@@ -63,6 +64,7 @@ Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never th
   npm run cli -- pause --outputs cdk-outputs.json     (or --mapping-id UUID [--region R])`,
   resume: `resume: enable the worker's SQS event source mapping again and wait until Lambda says Enabled.
   npm run cli -- resume --outputs cdk-outputs.json    (or --mapping-id UUID [--region R])`,
+  plan: PLAN_HELP,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
 };
 
@@ -249,6 +251,8 @@ function epochFlag(raw: string | boolean | undefined): number {
 }
 
 export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
+  // A plan needs no tables: its own flags (cli/plan.ts).
+  if (command === 'plan') return planCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -313,6 +317,8 @@ async function run(
     case 'pause':
     case 'resume':
       return pauseOrResume(command, values);
+    case 'plan':
+      throw new Error('plan is dispatched before the tables are resolved');
     case 'seal': {
       const reports = await seal(t.doc, t.tables, epoch!, {
         fencesOf: fencesOfLease,

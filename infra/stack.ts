@@ -9,6 +9,9 @@
  * | `sweepIntervalMinutes`      | sweeper rate                                         | 1                    |
  * | `starterSchedule`           | EventBridge Scheduler expression for the starter     | `cron(0 2 1 * ? *)`  |
  * | `invoiceCustomers`          | customers in the sample invoice run                  | 1000                 |
+ * | `shards`                    | shard jobs per run (npm run cli -- plan recommends)  | 1                    |
+ * | `workerMaxConcurrency`      | worker event source maximum concurrency (>= shards)  | max(10, shards + 2)  |
+ * | `warmThroughput`            | per table: {"invoices":{"write":40000}} (the plan's) | none (AWS defaults)  |
  * | `unfinishedJobAlarmMinutes` | alarm when a job stays unfinished longer than this   | 60                   |
  * | `alarmTopicArn`             | SNS topic every alarm notifies                       | none                 |
  * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
@@ -52,6 +55,9 @@ export class FencedWorkflowStack extends Stack {
     const metricsNamespace = settings.metricsNamespace();
     const adoptTables = settings.adoptTables();
     const operatorRoleArn = settings.arn('operatorRoleArn');
+    const shards = settings.shards();
+    const workerMaxConcurrency = settings.workerMaxConcurrency();
+    const warmThroughput = settings.warmThroughput();
 
     this.workflow = new FencedWorkflow(this, 'Workflow', {
       fenceEpoch,
@@ -65,6 +71,9 @@ export class FencedWorkflowStack extends Stack {
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
+      ...(shards !== undefined ? { shards } : {}),
+      ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
+      ...(warmThroughput ? { warmThroughput } : {}),
     });
 
     const w = this.workflow;

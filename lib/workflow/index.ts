@@ -69,3 +69,15 @@ export {
   type RunStatus,
   type ShardSpec,
 } from './runs.js';
+export {
+  AWS_LIMITS,
+  bindingLimit,
+  costOf,
+  DEFAULT_ASSUMPTIONS,
+  PRICES_US_EAST_1,
+  rampSeconds,
+  workerConcurrencyFor,
+  type LimitVerdict,
+  type PlanAssumptions,
+  type PlanLimits,
+} from './capacity.js';
