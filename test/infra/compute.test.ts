@@ -128,8 +128,8 @@ describe('functions', () => {
     const env = envOf(name);
     for (const [key, variable] of Object.entries(ENV)) {
       if (key === 'dynamoEndpoint') expect(env[variable]).toBeUndefined();
-      // The sample workload's run size is the starter's alone (functions/starter.ts reads it).
-      else if (key === 'customers') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
+      // The sample workload's run size and shard count are the starter's alone (functions/starter.ts reads them).
+      else if (key === 'customers' || key === 'shards') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
       else expect(env[variable], variable).toBeDefined();
     }
     expect(env[ENV.epoch]).toBe('7');
