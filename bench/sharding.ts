@@ -66,14 +66,15 @@ async function oneRun(env: BenchEnv, streams: DynamoDBStreamsClient, k: number, 
   return { effectsPerSec: (customers * 2) / seconds, ok: report.ok && report.stats.runs.completeRuns === 1 };
 }
 
-export async function measureSharding(env: BenchEnv, opts: { rounds: number; customers: number; onProgress?: (label: string) => void }): Promise<ShardingResult> {
+export async function measureSharding(env: BenchEnv, opts: { rounds: number; customers: number; shardCounts?: readonly number[]; onProgress?: (label: string) => void }): Promise<ShardingResult> {
+  const counts = opts.shardCounts ?? SHARD_COUNTS;
   const streams = streamsClient(env.endpoint);
-  const rates = new Map<number, number[]>(SHARD_COUNTS.map((k) => [k, []]));
-  const held = new Map<number, boolean>(SHARD_COUNTS.map((k) => [k, true]));
+  const rates = new Map<number, number[]>(counts.map((k) => [k, []]));
+  const held = new Map<number, boolean>(counts.map((k) => [k, true]));
   try {
     await oneRun(env, streams, 2, 'sh-warm', opts.customers);
     for (let r = 0; r < opts.rounds; r++) {
-      const order = SHARD_COUNTS.map((_, i) => SHARD_COUNTS[(i + r) % SHARD_COUNTS.length]!);
+      const order = counts.map((_, i) => counts[(i + r) % counts.length]!);
       for (const k of order) {
         const { effectsPerSec, ok } = await oneRun(env, streams, k, `sh${k}r${r}`, opts.customers);
         rates.get(k)!.push(effectsPerSec);
@@ -85,7 +86,7 @@ export async function measureSharding(env: BenchEnv, opts: { rounds: number; cus
     streams.destroy();
   }
   const one = rates.get(1)!;
-  const rows = SHARD_COUNTS.map((k) => {
+  const rows = counts.map((k) => {
     const plan = planInvoiceRun({ customers: opts.customers, shards: k });
     const month = planInvoiceRun({ customers: 10_000_000, shards: k });
     return {
