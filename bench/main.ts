@@ -1,10 +1,12 @@
 /**
  * `npm run bench [-- --json] [-- --quick] [-- --only a,b] [-- --endpoint URL] [-- --write-docs]`
  *
- * Starts its own DynamoDB Local (one for the whole run), then measures, each figure against its
- * baseline in the same run: the worker bundle, the client's own cost per unit, fenced vs unsafe
- * throughput with the request mix and WCU, DynamoDB Local's SDK-free floor, lease cycles vs the
- * peer libraries, takeover latency, contention, fair waiting (the fair acquire beside today's).
+ * Starts its own DynamoDB Local, then measures, each figure against its baseline in the same run:
+ * the worker bundle and its init against the runtime-SDK variant, the client's own cost per unit,
+ * fenced vs unsafe BatchWriteItem and vs a bare TransactWriteItems with the request mix and WCU,
+ * DynamoDB Local's SDK-free floor and the library against it, lease cycles, takeover and contention
+ * vs the peer libraries, fair waiting, once-only effects vs Powertools idempotency; then, on a
+ * fresh DynamoDB Local, throughput with and without streams and K-shard runs of one period.
  * Progress on stderr. Without --json: a table on
  * stdout. With --json: exactly one JSON object on stdout. The committed figures
  * (docs/benchmarks.md + docs/img/bench-*.svg) are rewritten only with --write-docs, and only by a
