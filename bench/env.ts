@@ -37,7 +37,9 @@ export async function openEnv(opts: { endpoint?: string } = {}): Promise<BenchEn
   return {
     endpoint,
     dynamo(o = {}) {
-      const d = createDynamo({ endpoint, ...o });
+      // A loaded shared machine can hold a transaction behind DynamoDB Local's table locks past the library's 5 s request
+      // timeout: a timed-out commit is ambiguous (resent, then "uncertain"), which a throughput measurement must not see.
+      const d = createDynamo({ endpoint, requestTimeoutMs: 30_000, ...o });
       clients.push(d);
       return d;
     },

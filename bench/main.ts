@@ -41,8 +41,8 @@ import { measureTakeover } from './takeover.js';
 import { measureThroughput } from './throughput.js';
 
 // Light measurements first, the heavy writers last (see bench/env.ts: DynamoDB Local slows down with every stream record);
-// streams and sharding on a DynamoDB Local of their own, started fresh after the others.
-const STEPS = ['bundle', 'client', 'leases', 'contention', 'fairness', 'takeover', 'peers', 'idempotency', 'throughput', 'floor', 'streams', 'sharding'] as const;
+// streams, idempotency and sharding on a DynamoDB Local of their own, started fresh after the others.
+const STEPS = ['bundle', 'client', 'leases', 'contention', 'fairness', 'takeover', 'peers', 'throughput', 'floor', 'streams', 'idempotency', 'sharding'] as const;
 type Step = (typeof STEPS)[number];
 
 const HELP = `npm run bench [-- options]
@@ -185,7 +185,7 @@ async function main(argv: string[]): Promise<void> {
       run.client = await timed('client', () => measureClientCost(cfg.client));
       tick('client cost');
     }
-    const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention', 'fairness', 'peers', 'idempotency'] as const).some(wants);
+    const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention', 'fairness', 'peers'] as const).some(wants);
     if (needsDb) {
       env = await openEnv(endpoint === undefined ? {} : { endpoint });
     }
@@ -196,7 +196,6 @@ async function main(argv: string[]): Promise<void> {
     if (db && wants('fairness')) run.fairness = await timed('fairness', () => measureFairness(db, { ...cfg.fairness, onProgress: tick }));
     if (db && wants('takeover')) run.takeover = await timed('takeover', () => measureTakeover(db, { ...cfg.takeover, onProgress: tick }));
     if (db && wants('peers')) run.peerWaits = await timed('peers', () => measurePeerWaits(db, { ...cfg.peers, onProgress: tick }));
-    if (db && wants('idempotency')) run.idempotency = await timed('idempotency', () => measureIdempotency(db, { ...cfg.idempotency, onProgress: tick }));
     if (db && wants('throughput')) {
       // The floor's rounds run between the throughput's, on the same server state.
       const floor: Floor | undefined = wants('floor') ? await openFloor(db, cfg.floor) : undefined;
@@ -229,12 +228,13 @@ async function main(argv: string[]): Promise<void> {
         floor.close();
       }
     }
-    if (wants('streams') || wants('sharding')) {
+    if (wants('streams') || wants('idempotency') || wants('sharding')) {
       // A DynamoDB Local of their own, the first one stopped: neither the others' stream records nor a second JVM weigh on them.
       await env?.close();
       env = await openEnv(endpoint === undefined ? {} : { endpoint });
       const fresh = env;
       if (wants('streams')) run.streams = await timed('streams', () => measureStreams(fresh, { ...cfg.streams, onProgress: tick }));
+      if (wants('idempotency')) run.idempotency = await timed('idempotency', () => measureIdempotency(fresh, { ...cfg.idempotency, onProgress: tick }));
       if (wants('sharding')) run.sharding = await timed('sharding', () => measureSharding(fresh, { ...cfg.sharding, onProgress: tick }));
     }
   } finally {

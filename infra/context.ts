@@ -124,17 +124,24 @@ export function stackNameFrom(raw: unknown): string {
   return name;
 }
 
-function parseWarmThroughput(raw: unknown): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
+/** A context value keyed by table role: an object (cdk.json) or its JSON (-c); undefined when unset. */
+function objectByRole(key: string, raw: unknown, example: string): Record<string, unknown> | undefined {
   if (raw === undefined || raw === null || raw === '') return undefined;
   let value: unknown = raw;
   if (typeof raw === 'string') {
     try {
       value = JSON.parse(raw);
     } catch {
-      throw new ConfigError('warmThroughput', `must be JSON like {"invoices":{"write":40000}}, got ${raw.slice(0, 200)}`);
+      throw new ConfigError(key, `must be JSON like ${example}, got ${raw.slice(0, 200)}`);
     }
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError('warmThroughput', 'must be an object keyed by table role');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(key, 'must be an object keyed by table role');
+  return value as Record<string, unknown>;
+}
+
+function parseWarmThroughput(raw: unknown): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
+  const value = objectByRole('warmThroughput', raw, '{"invoices":{"write":40000}}');
+  if (value === undefined) return undefined;
   const out: Partial<Record<TableRole, { read?: number; write?: number }>> = {};
   for (const [role, v] of Object.entries(value)) {
     if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('warmThroughput', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
@@ -151,16 +158,8 @@ function parseWarmThroughput(raw: unknown): Partial<Record<TableRole, { read?: n
 }
 
 function parseAdoptTables(raw: unknown): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
-  if (raw === undefined || raw === null || raw === '') return undefined;
-  let value: unknown = raw;
-  if (typeof raw === 'string') {
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw new ConfigError('adoptTables', `must be JSON like {"jobs":{"tableName":"..."}}, got ${raw.slice(0, 200)}`);
-    }
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError('adoptTables', 'must be an object keyed by table role');
+  const value = objectByRole('adoptTables', raw, '{"jobs":{"tableName":"..."}}');
+  if (value === undefined) return undefined;
   const out: Partial<Record<TableRole, AdoptedTableSetting>> = {};
   for (const [role, v] of Object.entries(value)) {
     if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('adoptTables', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);

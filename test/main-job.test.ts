@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { main } from '../cli/main.js';
+import { runCli } from './support/cli.js';
 import { tsx } from './support/spawn.js';
 import { labelsOf, labelTexts, layoutProblems, renderedMisfits } from './support/timeline-check.js';
 
@@ -15,19 +15,7 @@ import { labelsOf, labelTexts, layoutProblems, renderedMisfits } from './support
 const run = (args: string[]) => tsx('cli/main.ts', args, { killAfterMs: 90_000 });
 
 /** The CLI in-process (main() returns the exit code), stdout and stderr captured. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => (out.push(String(c)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => (err.push(String(c)), true));
-  try {
-    const code = await main(args);
-    return { code, stdout: out.join(''), stderr: err.join('') };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
+const cli = runCli;
 
 const endpoint = inject('dynamoEndpoint');
 const prefix = `t-mainjob-${randomBytes(4).toString('hex')}-`;

@@ -4,23 +4,12 @@
  * constant), the limit that binds moves as the setting that raises it moves, and the CLI prints
  * one JSON object or a one-line error with exit 2.
  */
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AWS_LIMITS, costOf, PRICES_US_EAST_1, rampSeconds, workerConcurrencyFor } from '../lib/workflow/index.js';
 import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoice-plan.js';
-import { main } from '../cli/main.js';
+import { runCli } from './support/cli.js';
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => (out.push(String(c)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => (err.push(String(c)), true));
-  try {
-    return { code: await main(args), stdout: out.join(''), stderr: err.join('') };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
+const cli = runCli;
 
 describe('the plan follows from the request mix and the stated assumptions', () => {
   it('units, write units per table, S3 puts and emails are the mix times the customers; the cost is the list prices times the counts', () => {

@@ -82,6 +82,18 @@ describe('a sharded run on DynamoDB Local', () => {
     expect((await scanAll(t, t.names.jobs)).length).toBe(5);
   });
 
+  it('a period whose unsharded job was created before runs is adopted as a run of one shard, whatever the shard setting: no shard bills its customers again', async () => {
+    const t = await tables();
+    const w = workflow(t);
+    const input = invoiceInput('2026-08', 12, 5);
+    await createJob(t.dynamo.doc, t.names.jobs, { id: invoiceJobId('2026-08'), totalUnits: invoiceProcessor.totalUnits(input), input: { ...input } }, w.clock);
+    const { run, created, shards } = await startInvoiceRun(t.dynamo.doc, t.names.jobs, input, 4, w.clock);
+    expect(created).toBe(true);
+    expect(run).toMatchObject({ shardCount: 1, shards: [invoiceJobId('2026-08')] });
+    expect(shards.map((s) => [s.job.id, s.created])).toEqual([[invoiceJobId('2026-08'), false]]);
+    expect((await scanAll(t, t.names.jobs)).map((j) => j.pk).sort()).toEqual([invoiceJobId('2026-08'), runKeyOf(invoiceJobId('2026-08'))]);
+  });
+
   it('K shards run to DONE; the run is recorded done once, by the check after the last shard; every invariant holds', async () => {
     const t = await tables();
     const w = workflow(t);
