@@ -373,7 +373,7 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   L.push('npm run bench -- --write-docs # the same, and rewrites docs/benchmarks.md and docs/img/bench-*.svg');
   L.push('npm run -s bench -- --json    # one JSON object on stdout (-s keeps npm\'s banner off stdout)');
   L.push('npm run bench -- --quick      # reduced rounds (a smoke run, figures noisier)');
-  L.push('npm run bench -- --only throughput,floor   # a subset: bundle,client,leases,contention,fairness,takeover,peers,idempotency,throughput,floor,streams,sharding');
+  L.push('npm run bench -- --only throughput,floor   # a subset: bundle,client,leases,contention,fairness,takeover,peers,throughput,floor,streams,idempotency,sharding');
   L.push('node --cpu-prof --import tsx bench/main.ts --only throughput --quick   # profile the hot path');
   L.push('```');
   L.push('');
