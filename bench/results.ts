@@ -209,7 +209,7 @@ function issue16Fields(run: BenchRun): Record<string, unknown> {
     sharding: run.sharding
       ? {
           customers: run.sharding.customers,
-          rows: run.sharding.rows.map((x) => ({ shards: x.shards, effectsPerSec: r(x.effectsPerSec, 0), vsOneShard: r(x.vsOneShard), invariantsHeld: x.invariantsHeld, planSeconds: r(x.planSeconds, 2), plan10MSeconds: r(x.plan10MSeconds, 0), plan10MBinding: x.plan10MBinding })),
+          rows: run.sharding.rows.map((x) => ({ shards: x.shards, effectsPerSec: r(x.effectsPerSec, 0), vsOneShard: r(x.vsOneShard), invariantsHeld: x.invariantsHeld, redeliveries: x.redeliveries, planSeconds: r(x.planSeconds, 2), plan10MSeconds: r(x.plan10MSeconds, 0), plan10MBinding: x.plan10MBinding })),
           note: 'one DynamoDB Local process: correctness and client overhead, not AWS scaling (planSeconds: the planner\'s AWS figure)',
           goal: 'every K correct; effects/s >= 0.9 x one shard',
           goalsMet: v.sharding,
