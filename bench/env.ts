@@ -15,14 +15,14 @@ import { randomBytes } from 'node:crypto';
 import { CreateTableCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { startDynamoLocal, type DynamoLocal } from '../cli/dynamodb-local.js';
 import { createDynamo, type Dynamo } from '../lib/protocol/index.js';
-import { ensureTables, tableNames, type TableNames } from '../lib/workflow/index.js';
+import { createTableInput, ensureTables, TABLE_ROLES, TABLES, tableNames, type TableNames } from '../lib/workflow/index.js';
 
 export interface BenchEnv {
   readonly endpoint: string;
   /** A new client of the library's kind (keep-alive agent), for one measurement. */
   dynamo(opts?: { maxSockets?: number }): Dynamo;
-  /** Creates the project's four tables under a fresh prefix. */
-  tables(tag: string): Promise<TableNames>;
+  /** Creates the project's tables under a fresh prefix; `streams: false` creates them without their streams (bench/streams.ts). */
+  tables(tag: string, opts?: { streams?: boolean }): Promise<TableNames>;
   /** Creates an extra table (a peer's lock table) with the same settings as ours: on-demand, stream NEW_AND_OLD_IMAGES. */
   table(input: Omit<CreateTableCommandInput, 'BillingMode' | 'StreamSpecification'>): Promise<string>;
   close(): Promise<void>;
@@ -37,13 +37,19 @@ export async function openEnv(opts: { endpoint?: string } = {}): Promise<BenchEn
   return {
     endpoint,
     dynamo(o = {}) {
-      const d = createDynamo({ endpoint, ...o });
+      // A loaded shared machine can hold a transaction behind DynamoDB Local's table locks past the library's 5 s request
+      // timeout: a timed-out commit is ambiguous (resent, then "uncertain"), which a throughput measurement must not see.
+      const d = createDynamo({ endpoint, requestTimeoutMs: 30_000, ...o });
       clients.push(d);
       return d;
     },
-    async tables(tag) {
+    async tables(tag, o = {}) {
       const names = tableNames(`bench-${run}-${tag}-`);
-      await ensureTables(admin.client, names);
+      if (o.streams === false) {
+        for (const role of TABLE_ROLES) await admin.client.send(new CreateTableCommand({ ...createTableInput(TABLES[role], names[role]), StreamSpecification: undefined }));
+      } else {
+        await ensureTables(admin.client, names);
+      }
       return names;
     },
     async table(input) {

@@ -8,12 +8,17 @@
  *        + 25 effects, 12 once-only conditions, ClientRequestToken).
  * b25/t27 is the best fenced/unsafe ratio any client could reach on this DynamoDB Local;
  * b25/t25 shows how much of the gap is the engine's, before any protection is added.
+ * Interleaved with them, l27: the same fenced unit committed by the library (commitFencedUnit: the
+ * SDK's serialisation, signing, the exchange and the parsing and decoding of the response) on the
+ * library's own client, the unit prepared beforehand (prepareFencedUnit) as the worker drafts it
+ * while the previous unit is in flight; t27/l27 is what the library adds to the identical request
+ * (libraryVsRaw).
  * Sequential (one request at a time) and parallel (several connections at once).
  */
 import { Agent, request } from 'node:http';
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { asGeneration, prepareFencedUnit, type Dynamo } from '../lib/protocol/index.js';
+import { asGeneration, commitFencedUnit, prepareFencedUnit, type Dynamo, type PreparedUnit } from '../lib/protocol/index.js';
 import type { TableNames } from '../lib/workflow/index.js';
 import type { BenchEnv } from './env.js';
 import { median } from './stats.js';
@@ -37,6 +42,10 @@ export interface FloorResult {
   lockTimeouts: number;
   /** Median BatchWriteItem ms in each sequential round: how much DynamoDB Local slowed down during the run. */
   b25ByRound: number[];
+  /** Median ms per fenced unit committed by the library (commitFencedUnit), interleaved with the raw t27. */
+  libraryMs: number;
+  /** t27 ÷ library: the identical request pre-serialised over plain HTTP vs through the library (1 = the library adds nothing). */
+  libraryVsRaw: number;
 }
 
 function poster(endpoint: string, sockets: number) {
@@ -116,6 +125,16 @@ async function bodies(admin: Dynamo, tables: TableNames, kind: FloorKind, stream
   return out;
 }
 
+/** `count` fenced units of one job for the library side, in commit order (its job item written first, as for t27). */
+async function libraryUnits(admin: Dynamo, tables: TableNames, stream: string, count: number): Promise<PreparedUnit[]> {
+  const jobId = `floor-${stream}`;
+  await admin.client.send(new PutItemCommand({ TableName: tables.jobs, Item: marshall({ pk: jobId, status: 'RUNNING', cursor: 0, totalUnits: count, heartbeatAt: 0, requeues: 0 }) }));
+  return Array.from({ length: count }, (_, u) => {
+    const now = Date.now();
+    return prepareFencedUnit(fencedBenchUnit(tables, { tag: stream, units: count }, jobId, asGeneration(1), u, now), now, { removeUndefinedValues: true });
+  });
+}
+
 export interface Floor {
   /** One sequential round: the three kinds interleaved request by request, `requests` of each. `record: false`: warm-up. */
   sequentialRound(record?: boolean): Promise<void>;
@@ -133,7 +152,9 @@ export interface Floor {
 export async function openFloor(env: BenchEnv, opts: { requests: number; parallel: number }): Promise<Floor> {
   const tables = await env.tables('floor');
   const admin = env.dynamo();
+  const lib = env.dynamo();
   const { post, close, lockTimeouts } = poster(env.endpoint, opts.parallel);
+  const libMs: number[] = [];
   const seq: Record<FloorKind, number[]> = { b25: [], t25: [], t27: [] };
   const par: Record<FloorKind, number[]> = { b25: [], t25: [], t27: [] };
   let round = 0;
@@ -145,6 +166,7 @@ export async function openFloor(env: BenchEnv, opts: { requests: number; paralle
       const streams = Object.fromEntries(
         await Promise.all(FLOOR_KINDS.map(async (k) => [k, await bodies(admin, tables, k, `s${r}${k}`, opts.requests + 2)] as const)),
       ) as Record<FloorKind, { target: string; body: string }[]>;
+      const units = await libraryUnits(admin, tables, `s${r}l27`, opts.requests + 2);
       for (let i = 0; i < opts.requests + 2; i++) {
         for (const k of FLOOR_KINDS) {
           const { target, body } = streams[k][i]!;
@@ -152,6 +174,10 @@ export async function openFloor(env: BenchEnv, opts: { requests: number; paralle
           await post(target, body);
           if (i >= 2 && record) seq[k].push(performance.now() - t0); // the first two warm the connection
         }
+        const t0 = performance.now();
+        const p = units[i]!;
+        await commitFencedUnit({ doc: lib.doc }, p.unit, { prepared: p });
+        if (i >= 2 && record) libMs.push(performance.now() - t0);
       }
       if (record) b25ByRound.push(median(seq.b25.slice(before)));
     },
@@ -183,6 +209,8 @@ export async function openFloor(env: BenchEnv, opts: { requests: number; paralle
         engineSequential: sequentialMs.b25 / sequentialMs.t25,
         lockTimeouts: lockTimeouts(),
         b25ByRound,
+        libraryMs: median(libMs),
+        libraryVsRaw: sequentialMs.t27 / median(libMs),
       };
     },
     close,

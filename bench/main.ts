@@ -1,10 +1,12 @@
 /**
  * `npm run bench [-- --json] [-- --quick] [-- --only a,b] [-- --endpoint URL] [-- --write-docs]`
  *
- * Starts its own DynamoDB Local (one for the whole run), then measures, each figure against its
- * baseline in the same run: the worker bundle, the client's own cost per unit, fenced vs unsafe
- * throughput with the request mix and WCU, DynamoDB Local's SDK-free floor, lease cycles vs the
- * peer libraries, takeover latency, contention, fair waiting (the fair acquire beside today's).
+ * Starts its own DynamoDB Local, then measures, each figure against its baseline in the same run:
+ * the worker bundle and its init against the runtime-SDK variant, the client's own cost per unit,
+ * fenced vs unsafe BatchWriteItem and vs a bare TransactWriteItems with the request mix and WCU,
+ * DynamoDB Local's SDK-free floor and the library against it, lease cycles, takeover and contention
+ * vs the peer libraries, fair waiting, once-only effects vs Powertools idempotency; then, on a
+ * fresh DynamoDB Local, throughput with and without streams and K-shard runs of one period.
  * Progress on stderr. Without --json: a table on
  * stdout. With --json: exactly one JSON object on stdout. The committed figures
  * (docs/benchmarks.md + docs/img/bench-*.svg) are rewritten only with --write-docs, and only by a
@@ -24,6 +26,10 @@ import { measureBundle } from './bundle.js';
 import { measureClientCost } from './client.js';
 import { measureContention } from './contention.js';
 import { measureFairness } from './fairness.js';
+import { measureIdempotency } from './idempotency.js';
+import { measurePeerWaits } from './peer-waits.js';
+import { measureSharding } from './sharding.js';
+import { measureStreams } from './streams.js';
 import { openEnv, type BenchEnv } from './env.js';
 import { openFloor, type Floor } from './floor.js';
 import { measureLeaseCycles } from './leases.js';
@@ -34,8 +40,9 @@ import { round } from './stats.js';
 import { measureTakeover } from './takeover.js';
 import { measureThroughput } from './throughput.js';
 
-// Light measurements first, the heavy writers last (see bench/env.ts: DynamoDB Local slows down with every stream record).
-const STEPS = ['bundle', 'client', 'leases', 'contention', 'fairness', 'takeover', 'throughput', 'floor'] as const;
+// Light measurements first, the heavy writers last (see bench/env.ts: DynamoDB Local slows down with every stream record);
+// streams, idempotency and sharding on a DynamoDB Local of their own, started fresh after the others.
+const STEPS = ['bundle', 'client', 'leases', 'contention', 'fairness', 'takeover', 'peers', 'throughput', 'floor', 'streams', 'idempotency', 'sharding'] as const;
 type Step = (typeof STEPS)[number];
 
 const HELP = `npm run bench [-- options]
@@ -92,6 +99,10 @@ function settings(quick: boolean) {
         takeover: { trials: 4, leaseMs: 1_000, maxClockSkewMs: 100, spacingMs: 200 },
         contention: { contenders: 32, periods: 4, leaseMs: 500, maxClockSkewMs: 100 },
         fairness: { contenders: 32, periods: 48, leaseMs: 300, maxClockSkewMs: 60, crashEvery: 8 },
+        peers: { leaseMs: 600, trials: 3, contenders: 6, periods: 4 },
+        idempotency: { rounds: 2, units: 2 },
+        streams: { rounds: 2, jobs: 1, units: 8 },
+        sharding: { rounds: 1, customers: 400 },
       }
     : {
         bundle: { initRounds: 16 },
@@ -102,6 +113,10 @@ function settings(quick: boolean) {
         takeover: { trials: 24, leaseMs: 5_000, maxClockSkewMs: 100, spacingMs: 400 },
         contention: { contenders: 32, periods: 10, leaseMs: 500, maxClockSkewMs: 100 },
         fairness: { contenders: 32, periods: 48, leaseMs: 500, maxClockSkewMs: 100, crashEvery: 8 },
+        peers: { leaseMs: 1_000, trials: 6, contenders: 8, periods: 6 },
+        idempotency: { rounds: 5, units: 4 },
+        streams: { rounds: 5, jobs: 1, units: 16 },
+        sharding: { rounds: 3, customers: 1_200 },
       };
 }
 
@@ -129,6 +144,10 @@ async function main(argv: string[]): Promise<void> {
     takeover: cfg.takeover.trials,
     contention: Math.ceil((cfg.contention.periods * cfg.contention.leaseMs) / 1000),
     fairness: Math.ceil((cfg.fairness.periods * cfg.fairness.leaseMs) / 1000),
+    peers: 4,
+    idempotency: cfg.idempotency.rounds,
+    streams: cfg.streams.rounds,
+    sharding: cfg.sharding.rounds,
   };
   // The floor's rounds run inside the throughput's, unless the floor runs alone.
   if (!wants('throughput')) ticks.floor = cfg.throughput.rounds;
@@ -166,7 +185,7 @@ async function main(argv: string[]): Promise<void> {
       run.client = await timed('client', () => measureClientCost(cfg.client));
       tick('client cost');
     }
-    const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention', 'fairness'] as const).some(wants);
+    const needsDb = (['throughput', 'floor', 'leases', 'takeover', 'contention', 'fairness', 'peers'] as const).some(wants);
     if (needsDb) {
       env = await openEnv(endpoint === undefined ? {} : { endpoint });
     }
@@ -176,6 +195,7 @@ async function main(argv: string[]): Promise<void> {
     if (db && wants('contention')) run.contention = await timed('contention', () => measureContention(db, { ...cfg.contention, onProgress: tick }));
     if (db && wants('fairness')) run.fairness = await timed('fairness', () => measureFairness(db, { ...cfg.fairness, onProgress: tick }));
     if (db && wants('takeover')) run.takeover = await timed('takeover', () => measureTakeover(db, { ...cfg.takeover, onProgress: tick }));
+    if (db && wants('peers')) run.peerWaits = await timed('peers', () => measurePeerWaits(db, { ...cfg.peers, onProgress: tick }));
     if (db && wants('throughput')) {
       // The floor's rounds run between the throughput's, on the same server state.
       const floor: Floor | undefined = wants('floor') ? await openFloor(db, cfg.floor) : undefined;
@@ -207,6 +227,15 @@ async function main(argv: string[]): Promise<void> {
       } finally {
         floor.close();
       }
+    }
+    if (wants('streams') || wants('idempotency') || wants('sharding')) {
+      // A DynamoDB Local of their own, the first one stopped: neither the others' stream records nor a second JVM weigh on them.
+      await env?.close();
+      env = await openEnv(endpoint === undefined ? {} : { endpoint });
+      const fresh = env;
+      if (wants('streams')) run.streams = await timed('streams', () => measureStreams(fresh, { ...cfg.streams, onProgress: tick }));
+      if (wants('idempotency')) run.idempotency = await timed('idempotency', () => measureIdempotency(fresh, { ...cfg.idempotency, onProgress: tick }));
+      if (wants('sharding')) run.sharding = await timed('sharding', () => measureSharding(fresh, { ...cfg.sharding, onProgress: tick }));
     }
   } finally {
     bar.stop();

@@ -4,6 +4,10 @@ import type { ClientCost } from './client.js';
 import type { Contention } from './contention.js';
 import type { Fairness } from './fairness.js';
 import type { FloorResult } from './floor.js';
+import type { IdempotencyComparison } from './idempotency.js';
+import type { PeerWaits } from './peer-waits.js';
+import type { ShardingResult } from './sharding.js';
+import type { StreamsResult } from './streams.js';
 import type { LeaseCycles } from './leases.js';
 import type { Machine } from './machine.js';
 import { round } from './stats.js';
@@ -24,6 +28,35 @@ export interface BenchRun {
   contention?: Contention;
   fairness?: Fairness;
   bundle?: BundleResult;
+  idempotency?: IdempotencyComparison;
+  peerWaits?: PeerWaits;
+  streams?: StreamsResult;
+  sharding?: ShardingResult;
+}
+
+/** The peer-wait figures of one side (bench/peer-waits.ts), by name prefix. */
+export const peerSide = (run: BenchRun, name: string) => run.peerWaits?.sides.find((s) => s.name.startsWith(name));
+const OURS_WATCH = 'this library (version-watch)';
+const PEER_NAMES = ['dynamodb-lock-client', '@deliveryhero/dynamodb-lock'];
+
+/** The new goals' own verdicts (issue 16), shared by goals() and the --json fields. */
+export function newVerdicts(run: BenchRun) {
+  const t = run.throughput;
+  const idem = run.idempotency;
+  const ours = peerSide(run, OURS_WATCH);
+  const peers = PEER_NAMES.map((n) => peerSide(run, n)).filter((x) => x !== undefined);
+  const sh = run.sharding;
+  const init = run.bundle?.init;
+  return {
+    fencedVsBareTransaction: t === undefined ? undefined : t.sequential.bareRatio >= 0.9,
+    libraryVsRaw: run.floor === undefined ? undefined : run.floor.libraryVsRaw >= 0.95,
+    vsPowertoolsIdempotency: idem === undefined ? undefined : idem.ratio >= 3 && idem.ours.wcuPerEffect <= idem.powertools.wcuPerEffect,
+    peersTakeover: ours === undefined ? undefined : ours.takeoverMedianRatio <= 1.1,
+    peersContention: ours === undefined || peers.length === 0 ? undefined : peers.every((p) => ours.requestsPerContenderPerLease <= p.requestsPerContenderPerLease),
+    streams: run.streams === undefined ? undefined : run.streams.ratio >= 0.9,
+    sharding: sh === undefined ? undefined : sh.rows.every((r) => r.invariantsHeld) && Math.min(...sh.rows.map((r) => r.vsOneShard)) >= 0.9,
+    workerInit: init === undefined ? undefined : init.bundledMs / init.runtimeSdkMs <= 1,
+  };
 }
 
 export interface Goal {
@@ -62,20 +95,26 @@ export function goals(run: BenchRun): Goal[] {
     g('fairRequests', `Fair acquire: requests per contender per lease period (${run.fairness?.contenders ?? 32} contenders)`, '≤ 1', run.fairness?.fair.requestsPerContenderPerLease, (v) => v <= 1),
     g('fairNeverServed', `Fair acquire: contenders never served in ${run.fairness?.periods ?? 'n'} lease periods`, '0', run.fairness?.fair.neverServed, (v) => v === 0, 0),
     g('bundleKB', 'Worker bundle, minified, as deployed (KB)', '≤ 250', run.bundle?.kb, (v) => v <= 250, 0, ' KB'),
+    g('fencedVsBareTransaction', 'Fenced units ÷ the same effects as a bare TransactWriteItems, one job', '≥ 0.9', t?.sequential.bareRatio, (v) => v >= 0.9),
+    g('libraryVsRaw', "Library's fenced unit ÷ the identical request over plain HTTP", '≥ 0.95', run.floor?.libraryVsRaw, (v) => v >= 0.95),
+    g('vsPowertoolsIdempotency', 'Once-only effects/s, ours ÷ Powertools idempotency (at no more WCU per effect)', '≥ 3', run.idempotency?.ratio, () => newVerdicts(run).vsPowertoolsIdempotency === true),
+    g('peers.takeover', 'Takeover after a holder crash ÷ lease, ours (version-watch), median', '≤ 1.1', peerSide(run, OURS_WATCH)?.takeoverMedianRatio, (v) => v <= 1.1, 3),
+    g('peers.contention', `Requests per contender per lease period, ours (${run.peerWaits?.contenders ?? 'n'} contenders), no more than either peer`, '≤ peers', peerSide(run, OURS_WATCH)?.requestsPerContenderPerLease, () => newVerdicts(run).peersContention === true),
+    g('streams', 'Fenced effects/s with streams ÷ without (fresh DynamoDB Local)', '≥ 0.9', run.streams?.ratio, (v) => v >= 0.9),
+    g('sharding', `Sharded run: invariants at K = 1, 2, 4, 8 and effects/s ÷ one shard's, worst K`, '≥ 0.9, all correct', run.sharding ? Math.min(...run.sharding.rows.map((r) => r.vsOneShard)) : undefined, () => newVerdicts(run).sharding === true),
+    g('workerInit', 'Worker init, deployed bundle ÷ runtime-SDK variant', '≤ 1', run.bundle ? run.bundle.init.bundledMs / run.bundle.init.runtimeSdkMs : undefined, (v) => v <= 1),
   ];
 }
 
 /** The --json object: the issue's fields first, then extras. */
 export function jsonReport(run: BenchRun): Record<string, unknown> {
   const t = run.throughput;
-  const peers: Record<string, number | null> = {};
-  for (const p of run.leases?.peers ?? []) peers[p.name] = round(p.oursOverPeer);
+
   const r = (x: number | undefined, d = 3) => (x === undefined ? null : round(x, d));
   return {
     fencedVsUnsafe: r(t?.sequential.ratio),
     requestsPerUnit: r(t?.mix.requestsPerUnit),
     wcuPerEffect: r(t?.mix.wcuPerEffect),
-    peers,
     takeoverMs: r(run.takeover?.medianMs, 0),
     leaseMs: run.takeover?.leaseMs ?? null,
     contention: {
@@ -102,6 +141,7 @@ export function jsonReport(run: BenchRun): Record<string, unknown> {
     dynamoDbLocalCeiling: run.floor
       ? { sequential: r(run.floor.ceilingSequential), parallel: r(run.floor.ceilingParallel), transactionEngine: r(run.floor.engineSequential) }
       : null,
+    ...issue16Fields(run),
     goalsMet: Object.fromEntries(goals(run).map((x) => [x.key, x.met ?? null])),
     machine: { cpu: run.machine.cpu, cores: run.machine.cores, node: run.machine.node, dynamoDbLocal: run.machine.dynamoDbLocal, loadAverage: run.machine.loadAverage },
     seconds: round(run.seconds, 0),
@@ -124,4 +164,57 @@ function fairnessJson(x: Fairness): Record<string, unknown> {
     tokensInOrder: s.tokensInOrder,
   });
   return { contenders: x.contenders, periods: x.periods, leaseMs: x.leaseMs, maxClockSkewMs: x.maxClockSkewMs, holdMs: x.holdMs, awayMs: x.awayMs, crashEvery: x.crashEvery, plain: side(x.plain), fair: side(x.fair) };
+}
+
+/** The fields issue 16 names, each with its goal and `goalsMet`, measured against a baseline of the same run. */
+function issue16Fields(run: BenchRun): Record<string, unknown> {
+  const r = (x: number | undefined, d = 3) => (x === undefined || !Number.isFinite(x) ? null : round(x, d));
+  const v = newVerdicts(run);
+  const t = run.throughput;
+  const fl = run.floor;
+  const idem = run.idempotency;
+  const pw = run.peerWaits;
+  const cycles: Record<string, number | null> = {};
+  for (const p of run.leases?.peers ?? []) cycles[p.name] = r(p.oursOverPeer);
+  const b = run.bundle?.init;
+  return {
+    fencedVsBareTransaction: t
+      ? { value: r(t.sequential.bareRatio), parallel: r(t.parallel.bareRatio), fencedEffectsPerSec: r(t.sequential.fencedEffectsPerSec, 0), bareTransactionEffectsPerSec: r(t.sequential.bareEffectsPerSec, 0), goal: '>= 0.9', goalsMet: v.fencedVsBareTransaction }
+      : null,
+    libraryVsRaw: fl ? { value: r(fl.libraryVsRaw), libraryMs: r(fl.libraryMs, 2), rawHttpMs: r(fl.sequentialMs.t27, 2), goal: '>= 0.95', goalsMet: v.libraryVsRaw } : null,
+    vsPowertoolsIdempotency: idem
+      ? {
+          effectsPerSecRatio: r(idem.ratio),
+          ours: { effectsPerSec: r(idem.ours.effectsPerSec, 0), requestsPerEffect: r(idem.ours.requestsPerEffect), wcuPerEffect: r(idem.ours.wcuPerEffect) },
+          powertools: { version: idem.powertoolsVersion, effectsPerSec: r(idem.powertools.effectsPerSec, 0), requestsPerEffect: r(idem.powertools.requestsPerEffect), wcuPerEffect: r(idem.powertools.wcuPerEffect) },
+          goal: '>= 3x the effects/s at no more WCU per effect',
+          goalsMet: v.vsPowertoolsIdempotency,
+        }
+      : null,
+    peers: {
+      leaseCycles: cycles,
+      takeover: pw ? Object.fromEntries(pw.sides.map((s) => [s.name, { medianRatio: r(s.takeoverMedianRatio), maxRatio: r(s.takeoverMaxRatio), requestsPerTakeover: r(s.requestsPerTakeover, 2) }])) : null,
+      contention: pw ? Object.fromEntries(pw.sides.map((s) => [s.name, { requestsPerContenderPerLease: r(s.requestsPerContenderPerLease), grants: s.contentionGrants, gaveUp: s.contentionGaveUp, overlap: s.overlap }])) : null,
+      leaseMs: pw?.leaseMs ?? null,
+      goal: { leaseCycles: '>= 1.5 (ours / each peer)', takeover: 'ours (version-watch) <= 1.1 x lease', contention: 'ours <= each peer' },
+      goalsMet: {
+        leaseCycles: run.leases ? run.leases.peers.every((p) => p.oursOverPeer >= 1.5) : null,
+        takeover: v.peersTakeover ?? null,
+        contention: v.peersContention ?? null,
+      },
+    },
+    streams: run.streams
+      ? { withStreamsEffectsPerSec: r(run.streams.withStreamsEffectsPerSec, 0), withoutStreamsEffectsPerSec: r(run.streams.withoutStreamsEffectsPerSec, 0), ratio: r(run.streams.ratio), onAws: 'a stream adds no write latency', goal: '>= 0.9 (fresh DynamoDB Local)', goalsMet: v.streams }
+      : null,
+    sharding: run.sharding
+      ? {
+          customers: run.sharding.customers,
+          rows: run.sharding.rows.map((x) => ({ shards: x.shards, effectsPerSec: r(x.effectsPerSec, 0), vsOneShard: r(x.vsOneShard), invariantsHeld: x.invariantsHeld, redeliveries: x.redeliveries, planSeconds: r(x.planSeconds, 2), plan10MSeconds: r(x.plan10MSeconds, 0), plan10MBinding: x.plan10MBinding })),
+          note: 'one DynamoDB Local process: correctness and client overhead, not AWS scaling (planSeconds: the planner\'s AWS figure)',
+          goal: 'every K correct; effects/s >= 0.9 x one shard',
+          goalsMet: v.sharding,
+        }
+      : null,
+    workerInit: b ? { bundledMs: r(b.bundledMs, 1), runtimeSdkMs: r(b.runtimeSdkMs, 1), ratio: r(b.bundledMs / b.runtimeSdkMs), goal: '<= 1', goalsMet: v.workerInit } : null,
+  };
 }

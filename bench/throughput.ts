@@ -15,7 +15,7 @@ import type { BenchEnv } from './env.js';
 import { gapsBetween, recordRequests, type LoggedRequest, type RequestLog } from './requests.js';
 import { median } from './stats.js';
 import { bill, itemSize } from './wcu.js';
-import { EFFECTS_PER_UNIT, benchProcessor, createBenchJob, writeUnsafeUnit, type BenchInput } from './workload.js';
+import { EFFECTS_PER_UNIT, benchProcessor, createBenchJob, writeBareUnit, writeUnsafeUnit, type BenchInput } from './workload.js';
 
 export interface PhaseResult {
   effectsPerSec: number;
@@ -24,10 +24,14 @@ export interface PhaseResult {
 export interface ThroughputResult {
   jobs: number;
   unitsPerJob: number;
-  rounds: { fenced: PhaseResult; unsafe: PhaseResult; ratio: number }[];
+  rounds: { fenced: PhaseResult; unsafe: PhaseResult; bare: PhaseResult; ratio: number; bareRatio: number }[];
+  /** Fenced ÷ unsafe BatchWriteItem, median of the rounds' ratios. */
   ratio: number;
+  /** Fenced ÷ the same effects as a bare TransactWriteItems (fencedVsBareTransaction), median of the rounds' ratios. */
+  bareRatio: number;
   fencedEffectsPerSec: number;
   unsafeEffectsPerSec: number;
+  bareEffectsPerSec: number;
 }
 
 export interface RequestMix {
@@ -81,7 +85,7 @@ export function protocolStep(tables: TableNames) {
   };
 }
 
-interface Side {
+export interface Side {
   dynamo: Dynamo;
   tables: TableNames;
   log: RequestLog;
@@ -89,7 +93,8 @@ interface Side {
 
 const LEASE_MS = 4_000;
 
-async function fencedPhase(side: Side, tag: string, jobs: number, units: number): Promise<PhaseResult> {
+/** The real worker's fenced units on `side`'s tables: effects/s over the unit loops (bench/streams.ts runs it too). */
+export async function fencedPhase(side: Side, tag: string, jobs: number, units: number): Promise<PhaseResult> {
   const ids = Array.from({ length: jobs }, (_, j) => `bench-${tag}-${j}`);
   const inputs = ids.map((_, j): BenchInput => ({ tag: `${tag}-${j}`, units }));
   await Promise.all(ids.map((id, j) => createBenchJob(side.dynamo.doc, side.tables, id, inputs[j]!)));
@@ -134,6 +139,18 @@ async function unsafePhase(side: Side, tag: string, jobs: number, units: number)
   return { effectsPerSec: (jobs * units * EFFECTS_PER_UNIT) / (ms / 1000) };
 }
 
+async function barePhase(side: Side, tag: string, jobs: number, units: number): Promise<PhaseResult> {
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: jobs }, async (_, j) => {
+      const input: BenchInput = { tag: `${tag}-${j}`, units };
+      for (let u = 0; u < units; u++) await writeBareUnit(side.dynamo.client, side.tables, input, `bench-${tag}-${j}`, u);
+    }),
+  );
+  const ms = performance.now() - t0;
+  return { effectsPerSec: (jobs * units * EFFECTS_PER_UNIT) / (ms / 1000) };
+}
+
 export interface ThroughputOptions {
   rounds: number;
   units: number;
@@ -158,6 +175,7 @@ export async function measureThroughput(
   };
   const fenced = side();
   const unsafe = side();
+  const bare = side();
 
   // Request mix: only the measured fenced and unsafe runs, job creation excluded (the starter's work).
   const fencedLog: LoggedRequest[] = [];
@@ -187,21 +205,26 @@ export async function measureThroughput(
       const record = r >= 0;
       const after = (side: Side, into: LoggedRequest[], which: 'fenced' | 'unsafe') =>
         record ? keep(side, into, which, mode === 'sequential') : side.log.reset();
-      let f: PhaseResult;
-      let u: PhaseResult;
-      // Alternate which side goes first: drift in the machine's load hits both the same.
-      if (r % 2 === 0) {
-        f = await fencedPhase(fenced, `${tag}f`, jobs, units);
-        after(fenced, fencedLog, 'fenced');
-        u = await unsafePhase(unsafe, `${tag}u`, jobs, units);
-        after(unsafe, unsafeLog, 'unsafe');
-      } else {
-        u = await unsafePhase(unsafe, `${tag}u`, jobs, units);
-        after(unsafe, unsafeLog, 'unsafe');
-        f = await fencedPhase(fenced, `${tag}f`, jobs, units);
-        after(fenced, fencedLog, 'fenced');
-      }
-      if (record) rounds.push({ fenced: f, unsafe: u, ratio: f.effectsPerSec / u.effectsPerSec });
+      const got: Partial<Record<'fenced' | 'unsafe' | 'bare', PhaseResult>> = {};
+      const phases = {
+        fenced: async () => {
+          got.fenced = await fencedPhase(fenced, `${tag}f`, jobs, units);
+          after(fenced, fencedLog, 'fenced');
+        },
+        unsafe: async () => {
+          got.unsafe = await unsafePhase(unsafe, `${tag}u`, jobs, units);
+          after(unsafe, unsafeLog, 'unsafe');
+        },
+        bare: async () => {
+          got.bare = await barePhase(bare, `${tag}b`, jobs, units);
+          bare.log.reset();
+        },
+      };
+      // Rotate which side goes first: drift in the machine's load hits every side the same.
+      const order = (['fenced', 'unsafe', 'bare'] as const).map((_, i, all) => all[(i + r + 3) % 3]!);
+      for (const p of order) await phases[p]();
+      const [f, u, b] = [got.fenced!, got.unsafe!, got.bare!];
+      if (record) rounds.push({ fenced: f, unsafe: u, bare: b, ratio: f.effectsPerSec / u.effectsPerSec, bareRatio: f.effectsPerSec / b.effectsPerSec });
       await opts.between?.(mode, record);
       opts.onProgress?.(record ? `${mode} round ${r + 1}/${opts.rounds}` : `${mode} warm-up`);
     }
@@ -210,8 +233,10 @@ export async function measureThroughput(
       unitsPerJob: units,
       rounds,
       ratio: median(rounds.map((x) => x.ratio)),
+      bareRatio: median(rounds.map((x) => x.bareRatio)),
       fencedEffectsPerSec: median(rounds.map((x) => x.fenced.effectsPerSec)),
       unsafeEffectsPerSec: median(rounds.map((x) => x.unsafe.effectsPerSec)),
+      bareEffectsPerSec: median(rounds.map((x) => x.bare.effectsPerSec)),
     };
   };
 

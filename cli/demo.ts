@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DescribeTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamo, InvalidInputError, systemClock } from '../lib/protocol/index.js';
-import { ensureTables, tableNames, type TableNames } from '../lib/workflow/index.js';
+import { ensureTables, MAX_SHARDS, tableNames, type TableNames } from '../lib/workflow/index.js';
 import { startDynamoLocal, type DynamoLocal } from './dynamodb-local.js';
 import { bucketFlag, smtpFlag, startEffects, type Effects } from './effects-env.js';
 import { checkEndpoint } from './endpoint.js';
@@ -28,6 +28,8 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
   --table-prefix P      table name prefix (default: fw-<timestamp>-); its tables must not exist yet
   --customers N         customers per billing period (default 400; 3 periods)
   --workers N           concurrent worker invocations (default 4)
+  --shards K            shard jobs per period's run (default 1), each its own lease, fence,
+                        checkpoint and customer range; at most one per customer
   --seed N              seed for customers and amounts (default 1)
   --lease-mode M        wall-clock (default) or version-watch
   --s3-endpoint URL     an S3-compatible endpoint (path-style) for the documents, instead of the
@@ -45,6 +47,7 @@ export interface DemoFlags {
   prefix: string;
   customers: number;
   workers: number;
+  shards: number;
   seed: number;
   leaseMode: 'wall-clock' | 'version-watch';
   s3Endpoint?: string;
@@ -63,6 +66,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
       'table-prefix': { type: 'string' },
       customers: { type: 'string' },
       workers: { type: 'string' },
+      shards: { type: 'string' },
       seed: { type: 'string' },
       'lease-mode': { type: 'string' },
       's3-endpoint': { type: 'string' },
@@ -83,11 +87,14 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
   const stamp = new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14);
   const prefix = values['table-prefix'] ?? `fw-${stamp}-`;
   tableNames(prefix); // validates
+  const customers = intFlag('customers', values.customers, 400, 0, 1_000_000);
+  const shards = intFlag('shards', values.shards, 1, 1, Math.min(MAX_SHARDS, Math.max(1, customers)));
   return {
     ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
     prefix,
-    customers: intFlag('customers', values.customers, 400, 0, 1_000_000),
+    customers,
     workers: intFlag('workers', values.workers, 4, 1, 64),
+    shards,
     seed: intFlag('seed', values.seed, 1, 0, 2 ** 31 - 1 - 10),
     leaseMode: leaseModeFlag(values['lease-mode']),
     ...(values['s3-endpoint'] === undefined ? {} : { s3Endpoint: values['s3-endpoint'] }),
@@ -192,7 +199,8 @@ export async function demo(flags: DemoFlags): Promise<number> {
     const unsafe = await replayIncident({ doc: dynamo.doc, tables: unsafeTables, clock: systemClock, fenced: false, log: out, effects: fx(documentSet(`${flags.prefix}incident-unsafe-`)) });
     printIncidentEffects(unsafe, out);
 
-    out(`\n2. Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, sweeper, injected faults.`);
+    const sharded = flags.shards > 1 ? ` (${flags.shards} shards each)` : '';
+    out(`\n2. Invoice run: ${flags.customers} customers x ${PERIODS.length} periods${sharded}, ${flags.workers} workers, sweeper, injected faults.`);
     const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
     const run = await invoiceRun({
       dynamo,
@@ -202,6 +210,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
       set: documentSet(flags.prefix),
       customers: flags.customers,
       workers: flags.workers,
+      shards: flags.shards,
       seed: flags.seed,
       leaseMode: flags.leaseMode,
       onProgress: progress.update,
@@ -235,6 +244,7 @@ function printRun(run: RunResult, out: (line: string) => void): void {
   out(`   ${run.units} units committed in ${run.elapsedMs} ms; ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
   out(`   metrics: ${Object.entries(run.metrics).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   for (const j of run.jobs) out(`   ${j.id}: ${j.status} ${j.cursor}/${j.totalUnits} units, requeued ${j.requeues}x`);
+  for (const r of run.runs) if (r.shards > 1) out(`   run ${r.id}: ${r.shards} shards, ${r.done ? 'DONE (every shard DONE, recorded once)' : 'not done'}`);
   if (run.gaveUp) out(`   gave up waiting: ${run.gaveUp}`);
 
   out('\n3. Invariants (read back from the tables and their streams):');
@@ -293,6 +303,7 @@ function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcom
       customersPerPeriod: flags.customers,
       periods: run.jobs.length,
       workers: flags.workers,
+      shards: flags.shards,
       seed: flags.seed,
       leaseMode: flags.leaseMode,
       elapsedMs: run.elapsedMs,
@@ -306,6 +317,7 @@ function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcom
       metrics: run.metrics,
       jobs: run.jobs,
       effects: run.effects,
+      runs: run.runs,
     },
     invariants: run.invariants.invariants,
     stats: run.invariants.stats,

@@ -58,6 +58,11 @@ export class FaultPlan implements WorkerHooks {
     this.pending = [...faults];
   }
 
+  /** More faults, for jobs known only once the run has started (its shards). */
+  add(faults: readonly Fault[]): void {
+    this.pending.push(...faults);
+  }
+
   async at(point: FaultPoint, info: { jobId: string; owner: string; generation?: number; unit?: number }): Promise<void> {
     const armed = (f: Fault) => f.after === undefined || this.fired.some((x) => x.name === f.after);
     const i = this.pending.findIndex(

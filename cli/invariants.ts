@@ -13,17 +13,19 @@
  *          no lease or fence item is ever removed; a fence never exceeds its lease counter.
  * DOCS, DELIVERY  the protected file and the unprotected email: cli/invariants-effects.ts, from
  *          the bucket and the providers' own records as well.
+ * RUNS     sharded runs, per shard and per run (cli/run-invariants.ts).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanAll as scan } from '../lib/protocol/index.js';
-import { amountCents, customerId, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
+import { amountCents, customerId, customerRange, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
 import type { TableNames } from '../lib/workflow/index.js';
 import { checkDelivery, checkDocs, type EffectsSources, type EffectsStats } from './invariants-effects.js';
+import { checkRuns, type RunsReport } from './run-invariants.js';
 import { readStream, type StreamChange } from './streams.js';
 
-export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY';
+export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'RUNS';
 
 /** A grant that replaced an owner who had not released (from the Leases stream). */
 export interface Takeover {
@@ -61,6 +63,8 @@ export interface InvariantReport {
     /** Takeovers granted before the replaced holder's expiry by the writers' own wall clocks. */
     leaseOverlaps: number;
     effects: EffectsStats;
+    /** Run records, the shards they list, and the runs whose every shard is DONE. */
+    runs: RunsReport;
   };
 }
 
@@ -72,12 +76,12 @@ export async function checkInvariants(
   tables: TableNames,
   effects: EffectsSources = {},
 ): Promise<InvariantReport> {
-  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [] };
+  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], RUNS: [] };
   const add = (name: InvariantName, msg: string) => {
     if (v[name].length < MAX_LISTED) v[name].push(msg);
     else if (v[name].length === MAX_LISTED) v[name].push('…');
   };
-  const [jobs, invoiceItems, fenceItems, leaseItems, outboxItems, invoiceStream, fenceStream, leaseStream, outboxStream] = await Promise.all([
+  const [jobItems, invoiceItems, fenceItems, leaseItems, outboxItems, invoiceStream, fenceStream, leaseStream, outboxStream] = await Promise.all([
     scan(clients.doc, tables.jobs),
     scan(clients.doc, tables.invoices),
     scan(clients.doc, tables.fences),
@@ -88,6 +92,9 @@ export async function checkInvariants(
     readStream(clients.client, clients.streams, tables.leases),
     readStream(clients.client, clients.streams, tables.outbox),
   ]);
+  // The Jobs table also holds run records (kind = run): not jobs.
+  const runRecords = jobItems.filter((j) => j.kind === 'run');
+  const jobs = jobItems.filter((j) => j.kind !== 'run');
 
   // FENCE: the tie. A fenced unit writes its fence with (generation, updatedAt) and stamps every
   // effect with the same pair; an effect with no such fence write was written without the fence.
@@ -154,7 +161,10 @@ export async function checkInvariants(
   // Counts are compared per finished period; an unfinished job is PROGRESS's business, and its
   // partial output is not an ONCE violation.
   const periodOf = (pk: string) => pk.split('#')[1] ?? '';
+  // A period is counted when every job of it (every shard of its run) is DONE.
+  const openPeriods = new Set<string>();
   const donePeriods = new Set<string>();
+  const expectedByPeriod = new Map<string, { invoices: number; cents: number }>();
   const knownPeriods = new Set<string>();
   let expectedInvoices = 0;
   let expectedTotalCents = 0;
@@ -173,12 +183,16 @@ export async function checkInvariants(
       add('PROGRESS', `job ${id}: status ${String(job.status)} at cursor ${String(job.cursor)}/${String(job.totalUnits)}`);
     }
     knownPeriods.add(input.period);
-    if (job.status !== 'DONE') continue;
+    if (job.status !== 'DONE') {
+      openPeriods.add(input.period);
+      continue;
+    }
     donePeriods.add(input.period);
     const expected = expectedTotals(input);
-    expectedInvoices += expected.invoices;
-    expectedTotalCents += expected.totalCents;
-    for (let i = 0; i < input.customers; i++) {
+    const sum = expectedByPeriod.get(input.period) ?? { invoices: 0, cents: 0 };
+    expectedByPeriod.set(input.period, { invoices: sum.invoices + expected.invoices, cents: sum.cents + expected.totalCents });
+    const { from, to } = customerRange(input);
+    for (let i = from; i < to; i++) {
       const amount = amountCents(input.seed, i);
       for (const kind of ['invoice', 'charge'] as const) {
         const key = `${kind}#${input.period}#${customerId(i)}`;
@@ -188,6 +202,11 @@ export async function checkInvariants(
         else if (kind === 'charge') totalCents += amount;
       }
     }
+  }
+  for (const p of openPeriods) donePeriods.delete(p);
+  for (const p of donePeriods) {
+    expectedInvoices += expectedByPeriod.get(p)?.invoices ?? 0;
+    expectedTotalCents += expectedByPeriod.get(p)?.cents ?? 0;
   }
   const counted = invoiceItems.filter((i) => donePeriods.has(periodOf(String(i.pk))));
   for (const i of invoiceItems) if (!knownPeriods.has(periodOf(String(i.pk)))) add('ONCE', `${String(i.pk)}: written for no known job`);
@@ -233,6 +252,7 @@ export async function checkInvariants(
 
   const docStats = await checkDocs(effects.s3, invoiceItems, invoiceStream, add);
   const delivery = await checkDelivery(tables.outbox, outboxItems, outboxStream, fenceWrites, jobs, effects, add);
+  const runs = checkRuns(runRecords, jobs, invoiceItems, (msg) => add('RUNS', msg));
 
   const invariants = Object.fromEntries(
     (Object.keys(v) as InvariantName[]).map((k) => [k, { ok: v[k].length === 0, violations: v[k] }]),
@@ -252,6 +272,7 @@ export async function checkInvariants(
       takeovers: takeovers.length,
       leaseOverlaps: overlapsOf(takeovers).length,
       effects: { documents: docStats, ...delivery },
+      runs,
     },
   };
 }

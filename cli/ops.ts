@@ -1,5 +1,5 @@
 /**
- * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/pause.ts). They work against DynamoDB Local
+ * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/pause.ts), plan (cli/plan.ts). They work against DynamoDB Local
  * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
@@ -25,7 +25,10 @@ import {
   assertJobId,
   claimRequeue,
   fencesOfLease,
+  isRunItem,
   readJob,
+  runFromItem,
+  runStatus,
   TABLE_NAME,
   TABLE_ROLES,
   tableNames,
@@ -34,8 +37,9 @@ import {
 } from '../lib/workflow/index.js';
 import { OUTPUTS } from '../infra/outputs.js';
 import { urlFlag } from './flags.js';
+import { PLAN_HELP, planCommand } from './plan.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
@@ -60,6 +64,7 @@ Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never th
   npm run cli -- pause --outputs cdk-outputs.json     (or --mapping-id UUID [--region R])`,
   resume: `resume: enable the worker's SQS event source mapping again and wait until Lambda says Enabled.
   npm run cli -- resume --outputs cdk-outputs.json    (or --mapping-id UUID [--region R])`,
+  plan: PLAN_HELP,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
 };
 
@@ -162,14 +167,20 @@ function readOutputs(file: string): unknown {
 const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
 
 async function status(t: Target, json: boolean): Promise<number> {
-  const [leases, fences, jobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
+  const [leases, fences, allJobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
   const now = systemClock.wallNow();
   // The epoch record lives in the Leases table but is not a lease.
   const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
   const jobLeases = leases.filter((x) => x.pk !== EPOCH_RECORD_KEY);
+  // The Jobs table also holds run records (lib/workflow/runs.ts): shown apart, with what their shards say.
+  const runs = await Promise.all(allJobs.filter(isRunItem).map(async (r) => {
+    const s = await runStatus(t.doc, t.tables.jobs, runFromItem(r));
+    return { runId: s.run.id, status: s.status, shards: s.run.shardCount, done: s.shards.filter((x) => x.status === 'DONE').length, doneAt: s.run.doneAt ?? null };
+  }));
+  const jobs = allJobs.filter((j) => !isRunItem(j));
   if (json) {
     const recorded = typeof epoch === 'number' ? epoch : null;
-    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j) }) + '\n');
+    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j), runs }) + '\n');
     return 0;
   }
   const w = (s: string) => process.stdout.write(s + '\n');
@@ -186,6 +197,8 @@ async function status(t: Target, json: boolean): Promise<number> {
     const age = typeof j.heartbeatAt === 'number' ? `heartbeat ${Math.round((now - j.heartbeatAt) / 1000)} s ago` : '';
     w(`  ${String(j.pk).padEnd(40)} ${String(j.status).padEnd(8)} ${String(j.cursor)}/${String(j.totalUnits)} units  gen ${gen(j.generation)}  requeues ${String(j.requeues ?? 0)}  ${age}${j.failureReason ? `  reason: ${String(j.failureReason)}` : ''}`);
   }
+  w(`\nRuns (${runs.length}):`);
+  for (const r of runs) w(`  ${r.runId.padEnd(40)} ${r.status.padEnd(10)} ${r.done}/${r.shards} shards DONE${r.doneAt === null ? '' : ', recorded'}`);
   return 0;
 }
 
@@ -238,6 +251,8 @@ function epochFlag(raw: string | boolean | undefined): number {
 }
 
 export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
+  // A plan needs no tables: its own flags (cli/plan.ts).
+  if (command === 'plan') return planCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -302,6 +317,8 @@ async function run(
     case 'pause':
     case 'resume':
       return pauseOrResume(command, values);
+    case 'plan':
+      throw new Error('plan is dispatched before the tables are resolved');
     case 'seal': {
       const reports = await seal(t.doc, t.tables, epoch!, {
         fencesOf: fencesOfLease,

@@ -10,8 +10,8 @@
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { systemClock, type Dynamo } from '../lib/protocol/index.js';
-import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
-import { METRIC, readJob, type TableNames } from '../lib/workflow/index.js';
+import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { METRIC, readJob, readRun, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
@@ -32,6 +32,8 @@ export interface RunOptions {
   workers: number;
   seed: number;
   leaseMode?: 'wall-clock' | 'version-watch';
+  /** Shard jobs per period's run (default 1). */
+  shards?: number;
   onProgress?: (done: number, total: number) => void;
   /** The bucket and the providers; `set` is the run's document folder (named like its tables). */
   effects: Effects;
@@ -40,6 +42,8 @@ export interface RunOptions {
 
 export interface RunResult {
   jobs: { id: string; status: string; cursor: number; totalUnits: number; requeues: number }[];
+  /** One per period: its shards and whether its completion check recorded it done. */
+  runs: { id: string; shards: number; done: boolean }[];
   elapsedMs: number;
   units: number;
   invocations: number;
@@ -88,11 +92,9 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const timeline = new Timeline(() => clock.monotonicNow());
   const telemetry = new LocalTelemetry(timeline, undefined, LEASE_MS);
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: invocationTimeoutMs * 6, maxReceiveCount: 5 });
-  const jobIds = PERIODS.map(invoiceJobId);
   let runtime: LocalRuntime | undefined;
-  const unitsPerJob = invoiceProcessor.totalUnits({ period: '2026-01', customers: opts.customers, seed: 0, unitSize: UNIT_SIZE, currency: 'EUR' });
   // A crash ends its invocation at once.
-  const plan = new FaultPlan(defaultFaults(jobIds, LEASE_MS, unitsPerJob), clock, timeline, (owner) => runtime?.crash(owner));
+  const plan = new FaultPlan([], clock, timeline, (owner) => runtime?.crash(owner));
   const mode = opts.leaseMode === 'version-watch' ? { kind: 'version-watch' as const } : { kind: 'wall-clock' as const, maxClockSkewMs: 50 };
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
   const base = { doc: opts.dynamo.doc, tables: opts.tables, clock, queue, telemetry };
@@ -100,7 +102,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const fx = new RunEffects({ dynamo: opts.dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true });
   const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
-  const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers });
+  const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers, shards: opts.shards ?? 1 });
   runtime = new LocalRuntime({
     clock,
     queue,
@@ -114,15 +116,19 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
 
   const started = clock.monotonicNow();
   // The scheduler's starter, once per period (the local stand-in for the monthly schedule).
-  for (const [i, period] of PERIODS.entries()) {
-    await starter({ period, customers: opts.customers, seed: opts.seed + i });
-  }
+  const starts = [];
+  for (const [i, period] of PERIODS.entries()) starts.push(await starter({ period, customers: opts.customers, seed: opts.seed + i }));
+  const jobIds = starts.flatMap((r) => r.jobs.map((j) => j.jobId));
+  const runIds = starts.map((r) => r.runId);
+  // The faults hit the first shard of each period (the period's only job without shards), on units every shard has.
+  const unitsPerJob = Math.min(...(await Promise.all(jobIds.map(async (id) => (await readJob(opts.dynamo.doc, opts.tables.jobs, id))?.totalUnits ?? 1))));
+  plan.add(defaultFaults(starts.map((r) => r.jobId), LEASE_MS, unitsPerJob));
   // A duplicate delivery of the first job's message.
   if (jobIds[0] !== undefined) {
     await queue.send({ jobId: jobIds[0], reason: 'start' });
     timeline.add('queue', 'duplicate', `duplicate delivery of ${jobIds[0]}`);
   }
-  const totalUnits = unitsPerJob * PERIODS.length;
+  const totalUnits = (await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)))).reduce((n, j) => n + (j?.totalUnits ?? 0), 0);
 
   fx.arm();
   runtime.start();
@@ -137,7 +143,8 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     const done = jobs.reduce((n, j) => n + (j?.cursor ?? 0), 0);
     opts.onProgress?.(done, totalUnits);
     if (done !== lastDone) [lastDone, movedAt] = [done, clock.monotonicNow()];
-    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) break;
+    // Ended, and every run whose shards are all DONE has had its completion check recorded.
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsChecked(opts, runIds, jobs))) break;
     if (clock.monotonicNow() - movedAt > STALL_MS) {
       gaveUp = `no unit committed for ${STALL_MS / 1000} s (${done}/${totalUnits} units done)`;
       break;
@@ -154,6 +161,10 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   await fx.stop();
   const elapsedMs = Math.round(clock.monotonicNow() - started);
 
+  const runs = await Promise.all(runIds.map(async (id) => {
+    const r = await readRun(opts.dynamo.doc, opts.tables.jobs, id);
+    return { id, shards: r?.shardCount ?? 0, done: r?.doneAt !== undefined };
+  }));
   const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources());
   return {
     jobs: jobs.map((j, i) => ({
@@ -163,6 +174,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
       totalUnits: j?.totalUnits ?? 0,
       requeues: j?.requeues ?? 0,
     })),
+    runs,
     elapsedMs,
     units: telemetry.get(METRIC.unitsCommitted),
     invocations: runtime.invocations,
@@ -183,3 +195,13 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
 export const COLLECT_AFTER_MS = LEASE_MS + 1_000;
 
 const effectsSummary = (fx: RunEffects): RunResult['effects'] => fx.summary();
+
+/** Whether every run whose shards all ended DONE has its `doneAt` (the worker records it after the last shard). */
+async function runsChecked(opts: RunOptions, runIds: readonly string[], jobs: readonly (Awaited<ReturnType<typeof readJob>>)[]): Promise<boolean> {
+  const done = new Set(jobs.filter((j) => j?.status === 'DONE').map((j) => j!.id));
+  for (const id of runIds) {
+    const r = await readRun(opts.dynamo.doc, opts.tables.jobs, id);
+    if (r !== undefined && r.shards.every((s) => done.has(s)) && r.doneAt === undefined) return false;
+  }
+  return true;
+}

@@ -1,13 +1,15 @@
 /**
- * The starter Lambda: on schedule (monthly), creates the period's invoice run idempotently
- * (one job id per period) and enqueues it. A repeated or overlapping invocation finds the job
- * and at most re-enqueues it, which the worker treats as a duplicate.
+ * The starter Lambda: on schedule (monthly), creates the period's invoice run idempotently (one
+ * run id per period: its record and its `shards` shard jobs, lib/workloads/invoice-shards.ts) and
+ * enqueues every unfinished shard. A repeated or overlapping invocation finds the run and its
+ * shards and at most re-enqueues them, which the worker treats as duplicates.
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../lib/protocol/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createJob, type TableNames, type Telemetry, type WorkQueue } from '../lib/workflow/index.js';
-import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import type { TableNames, Telemetry, WorkQueue } from '../lib/workflow/index.js';
+import { invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import { startInvoiceRun } from '../lib/workloads/invoice-shards.js';
 import { parseStartPayload } from './messages.js';
 
 export interface StarterDeps {
@@ -18,13 +20,21 @@ export interface StarterDeps {
   telemetry: Telemetry;
   unitSize: number;
   customers: number;
+  /** Shard jobs per run (1: one job per period). */
+  shards?: number;
 }
 
 export interface StartResult {
+  runId: string;
+  /** The first shard's job (the period's only job when the run has one shard). */
   jobId: string;
+  /** Whether this call created the run record. */
   created: boolean;
+  /** Whether any shard was enqueued. */
   enqueued: boolean;
+  /** The first shard's status. */
   status: string;
+  jobs: { jobId: string; created: boolean; enqueued: boolean; status: string }[];
 }
 
 /** The period a run started at `time` bills: the previous calendar month (UTC). */
@@ -57,15 +67,16 @@ export function createStarterHandler(deps: StarterDeps): StarterHandler {
       currency: 'EUR',
     };
     const parsed = invoiceProcessor.parseInput(input);
-    const { job, created } = await createJob(
-      deps.doc,
-      deps.tables.jobs,
-      { id: invoiceJobId(period), totalUnits: invoiceProcessor.totalUnits(parsed), input: { ...parsed } },
-      deps.clock,
+    const { run, created, shards } = await startInvoiceRun(deps.doc, deps.tables.jobs, parsed, deps.shards ?? 1, deps.clock);
+    const jobs = await Promise.all(
+      shards.map(async ({ job, created: jobCreated }) => {
+        const unfinished = job.status === 'PENDING' || job.status === 'RUNNING';
+        if (unfinished) await deps.queue.send({ jobId: job.id, reason: 'start' });
+        deps.telemetry.event('job-started', { jobId: job.id, runId: run.id, created: jobCreated, status: job.status, enqueued: unfinished });
+        return { jobId: job.id, created: jobCreated, enqueued: unfinished, status: job.status };
+      }),
     );
-    const unfinished = job.status === 'PENDING' || job.status === 'RUNNING';
-    if (unfinished) await deps.queue.send({ jobId: job.id, reason: 'start' });
-    deps.telemetry.event('job-started', { jobId: job.id, created, status: job.status, enqueued: unfinished });
-    return { jobId: job.id, created, enqueued: unfinished, status: job.status };
+    const first = jobs[0]!;
+    return { runId: run.id, jobId: first.jobId, created, enqueued: jobs.some((j) => j.enqueued), status: first.status, jobs };
   };
 }

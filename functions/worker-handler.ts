@@ -1,6 +1,8 @@
 /**
  * The worker Lambda: SQS batch in, partial batch response out. Each record is one job's
- * work; a record fails alone (its message is redelivered after the visibility timeout and
+ * work. A job that ends DONE (here, or before: a redelivery) gets its run's completion check
+ * (lib/workflow/runs.ts) before its record is acknowledged: a check that fails fails the record,
+ * so the last shard of a run is acknowledged only after a check that saw it complete. A record fails alone (its message is redelivered after the visibility timeout and
  * reaches the DLQ after the queue's max receives). Thin: parse → lib/worker → shape.
  *
  * Every failed record is counted (RecordsFailed): a partial batch response is a successful
@@ -11,7 +13,7 @@
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { FencedError, InvalidInputError } from '../lib/protocol/index.js';
-import { METRIC, runJob, shouldRetry, type WorkerDeps } from '../lib/workflow/index.js';
+import { checkRunOfJob, METRIC, runJob, shouldRetry, type WorkerDeps } from '../lib/workflow/index.js';
 import { parseWorkMessage } from './messages.js';
 
 /** Every record of the batch failed: the whole invocation fails and all of them are redelivered. */
@@ -36,6 +38,7 @@ export function createWorkerHandler(deps: WorkerDeps, opts: { safetyMarginMs?: n
             remainingTimeMs: () => context.getRemainingTimeInMillis(),
             ...(opts.safetyMarginMs === undefined ? {} : { safetyMarginMs: opts.safetyMarginMs }),
           });
+          if (outcome.kind === 'done') await checkRunOfJob(deps.doc, deps.tables.jobs, outcome.jobId, deps.clock, deps.telemetry);
           deps.telemetry.event('record-done', { messageId: record.messageId, outcome: outcome.kind, jobId: outcome.jobId });
           return shouldRetry(outcome) ? record.messageId : undefined;
         } catch (e) {

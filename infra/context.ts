@@ -5,7 +5,7 @@
  * accepts is one the deployed functions accept. A bad value is a ConfigError naming the setting.
  */
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
-import { SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, type TableRole } from '../lib/workflow/index.js';
+import { AWS_LIMITS, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, type TableRole } from '../lib/workflow/index.js';
 import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
 
 export interface AdoptedTableSetting {
@@ -75,6 +75,20 @@ export class ContextSettings {
     return this.integer('invoiceCustomers', 0, MAX_CUSTOMERS);
   }
 
+  /** Shard jobs per invoice run (the capacity plan's recommendation: npm run cli -- plan). */
+  shards(): number | undefined {
+    return this.integer('shards', 1, MAX_SHARDS);
+  }
+
+  workerMaxConcurrency(): number | undefined {
+    return this.integer('workerMaxConcurrency', AWS_LIMITS.eventSourceMinConcurrency, AWS_LIMITS.eventSourceMaxConcurrency, " (Lambda's SQS event source)");
+  }
+
+  /** `{"invoices": {"write": 40000}}`: per table role, warm read and write units per second (an object in cdk.json, its JSON with -c). */
+  warmThroughput(): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
+    return parseWarmThroughput(this.raw('warmThroughput'));
+  }
+
   unfinishedJobAlarmMinutes(): number | undefined {
     return this.integer('unfinishedJobAlarmMinutes', 1, MAX_ALARM_MINUTES);
   }
@@ -138,17 +152,42 @@ export function stackNameFrom(raw: unknown): string {
   return name;
 }
 
-function parseAdoptTables(raw: unknown): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
+/** A context value keyed by table role: an object (cdk.json) or its JSON (-c); undefined when unset. */
+function objectByRole(key: string, raw: unknown, example: string): Record<string, unknown> | undefined {
   if (raw === undefined || raw === null || raw === '') return undefined;
   let value: unknown = raw;
   if (typeof raw === 'string') {
     try {
       value = JSON.parse(raw);
     } catch {
-      throw new ConfigError('adoptTables', `must be JSON like {"jobs":{"tableName":"..."}}, got ${raw.slice(0, 200)}`);
+      throw new ConfigError(key, `must be JSON like ${example}, got ${raw.slice(0, 200)}`);
     }
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError('adoptTables', 'must be an object keyed by table role');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(key, 'must be an object keyed by table role');
+  return value as Record<string, unknown>;
+}
+
+function parseWarmThroughput(raw: unknown): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
+  const value = objectByRole('warmThroughput', raw, '{"invoices":{"write":40000}}');
+  if (value === undefined) return undefined;
+  const out: Partial<Record<TableRole, { read?: number; write?: number }>> = {};
+  for (const [role, v] of Object.entries(value)) {
+    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('warmThroughput', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(`warmThroughput.${role}`, 'must be an object like {"write": 40000, "read": 12000}');
+    const entry: { read?: number; write?: number } = {};
+    for (const [kind, units] of Object.entries(v as Record<string, unknown>)) {
+      if (kind !== 'read' && kind !== 'write') throw new ConfigError(`warmThroughput.${role}`, `unknown key "${kind}" (read, write)`);
+      if (typeof units !== 'number' || !Number.isSafeInteger(units)) throw new ConfigError(`warmThroughput.${role}.${kind}`, `must be an integer, got ${JSON.stringify(units)}`);
+      entry[kind] = units;
+    }
+    out[role as TableRole] = entry;
+  }
+  return out;
+}
+
+function parseAdoptTables(raw: unknown): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
+  const value = objectByRole('adoptTables', raw, '{"jobs":{"tableName":"..."}}');
+  if (value === undefined) return undefined;
   const out: Partial<Record<TableRole, AdoptedTableSetting>> = {};
   for (const [role, v] of Object.entries(value)) {
     if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('adoptTables', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);

@@ -9,6 +9,9 @@
  * | `sweepIntervalMinutes`      | sweeper rate                                         | 1                    |
  * | `starterSchedule`           | EventBridge Scheduler expression for the starter     | `cron(0 2 1 * ? *)`  |
  * | `invoiceCustomers`          | customers in the sample invoice run                  | 1000                 |
+ * | `shards`                    | shard jobs per run (npm run cli -- plan recommends)  | 1                    |
+ * | `workerMaxConcurrency`      | worker event source maximum concurrency (>= shards)  | max(10, shards + 2)  |
+ * | `warmThroughput`            | per table: {"invoices":{"write":40000}} (the plan's) | none (AWS defaults)  |
  * | `unfinishedJobAlarmMinutes` | alarm when a job stays unfinished longer than this   | 60                   |
  * | `alarmTopicArn`             | SNS topic every alarm notifies                       | none                 |
  * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
@@ -56,6 +59,9 @@ export class FencedWorkflowStack extends Stack {
     const operatorRoleArn = settings.arn('operatorRoleArn');
     const senderAddress = settings.senderAddress();
     const paymentsUrl = settings.paymentsUrl();
+    const shards = settings.shards();
+    const workerMaxConcurrency = settings.workerMaxConcurrency();
+    const warmThroughput = settings.warmThroughput();
 
     this.workflow = new FencedWorkflow(this, 'Workflow', {
       fenceEpoch,
@@ -70,6 +76,9 @@ export class FencedWorkflowStack extends Stack {
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
       externalEffects: { senderAddress, ...(paymentsUrl ? { paymentsUrl } : {}) },
+      ...(shards !== undefined ? { shards } : {}),
+      ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
+      ...(warmThroughput ? { warmThroughput } : {}),
     });
 
     const w = this.workflow;

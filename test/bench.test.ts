@@ -8,6 +8,9 @@ import { inject } from 'vitest';
 import { stackBundlingOptions } from '../bench/bundle.js';
 import { openEnv, type BenchEnv } from '../bench/env.js';
 import { measureFairness } from '../bench/fairness.js';
+import { measureIdempotency } from '../bench/idempotency.js';
+import { jsonReport, type BenchRun } from '../bench/results.js';
+import { measureSharding } from '../bench/sharding.js';
 import { measureThroughput } from '../bench/throughput.js';
 import { bill, itemSize, updatedAttributes } from '../bench/wcu.js';
 
@@ -59,6 +62,27 @@ describe('bench (smoke)', () => {
       expect(side.neverServed).toBeLessThanOrEqual(6);
     }
     expect(r.fair.leaseRequestsPerLease).toBeLessThan(r.plain.leaseRequestsPerLease);
+  });
+
+  it('Powertools idempotency, measured: 3 requests and 3 WCU per once-only effect; ours one transaction per 25 effects at no more WCU', async () => {
+    const r = await measureIdempotency(env, { rounds: 1, units: 1 });
+    expect(r.powertools.requestsPerEffect).toBe(3); // INPROGRESS put, the charge, the saved result
+    expect(r.powertools.wcuPerEffect).toBe(3);
+    expect(r.ours.requestsPerEffect).toBeLessThan(0.5); // 1 unit + the per-job requests, over 25 effects
+    expect(r.ours.wcuPerEffect).toBeLessThan(r.powertools.wcuPerEffect);
+    expect(r.ratio).toBeGreaterThan(0);
+  });
+
+  it('sharded runs, measured: every K passes the independent checker, and the --json report carries every field issue 16 names, each with goalsMet', async () => {
+    const sharding = await measureSharding(env, { rounds: 1, customers: 60, shardCounts: [1, 3] });
+    expect(sharding.rows.map((x) => [x.shards, x.invariantsHeld])).toEqual([[1, true], [3, true]]);
+    for (const x of sharding.rows) expect(x.plan10MSeconds).toBeGreaterThan(0);
+    const run: BenchRun = { machine: { cpu: 'x', cores: 2, memoryGB: 1, node: 'v20', dynamoDbLocal: 'x', loadAverage: { start: [0] }, date: '' }, quick: true, seconds: 1, sharding };
+    const json = jsonReport(run);
+    for (const k of ['fencedVsBareTransaction', 'libraryVsRaw', 'vsPowertoolsIdempotency', 'peers', 'streams', 'sharding', 'workerInit', 'goalsMet']) expect(json, k).toHaveProperty(k);
+    expect(json.sharding).toMatchObject({ goalsMet: expect.any(Boolean), rows: [{ shards: 1, invariantsHeld: true }, { shards: 3, invariantsHeld: true }] });
+    expect(json.peers).toMatchObject({ goalsMet: { leaseCycles: null, takeover: null, contention: null } });
+    expect((json.goalsMet as Record<string, unknown>).sharding).toBe((json.sharding as { goalsMet: boolean }).goalsMet);
   });
 
   it('reads the stack\'s bundling options from infra/constructs/function.ts', () => {

@@ -230,15 +230,17 @@ describe('starter handler: EventBridge schedule', () => {
 
     const event = scheduledEvent('2027-01-01T00:05:00Z');
     const first = await starter(event);
-    expect(first).toEqual({ jobId: invoiceJobId('2026-12'), created: true, enqueued: true, status: 'PENDING' });
+    expect(first).toMatchObject({ runId: invoiceJobId('2026-12'), jobId: invoiceJobId('2026-12'), created: true, enqueued: true, status: 'PENDING' });
+    expect(first.jobs).toEqual([{ jobId: invoiceJobId('2026-12'), created: true, enqueued: true, status: 'PENDING' }]);
     const stored = await readJob(t.dynamo.doc, t.names.jobs, first.jobId);
     expect(stored).toMatchObject({ status: 'PENDING', cursor: 0, totalUnits: 3, requeues: 0 });
     expect(stored?.input).toMatchObject({ period: '2026-12', customers: 12, unitSize: 5, currency: 'EUR' });
 
     // The schedule fires again (at-least-once, or a retry): the same job, not a second one.
     const second = await starter(event);
-    expect(second).toEqual({ jobId: first.jobId, created: false, enqueued: true, status: 'PENDING' });
-    expect(await scanAll(t, t.names.jobs)).toHaveLength(1);
+    expect(second).toMatchObject({ jobId: first.jobId, created: false, enqueued: true, status: 'PENDING' });
+    // One job and its run's record (lib/workflow/runs.ts), not a second job.
+    expect((await scanAll(t, t.names.jobs)).map((i) => i.pk).sort()).toEqual([first.jobId, `run#${first.runId}`]);
     expect(await readJob(t.dynamo.doc, t.names.jobs, first.jobId)).toEqual(stored);
     const bodies = queue.receive(10).map((m) => JSON.parse(m.body));
     expect(bodies).toEqual([
@@ -263,7 +265,7 @@ describe('starter handler: EventBridge schedule', () => {
     expect(started).toMatchObject({ jobId: invoiceJobId('2026-09'), created: true, enqueued: true });
     const a = w.deliver('A');
     expect(await a.done).toEqual({ batchItemFailures: [] });
-    expect(await starter(scheduledEvent('2026-10-01T00:00:00Z'))).toEqual({ jobId: started.jobId, created: false, enqueued: false, status: 'DONE' });
+    expect(await starter(scheduledEvent('2026-10-01T00:00:00Z'))).toMatchObject({ jobId: started.jobId, created: false, enqueued: false, status: 'DONE' });
     expect(w.queue.depth).toBe(0);
   });
 

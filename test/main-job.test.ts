@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { main } from '../cli/main.js';
+import { runCli } from './support/cli.js';
 import { tsx } from './support/spawn.js';
 import { labelsOf, labelTexts, layoutProblems, renderedMisfits } from './support/timeline-check.js';
 
@@ -15,19 +15,7 @@ import { labelsOf, labelTexts, layoutProblems, renderedMisfits } from './support
 const run = (args: string[]) => tsx('cli/main.ts', args, { killAfterMs: 90_000 });
 
 /** The CLI in-process (main() returns the exit code), stdout and stderr captured. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => (out.push(String(c)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => (err.push(String(c)), true));
-  try {
-    const code = await main(args);
-    return { code, stdout: out.join(''), stderr: err.join('') };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
+const cli = runCli;
 
 const endpoint = inject('dynamoEndpoint');
 const prefix = `t-mainjob-${randomBytes(4).toString('hex')}-`;
@@ -89,6 +77,7 @@ describe('the ops CLI against the tables the main job left', () => {
     const status = JSON.parse(r.stdout);
     expect(status.jobs.map((j: { pk: string }) => j.pk).sort()).toEqual(report.run.jobs.map((j: { id: string }) => j.id).sort());
     expect(status.jobs.every((j: { status: string }) => j.status === 'DONE')).toBe(true);
+    expect(status.runs.map((r: { runId: string; status: string; shards: number }) => [r.runId, r.status, r.shards]).sort()).toEqual(report.run.jobs.map((j: { id: string }) => [j.id, 'DONE', 1]).sort());
     expect(status.fences).toHaveLength(3);
     expect(status.leases.filter((l: { pk: string }) => l.pk.startsWith('job#'))).toHaveLength(3);
     // Every job's lease is released, its counter kept.
@@ -117,6 +106,7 @@ describe('the ops CLI against the tables the main job left', () => {
       [['status', '--endpoint', endpoint], /--table-prefix/],
       [['frobnicate'], /unknown command "frobnicate"/],
       [['demo', '--customers', 'many'], /--customers: must be an integer/],
+      [['demo', '--customers', '3', '--shards', '4'], /--shards: must be an integer in \[1, 3\]/],
       [['demo', '--workers', '0'], /--workers: must be an integer/],
       [['demo', '--endpoint', 'localhost:8000'], /--endpoint: must be an http\(s\) URL/],
     ];

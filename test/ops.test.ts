@@ -69,7 +69,7 @@ describe('an outputs file with several stacks', () => {
     await expect(opsCommand('status', ['--outputs', file, '--endpoint', t.endpoint, '--json'])).rejects.toThrow(/--stack/);
     const r = await ops('status', ['--outputs', file, '--stack', 'FencedWorkflow', '--endpoint', t.endpoint, '--json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ epoch: null, leases: [], fences: [], jobs: [] });
+    expect(JSON.parse(r.stdout)).toEqual({ epoch: null, leases: [], fences: [], jobs: [], runs: [] });
   });
 });
 

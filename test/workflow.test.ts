@@ -47,6 +47,7 @@ async function expectInvariantsHold(t: TestTables) {
     TOKENS: { ok: true, violations: [] },
     DOCS: { ok: true, violations: [] },
     DELIVERY: { ok: true, violations: [] },
+    RUNS: { ok: true, violations: [] },
   });
   expect(report.ok).toBe(true);
   return report;

@@ -21,7 +21,13 @@ const attributeType = (a: KeyAttribute) => ({ name: a.name, type: a.type === 'S'
  * A table exactly as lib/workflow/schema.ts describes it (keys, GSIs, stream), with the durable defaults.
  * No `tableName`: CloudFormation names it, so two stacks (two forks) coexist in one account.
  */
-export function durableTable(scope: Construct, id: string, schema: TableSchema, replicationRegions?: string[]): Table {
+/** A table's warm throughput (what it can serve at once), in read and write units per second: what the capacity plan recommends (docs/scale.md). */
+export interface WarmUnits {
+  readonly read?: number;
+  readonly write?: number;
+}
+
+export function durableTable(scope: Construct, id: string, schema: TableSchema, replicationRegions?: string[], warm?: WarmUnits): Table {
   const table = new Table(scope, id, {
     partitionKey: attributeType(schema.partitionKey),
     billingMode: BillingMode.PAY_PER_REQUEST,
@@ -33,6 +39,9 @@ export function durableTable(scope: Construct, id: string, schema: TableSchema, 
     removalPolicy: RemovalPolicy.RETAIN,
     ...(schema.stream === 'NEW_AND_OLD_IMAGES' ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
     ...(replicationRegions && replicationRegions.length > 0 ? { replicationRegions } : {}),
+    ...(warm?.read !== undefined || warm?.write !== undefined
+      ? { warmThroughput: { ...(warm.read !== undefined ? { readUnitsPerSecond: warm.read } : {}), ...(warm.write !== undefined ? { writeUnitsPerSecond: warm.write } : {}) } }
+      : {}),
   });
   for (const gsi of schema.globalSecondaryIndexes) {
     table.addGlobalSecondaryIndex({

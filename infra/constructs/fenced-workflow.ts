@@ -16,13 +16,13 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
+import { ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
-import { deadLetterQueue, durableTable, secureQueue } from './defaults.js';
+import { deadLetterQueue, durableTable, secureQueue, type WarmUnits } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { grantDataPlane } from './permissions.js';
-import { validateSettings } from './settings.js';
+import { validateScale, validateSettings } from './settings.js';
 import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
 import { ExternalEffects } from './external-effects.js';
@@ -81,8 +81,20 @@ export interface FencedWorkflowProps {
   readonly starterSchedule?: ScheduleExpression;
   /** SQS messages a worker invocation takes. @default 5 */
   readonly workerBatchSize?: number;
-  /** Concurrent worker invocations the event source allows (2..1000). @default 10 */
+  /**
+   * Concurrent worker invocations the event source allows (2..1000), at least `shards`.
+   * @default workerConcurrencyFor(shards): one per shard plus 2, at least 10
+   */
   readonly workerMaxConcurrency?: number;
+  /** Shard jobs per invoice run (lib/workflow/runs.ts): the starter's setting; sizes the event source. @default 1 */
+  readonly shards?: number;
+  /**
+   * Warm throughput per table (read and write units per second it serves at once), as the
+   * capacity plan recommends (`npm run cli -- plan`, docs/scale.md). A new on-demand table serves
+   * 4,000 writes and 12,000 reads per second at once; a sharded run writes faster.
+   * @default none: the tables start at AWS's defaults
+   */
+  readonly warmThroughput?: Partial<Record<TableRole, WarmUnits>>;
   /** Deliveries of one message before it goes to the dead-letter queue. @default 5 */
   readonly maxReceiveCount?: number;
   /** Alarm when the oldest unfinished job is older than this. @default 1 hour */
@@ -178,7 +190,7 @@ export class FencedWorkflow extends Construct {
     const tables = {} as Record<TableRole, Table>;
     for (const role of TABLE_ROLES) {
       const schema = TABLES[role];
-      const table = durableTable(this, TABLE_IDS[role], schema, props.replicationRegions?.[role]);
+      const table = durableTable(this, TABLE_IDS[role], schema, props.replicationRegions?.[role], props.warmThroughput?.[role]);
       if (schema.permanent) {
         table.addToResourcePolicy(denyCounterDestruction());
         refuseReplication(table, TABLE_IDS[role]);
@@ -238,7 +250,9 @@ export class FencedWorkflow extends Construct {
       POWERTOOLS_METRICS_NAMESPACE: namespace,
       ...props.environment,
     };
-    const starterEnvironment = { [ENV.customers]: String(props.invoiceCustomers ?? 1000) };
+    const starterEnvironment = { [ENV.customers]: String(props.invoiceCustomers ?? 1000), [ENV.shards]: String(props.shards ?? 1) };
+    const workerMaxConcurrency = props.workerMaxConcurrency ?? workerConcurrencyFor(props.shards ?? 1);
+    validateScale({ shards: props.shards ?? 1, workerMaxConcurrency, customers: props.invoiceCustomers ?? 1000, warmThroughput: props.warmThroughput ?? {} });
     validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, workerTimeout, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });
     this.environment = environment;
 
@@ -295,7 +309,7 @@ export class FencedWorkflow extends Construct {
 
     const workerSource = new SqsEventSource(this.queue, {
       batchSize: props.workerBatchSize ?? 5,
-      maxConcurrency: props.workerMaxConcurrency ?? 10,
+      maxConcurrency: workerMaxConcurrency,
       reportBatchItemFailures: true,
     });
     this.worker.fn.addEventSource(workerSource);

@@ -39,7 +39,7 @@ export const WORKFLOW_METRICS = {
   /** Emitted by the worker. */
   leases: [METRIC.leaseAcquired, METRIC.leaseTakeover, METRIC.leaseBusy, METRIC.leaseLost, METRIC.staleGenerationRejected],
   units: [METRIC.unitsCommitted, METRIC.duplicatesSuppressed],
-  jobs: [METRIC.jobsCompleted, METRIC.jobsFailed],
+  jobs: [METRIC.jobsCompleted, METRIC.jobsFailed, METRIC.runsCompleted],
   /** Emitted by the worker handler, per failed record. */
   recordsFailed: METRIC.recordsFailed,
   /** Emitted by the sweeper. */

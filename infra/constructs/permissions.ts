@@ -26,12 +26,14 @@ export function grantDataPlane(
   //   transaction (Update), and markFailed's ConditionCheck (lib/workflow/jobs.ts).
   // - Jobs: the consistent checkpoint read (GetItem, readJob), the checkpoint advance in every
   //   unit's transaction and markFailed's Update (UpdateItem).
+  // - Jobs, for runs (lib/workflow/runs.ts): after a job ends DONE, the run record's read (GetItem),
+  //   the shards' consistent read (BatchGetItem) and the conditional doneAt mark (UpdateItem).
   // - Invoices: the effects, upsert and once-only alike, are Puts in the unit's transaction.
   // TransactWriteItems is authorized per item action, so it needs no action of its own; the
   // ReturnValues* options need no GetItem.
   allow(fns.worker, ['UpdateItem'], [arn('leases')]);
   allow(fns.worker, ['UpdateItem', 'ConditionCheckItem'], [arn('fences')]);
-  allow(fns.worker, ['GetItem', 'UpdateItem'], [arn('jobs')]);
+  allow(fns.worker, ['GetItem', 'BatchGetItem', 'UpdateItem'], [arn('jobs')]);
   allow(fns.worker, ['PutItem'], [arn('invoices')]);
   send(fns.worker); // continuations
   // Sweeper (lib/workflow/sweeper.ts): the unfinished-jobs index, the lease liveness check (consistent
@@ -40,8 +42,9 @@ export function grantDataPlane(
   allow(fns.sweeper, ['UpdateItem'], [arn('jobs')]);
   allow(fns.sweeper, ['GetItem'], [arn('leases')]);
   send(fns.sweeper);
-  // Starter (lib/workflow/jobs.ts createJob): one conditional PutItem; an existing job comes back with the
-  // condition failure (ReturnValuesOnConditionCheckFailure), not from a read.
-  allow(fns.starter, ['PutItem'], [arn('jobs')]);
+  // Starter (lib/workflow/runs.ts createRun, lib/workflow/jobs.ts createJob): conditional PutItems of the run
+  // record and its shards; an existing one comes back with the condition failure (ReturnValuesOnConditionCheckFailure),
+  // not from a read. GetItem: with shards > 1, whether the period already has an unsharded job (lib/workloads/invoice-shards.ts).
+  allow(fns.starter, ['PutItem', 'GetItem'], [arn('jobs')]);
   send(fns.starter);
 }

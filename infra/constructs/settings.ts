@@ -6,7 +6,7 @@
  */
 import type { Duration } from 'aws-cdk-lib';
 import { ConfigError, MAX_TRANSACTION_ACTIONS, MAX_UNIT_EFFECTS } from '../../lib/protocol/index.js';
-import { ENV, integer, leaseSettingsFromEnv, maxUnitSize, sweepSettingsFromEnv } from '../../lib/workflow/index.js';
+import { AWS_LIMITS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, maxUnitSize, sweepSettingsFromEnv, TABLE_ROLES, type TableRole } from '../../lib/workflow/index.js';
 import { MAX_CUSTOMERS } from '../../lib/workloads/invoices.js';
 
 export interface DurationSettings {
@@ -55,5 +55,33 @@ function validateWatch(env: Record<string, string>, lease: Duration, workerTimeo
   const needMs = lease.toMilliseconds() * 1.01 + 10_000 + 5_000;
   if (workerTimeout.toMilliseconds() < needMs) {
     throw new ConfigError('worker.timeout', `in version-watch mode the worker's timeout (${workerTimeout.toMilliseconds()} ms) must cover a full lease watch plus margins (${Math.ceil(needMs)} ms)`);
+  }
+}
+
+/**
+ * The scale settings the capacity plan recommends (docs/scale.md), checked against what AWS and
+ * the workflow accept: a shard count the starter accepts, an event source that can run every shard
+ * of a run at once within Lambda's 2..1,000, warm throughput no lower than a new table's (less
+ * would not be a warm-up) on tables the stack has.
+ */
+export function validateScale(s: { shards: number; workerMaxConcurrency: number; customers: number; warmThroughput: Partial<Record<string, { read?: number; write?: number }>> }): void {
+  if (!Number.isSafeInteger(s.shards) || s.shards < 1 || s.shards > MAX_SHARDS) throw new ConfigError('shards', `must be an integer in [1, ${MAX_SHARDS}], got ${s.shards}`);
+  if (s.customers > 0 && s.shards > s.customers) throw new ConfigError('shards', `${s.shards} shards for ${s.customers} customers: a shard would bill nobody (at most one shard per customer)`);
+  const { eventSourceMinConcurrency: min, eventSourceMaxConcurrency: max } = AWS_LIMITS;
+  if (!Number.isSafeInteger(s.workerMaxConcurrency) || s.workerMaxConcurrency < min || s.workerMaxConcurrency > max) {
+    throw new ConfigError('workerMaxConcurrency', `must be an integer in [${min}, ${max}] (Lambda's SQS event source), got ${s.workerMaxConcurrency}`);
+  }
+  if (s.workerMaxConcurrency < s.shards) {
+    throw new ConfigError('workerMaxConcurrency', `${s.workerMaxConcurrency} is below shards (${s.shards}): a run's shards could not all run at once; leave it unset (shards + 2) or raise it`);
+  }
+  for (const [role, w] of Object.entries(s.warmThroughput)) {
+    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('warmThroughput', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
+    const floor = { read: AWS_LIMITS.newTableWarmReadUnits, write: AWS_LIMITS.newTableWarmWriteUnits };
+    for (const kind of ['read', 'write'] as const) {
+      const v = w?.[kind];
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < floor[kind])) {
+        throw new ConfigError(`warmThroughput.${role as TableRole}.${kind}`, `must be an integer >= ${floor[kind]} (what a new on-demand table serves already), got ${v}`);
+      }
+    }
   }
 }

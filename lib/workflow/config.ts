@@ -35,6 +35,8 @@ export const ENV = {
   staleAfterMs: 'SWEEP_STALE_AFTER_MS',
   sweepIntervalMs: 'SWEEP_INTERVAL_MS',
   customers: 'INVOICE_CUSTOMERS',
+  /** Shard jobs per run (lib/workflow/runs.ts): the starter's setting. */
+  shards: 'INVOICE_SHARDS',
   /** Optional: DynamoDB endpoint (DynamoDB Local). Absent in AWS. */
   dynamoEndpoint: 'DYNAMODB_ENDPOINT',
 } as const;

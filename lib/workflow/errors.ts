@@ -23,3 +23,15 @@ export class InvalidJobItemError extends FencedError {
     super(`job ${jobId}: ${field} ${message}`);
   }
 }
+
+/** A run record that breaks its contract (lib/workflow/runs.ts): a shard list that is not `shardCount` distinct job ids. */
+export class InvalidRunItemError extends FencedError {
+  readonly code = 'INVALID_RUN_ITEM';
+  constructor(
+    readonly runId: string,
+    readonly field: string,
+    message: string,
+  ) {
+    super(`run ${runId}: ${field} ${message}`);
+  }
+}

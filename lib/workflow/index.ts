@@ -19,7 +19,7 @@ export {
 } from './config.js';
 export { assertJobId, createJob, fenceKeyOf, fencesOfLease, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
 export { claimRequeue, markFailed, recordUnitFailure } from './job-writes.js';
-export { InvalidJobItemError, JobNotFoundError } from './errors.js';
+export { InvalidJobItemError, InvalidRunItemError, JobNotFoundError } from './errors.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
@@ -82,3 +82,33 @@ export { deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, t
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
 export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';
 export { collect, type CollectorDeps, type CollectReport, type DocumentRef } from './effects/collector.js';
+export {
+  checkRunOfJob,
+  completeRun,
+  createRun,
+  isRunItem,
+  MAX_SHARDS,
+  readRun,
+  RUN_ATTR,
+  RUN_KIND,
+  runFromItem,
+  runIdOfJob,
+  runKeyOf,
+  runStatus,
+  shardJobId,
+  type RunRecord,
+  type RunStatus,
+  type ShardSpec,
+} from './runs.js';
+export {
+  AWS_LIMITS,
+  bindingLimit,
+  costOf,
+  DEFAULT_ASSUMPTIONS,
+  PRICES_US_EAST_1,
+  rampSeconds,
+  workerConcurrencyFor,
+  type LimitVerdict,
+  type PlanAssumptions,
+  type PlanLimits,
+} from './capacity.js';

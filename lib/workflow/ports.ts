@@ -29,6 +29,8 @@ export const METRIC = {
   jobsRequeued: 'JobsRequeued',
   jobsCompleted: 'JobsCompleted',
   jobsFailed: 'JobsFailed',
+  /** Runs whose completion check saw every shard DONE and recorded it (lib/workflow/runs.ts). */
+  runsCompleted: 'RunsCompleted',
   oldestUnfinishedJobAgeMs: 'OldestUnfinishedJobAgeMs',
   /** Work messages the worker handler reported failed (redelivered, then dead-lettered). */
   recordsFailed: 'RecordsFailed',

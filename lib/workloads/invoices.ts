@@ -20,6 +20,9 @@ export interface InvoiceRunInput {
   seed: number;
   unitSize: number;
   currency: string;
+  /** A shard's customers: [from, to) of the period's `customers` (lib/workloads/invoice-shards.ts). Absent: all of them. */
+  from?: number;
+  to?: number;
 }
 
 /** The job id of a period's run: one per period, which makes the starter idempotent. */
@@ -46,14 +49,29 @@ export function parseInvoiceInput(raw: unknown): InvoiceRunInput {
   };
   const currency = r.currency ?? 'EUR';
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) throw new InvalidInputError('input.currency', 'must be an ISO 4217 code');
+  const customers = int('customers', 0, MAX_CUSTOMERS);
   return {
     period: r.period,
-    customers: int('customers', 0, MAX_CUSTOMERS),
+    customers,
     seed: int('seed', 0, 2 ** 31 - 1),
     unitSize: int('unitSize', 1, MAX_UNIT_SIZE),
     currency,
+    ...shardRangeOf(r, customers),
   };
 }
+
+/** A shard's range, checked: 0 <= from <= to <= customers, both or neither. */
+function shardRangeOf(r: Record<string, unknown>, customers: number): { from?: number; to?: number } {
+  if (r.from === undefined && r.to === undefined) return {};
+  const ok = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= customers;
+  if (!ok(r.from) || !ok(r.to) || r.from > r.to) {
+    throw new InvalidInputError('input.from', `a shard's range must be 0 <= from <= to <= customers (${customers}), got [${describeValue(r.from)}, ${describeValue(r.to)})`);
+  }
+  return { from: r.from, to: r.to };
+}
+
+/** The customers a job bills: its shard's range, or the whole period. */
+export const customerRange = (input: InvoiceRunInput): { from: number; to: number } => ({ from: input.from ?? 0, to: input.to ?? input.customers });
 
 /** mulberry32: a tiny, well-known deterministic PRNG; enough to make amounts reproducible. */
 export function mulberry32(seed: number): () => number {
@@ -74,10 +92,12 @@ export function amountCents(seed: number, i: number): number {
   return 500 + Math.floor(mulberry32((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0)() * 50_000);
 }
 
+/** What a job (or a shard: its range) must bill, from its input alone. */
 export function expectedTotals(input: InvoiceRunInput): { invoices: number; charges: number; totalCents: number } {
+  const { from, to } = customerRange(input);
   let totalCents = 0;
-  for (let i = 0; i < input.customers; i++) totalCents += amountCents(input.seed, i);
-  return { invoices: input.customers, charges: input.customers, totalCents };
+  for (let i = from; i < to; i++) totalCents += amountCents(input.seed, i);
+  return { invoices: to - from, charges: to - from, totalCents };
 }
 
 /** The document of a customer's invoice for a period, as this generation renders it (the key holds the generation). */
@@ -88,10 +108,11 @@ export const PAYMENTS_TARGET = 'payments';
 /** Customers' addresses live in a reserved domain (RFC 2606): the sample never mails anyone real. */
 export const customerAddress = (customer: string): string => `${customer}@customers.example`;
 
-/** The unit's customers, with their amounts. */
+/** The unit's customers (within the job's or shard's range), with their amounts. */
 function customersOf(input: InvoiceRunInput, unit: number): { id: string; amount: number }[] {
-  const first = unit * input.unitSize;
-  const last = Math.min(input.customers, first + input.unitSize);
+  const { from, to } = customerRange(input);
+  const first = from + unit * input.unitSize;
+  const last = Math.min(to, first + input.unitSize);
   return Array.from({ length: Math.max(0, last - first) }, (_, k) => ({ id: customerId(first + k), amount: amountCents(input.seed, first + k) }));
 }
 
@@ -105,7 +126,7 @@ export const invoiceProcessor: Processor<InvoiceRunInput> = {
   name: 'invoice-run',
   parseInput: parseInvoiceInput,
   // At least one unit: the last unit is what marks the job DONE, even for an empty run.
-  totalUnits: (input) => Math.max(1, Math.ceil(input.customers / input.unitSize)),
+  totalUnits: (input) => Math.max(1, Math.ceil((customerRange(input).to - customerRange(input).from) / input.unitSize)),
   unitDocuments(input, ctx: UnitContext): DocumentDraft[] {
     return customersOf(input, ctx.unit).map((c) => renderInvoice(input, ctx, c));
   },

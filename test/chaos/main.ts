@@ -68,7 +68,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   for (const c of opts.controls ?? CONTROLS) for (let i = 0; i < opts.controlRuns; i++) tasks.push({ seed: opts.seed + i, variant: c });
   const summary: ChaosSummary = {
     runs: opts.runs,
-    violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, DOCS: 0, DELIVERY: 0, LEASE: 0 },
+    violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, DOCS: 0, DELIVERY: 0, RUNS: 0, LEASE: 0 },
     controls: Object.fromEntries(CONTROLS.map((c) => [c, { ...tally(), forced: tally(), timed: tally() }])) as ChaosSummary['controls'],
     dimensions: { wallClock: 0, versionWatch: 0, skewed: 0, drills: 0, successorCrashes: 0 },
     skewOverlaps: { runs: 0, overlaps: 0 },

@@ -132,8 +132,8 @@ describe('functions', () => {
     for (const [key, variable] of Object.entries(ENV)) {
       if (perFunction.includes(key)) continue;
       if (key === 'dynamoEndpoint') expect(env[variable]).toBeUndefined();
-      // The sample workload's run size is the starter's alone (functions/starter.ts reads it).
-      else if (key === 'customers') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
+      // The sample workload's run size and shard count are the starter's alone (functions/starter.ts reads them).
+      else if (key === 'customers' || key === 'shards') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
       else expect(env[variable], variable).toBeDefined();
     }
     expect(env[ENV.epoch]).toBe('7');

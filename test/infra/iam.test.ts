@@ -33,13 +33,13 @@ function dataPlane(fn: 'worker' | 'sweeper' | 'starter'): string[] {
 const pairs = (actions: string[], resources: string[]) => actions.flatMap((a) => resources.map((r) => `${a} ${r}`));
 
 describe('each function gets the exact actions it uses, on the exact resources', () => {
-  it('the worker: Update on Leases; Update/ConditionCheck on Fences; Get/Update on Jobs; Put on Invoices; consume and continue on the work queue', () => {
+  it('the worker: Update on Leases; Update/ConditionCheck on Fences; Get/BatchGet/Update on Jobs (BatchGet: a run\'s shards); Put on Invoices; consume and continue on the work queue', () => {
     const consume = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'];
     expect(dataPlane('worker')).toEqual(
       [
         `dynamodb:UpdateItem ${tableArn('leases')}`,
         ...pairs(['dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], [tableArn('fences')]),
-        ...pairs(['dynamodb:GetItem', 'dynamodb:UpdateItem'], [tableArn('jobs')]),
+        ...pairs(['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], [tableArn('jobs')]),
         `dynamodb:PutItem ${tableArn('invoices')}`,
         // The unit's outbox items are Puts in its transaction.
         `dynamodb:PutItem ${tableArn('outbox')}`,
@@ -60,8 +60,8 @@ describe('each function gets the exact actions it uses, on the exact resources',
     );
   });
 
-  it('the starter: Put on Jobs and SendMessage, nothing on Leases, Fences or Invoices', () => {
-    expect(dataPlane('starter')).toEqual([`dynamodb:PutItem ${tableArn('jobs')}`, `sqs:SendMessage ${queueArn()}`].sort());
+  it('the starter: Put (run record, shards) and Get (an unsharded job of the period) on Jobs and SendMessage, nothing on Leases, Fences or Invoices', () => {
+    expect(dataPlane('starter')).toEqual([`dynamodb:PutItem ${tableArn('jobs')}`, `dynamodb:GetItem ${tableArn('jobs')}`, `sqs:SendMessage ${queueArn()}`].sort());
   });
 
   it('each function writes logs to its own log group only, and no role carries a managed policy', () => {

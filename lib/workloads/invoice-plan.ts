@@ -1,0 +1,206 @@
+/**
+ * The capacity plan of a period's invoice run on AWS (`npm run cli -- plan`): units, requests,
+ * write and read units, S3 puts and emails per run, the cost at list prices, the wall time, and
+ * which limit binds with the setting that raises it. The workload is DESIGN.md's invoice run:
+ * per customer, a fenced unit writes an invoice (upsert), a charge (once-only) and an outbox item
+ * (once-only) in its transaction; the invoice's document is one S3 PUT; the outbox item is one
+ * email, which the sender claims and marks sent (two conditional updates) and which enters and
+ * leaves the outbox's index of unsent items. Every item is under 1 KB.
+ */
+import {
+  AWS_LIMITS,
+  bindingLimit,
+  costOf,
+  DEFAULT_ASSUMPTIONS,
+  maxUnitSize,
+  MAX_SHARDS,
+  rampSeconds,
+  workerConcurrencyFor,
+  type LimitVerdict,
+  type PlanAssumptions,
+} from '../workflow/index.js';
+import { shardRange } from './invoice-shards.js';
+
+/** What one customer costs, by table and service (the design's workload, above). */
+export const INVOICE_MIX = {
+  /** Items of the unit's transaction per customer: invoice + charge on Invoices, the email on Outbox. */
+  unitItems: { invoices: 2, outbox: 1 },
+  /** The sender's writes per email: claim and mark sent, the unsent index's entry and removal (standard writes, 1 KB). */
+  senderWrites: { outbox: 4 },
+  s3Puts: 1,
+  emails: 1,
+} as const;
+const EFFECTS_PER_CUSTOMER = INVOICE_MIX.unitItems.invoices + INVOICE_MIX.unitItems.outbox;
+const TX = AWS_LIMITS.transactionalWriteFactor;
+
+export interface InvoicePlanInput {
+  customers: number;
+  /** Absent: the plan recommends a count. */
+  shards?: number;
+  unitSize?: number;
+  assumptions?: Partial<PlanAssumptions>;
+  /** Table-level write quota (default AWS's 40,000) and Lambda concurrency (default 1,000), if raised. */
+  tableWriteUnits?: number;
+  lambdaConcurrency?: number;
+}
+
+export interface InvoicePlan {
+  customers: number;
+  shards: number;
+  recommendedShards: number;
+  unitSize: number;
+  units: number;
+  unitsPerShard: number;
+  invocations: number;
+  requests: Record<string, number>;
+  writeUnits: Record<'invoices' | 'outbox' | 'fences' | 'jobs' | 'leases' | 'total', number>;
+  readUnits: number;
+  s3Puts: number;
+  emails: number;
+  cost: Record<string, number>;
+  wallSeconds: number;
+  /** The same run on tables that were never pre-warmed (4,000 write units/s at once). */
+  wallSecondsUnwarmed: number;
+  binding: LimitVerdict;
+  limits: LimitVerdict[];
+  settings: { shards: number; workerMaxConcurrency: number; warmWriteUnits: { invoices: number; outbox: number }; lambdaConcurrency: number };
+  assumptions: PlanAssumptions;
+}
+
+/** The run's request mix: everything it sends, counted from the protocol (one transaction per unit, the per-invocation steps, the completion checks). */
+function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
+  let units = 0;
+  let unitsPerShard = 0;
+  let invocations = 0;
+  for (let i = 0; i < k; i++) {
+    const { from, to } = shardRange(n, i, k);
+    const u = Math.max(1, Math.ceil((to - from) / unitSize));
+    units += u;
+    unitsPerShard = Math.max(unitsPerShard, u);
+    invocations += Math.max(1, Math.ceil((u * a.unitLatencyMs) / a.invocationMs));
+  }
+  const busySeconds = (units * a.unitLatencyMs + invocations * a.handoffMs) / 1000;
+  const stamps = Math.ceil(busySeconds / (a.leaseMs / 4 / 1000)) + 2 * k; // lease/4, and every shard's first and last unit
+  const renewals = Math.ceil(busySeconds / (a.leaseMs / 2 / 1000));
+  const runRecordKb = Math.max(1, Math.ceil((k * 48) / 1024));
+  const writeUnits = {
+    invoices: n * INVOICE_MIX.unitItems.invoices * TX,
+    outbox: n * (INVOICE_MIX.unitItems.outbox * TX + INVOICE_MIX.senderWrites.outbox),
+    fences: units * TX + invocations,
+    // checkpoint per unit; heartbeat stamps move the job in the sweeper's index (2 writes); job creation + index entry; run record put + doneAt.
+    jobs: units * TX + stamps * 2 + k * 2 + 2 * runRecordKb,
+    leases: invocations * 2 + renewals,
+  };
+  const total = Object.values(writeUnits).reduce((x, y) => x + y, 0);
+  // Per invocation: the screen read and the checkpoint read (strongly consistent); per shard: its completion check (the run record and every shard).
+  const readUnits = invocations * 2 + k * (runRecordKb + k);
+  const messages = invocations; // a start per shard, then a continuation per hand-off
+  return {
+    units,
+    unitsPerShard,
+    invocations,
+    busySeconds,
+    writeUnits: { ...writeUnits, total },
+    readUnits,
+    requests: {
+      transactWriteItems: units,
+      updateItem: invocations * 3 + renewals + k + n * 2, // acquire, raise, release; renewals; doneAt checks; the sender's two
+      getItem: invocations * 2 + k,
+      batchGetItem: k * Math.ceil(k / 100),
+      putItem: k + 1,
+      sqs: messages * 3, // send, receive, delete
+      lambda: invocations,
+    },
+  };
+}
+
+/** Each limit's floor on the wall time at `k` shards, with the given warm throughput. */
+function verdicts(m: ReturnType<typeof mix>, k: number, warm: { invoices: number; outbox: number }, a: PlanAssumptions, quota: number, lambda: number): LimitVerdict[] {
+  const perInvocation = Math.ceil(a.invocationMs / a.unitLatencyMs);
+  const chain = (m.unitsPerShard * a.unitLatencyMs + Math.floor(m.unitsPerShard / perInvocation) * a.handoffMs) / 1000;
+  const table = (name: 'invoices' | 'outbox'): LimitVerdict => {
+    const cap = Math.min(quota, warm[name]);
+    return {
+      name: `${name} table write throughput`,
+      seconds: m.writeUnits[name] / cap,
+      allows: cap,
+      demands: m.writeUnits[name] / chain,
+      unit: 'write units/s',
+      raise:
+        warm[name] < quota
+          ? `warm throughput on the ${name} table (stack context warmThroughput.${name}.write, up to the ${quota} quota)`
+          : `the table-level write throughput quota (${quota}; Service Quotas), then warm throughput to match`,
+    };
+  };
+  const stampWrites = k * 2 * (4000 / a.leaseMs); // each shard stamps every lease/4: 2 index writes, all under the index key 'open'
+  const esm = workerConcurrencyFor(k);
+  const waves = (slots: number) => chain * (k / Math.max(1, Math.min(k, slots)));
+  return [
+    { name: "one shard's chain of transactions", seconds: chain, allows: 1000 / a.unitLatencyMs, demands: 1000 / a.unitLatencyMs, unit: 'units/s per shard', raise: 'more shards (plan --shards, stack context shards)' },
+    table('invoices'),
+    table('outbox'),
+    { name: "per-item write rate (each shard's fence and job item)", seconds: (m.unitsPerShard * TX) / AWS_LIMITS.partitionWriteUnitsPerSecond, allows: AWS_LIMITS.partitionWriteUnitsPerSecond, demands: (TX * 1000) / a.unitLatencyMs, unit: 'write units/s per item', raise: 'none for one item (a shard has one fence by design): more shards' },
+    { name: "sweeper index partition (key 'open')", seconds: chain * (stampWrites / AWS_LIMITS.partitionWriteUnitsPerSecond), allows: AWS_LIMITS.partitionWriteUnitsPerSecond, demands: stampWrites, unit: 'write units/s', raise: "a longer heartbeat interval (WorkerDeps.heartbeatEveryMs) or more index key values" },
+    { name: 'Lambda concurrency', seconds: waves(lambda), allows: lambda, demands: esm, unit: 'concurrent invocations', raise: `the account's Lambda concurrent executions quota (${lambda}; Service Quotas)` },
+    { name: 'SQS event source maximum concurrency', seconds: waves(esm), allows: esm, demands: k, unit: 'concurrent invocations', raise: `stack context workerMaxConcurrency (set from shards: ${esm}; at most ${AWS_LIMITS.eventSourceMaxConcurrency})` },
+  ];
+}
+
+function planAt(n: number, k: number, unitSize: number, a: PlanAssumptions, quota: number, lambda: number) {
+  const m = mix(n, k, unitSize, a);
+  const chain = (m.unitsPerShard * a.unitLatencyMs) / 1000;
+  // Recommended warm throughput: what the shards write at, to the 1,000 above, within the quota, never below a new table's.
+  const want = (t: 'invoices' | 'outbox') => Math.min(quota, Math.max(AWS_LIMITS.newTableWarmWriteUnits, Math.ceil(m.writeUnits[t] / chain / 1000) * 1000));
+  const warm = { invoices: want('invoices'), outbox: want('outbox') };
+  const limits = verdicts(m, k, warm, a, quota, lambda);
+  const binding = bindingLimit(limits);
+  const ramp = rampSeconds(Math.min(k, workerConcurrencyFor(k))) / 2;
+  const unwarmed = bindingLimit(verdicts(m, k, { invoices: AWS_LIMITS.newTableWarmWriteUnits, outbox: AWS_LIMITS.newTableWarmWriteUnits }, a, quota, lambda));
+  return { m, warm, limits, binding, wall: binding.seconds + ramp, wallUnwarmed: unwarmed.seconds + ramp };
+}
+
+/**
+ * The smallest shard count whose wall time is within 5 % (or a minute) of the best any count
+ * allows under these limits: past it, more shards only wait on a limit they cannot raise.
+ */
+export function recommendShards(n: number, unitSize: number, a: PlanAssumptions, quota: number, lambda: number): number {
+  const max = Math.min(MAX_SHARDS, Math.max(1, Math.ceil(n / unitSize)), AWS_LIMITS.eventSourceMaxConcurrency - 2);
+  const walls: number[] = [];
+  for (let k = 1; k <= max; k++) walls.push(planAt(n, k, unitSize, a, quota, lambda).wall);
+  const best = Math.min(...walls);
+  return walls.findIndex((w) => w <= Math.max(best * 1.05, best + 60)) + 1;
+}
+
+export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
+  const a = { ...DEFAULT_ASSUMPTIONS, ...input.assumptions };
+  const unitSize = input.unitSize ?? 25;
+  if (unitSize > maxUnitSize(EFFECTS_PER_CUSTOMER)) throw new RangeError(`unitSize ${unitSize} exceeds ${maxUnitSize(EFFECTS_PER_CUSTOMER)} (${EFFECTS_PER_CUSTOMER} effects per customer)`);
+  const quota = input.tableWriteUnits ?? AWS_LIMITS.tableWriteUnitsPerSecond;
+  const lambda = input.lambdaConcurrency ?? AWS_LIMITS.lambdaConcurrency;
+  const n = input.customers;
+  const recommended = recommendShards(n, unitSize, a, quota, lambda);
+  const k = input.shards ?? recommended;
+  const { m, warm, limits, binding, wall, wallUnwarmed } = planAt(n, k, unitSize, a, quota, lambda);
+  const lambdaGbSeconds = m.busySeconds * a.memoryGb;
+  return {
+    customers: n,
+    shards: k,
+    recommendedShards: recommended,
+    unitSize,
+    units: m.units,
+    unitsPerShard: m.unitsPerShard,
+    invocations: m.invocations,
+    requests: m.requests,
+    writeUnits: m.writeUnits,
+    readUnits: m.readUnits,
+    s3Puts: n * INVOICE_MIX.s3Puts,
+    emails: n * INVOICE_MIX.emails,
+    cost: costOf({ wru: m.writeUnits.total, rru: m.readUnits, s3Puts: n * INVOICE_MIX.s3Puts, emails: n * INVOICE_MIX.emails, sqsRequests: m.requests.sqs!, lambdaRequests: m.invocations, lambdaGbSeconds }),
+    wallSeconds: wall,
+    wallSecondsUnwarmed: wallUnwarmed,
+    binding,
+    limits,
+    settings: { shards: k, workerMaxConcurrency: workerConcurrencyFor(k), warmWriteUnits: warm, lambdaConcurrency: lambda },
+    assumptions: a,
+  };
+}

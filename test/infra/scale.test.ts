@@ -1,0 +1,76 @@
+/**
+ * The scale settings of the stack (docs/scale.md): CDK context `shards`, `workerMaxConcurrency`
+ * and `warmThroughput`, what they put in the template, the ConfigErrors that refuse a value the
+ * run or AWS cannot use, and the capacity plan's recommended settings synthesized as printed.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../lib/protocol/index.js';
+import { ENV } from '../../lib/workflow/index.js';
+import { planInvoiceRun } from '../../lib/workloads/invoice-plan.js';
+import { buildApp, logicalId, nagViolations, templateOf, withoutCfnValidation } from './support.js';
+
+function scale(context: Record<string, unknown>) {
+  const { template, stack } = templateOf({ context });
+  const w = stack.workflow;
+  const esm = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'))[0] as { Properties: { ScalingConfig?: { MaximumConcurrency: number } } };
+  const starterEnv = (template.toJSON().Resources[logicalId(w.starter.fn)].Properties.Environment.Variables ?? {}) as Record<string, string>;
+  const warm = Object.fromEntries(
+    (['leases', 'fences', 'jobs', 'invoices'] as const).map((role) => [role, template.toJSON().Resources[logicalId(w.tables[role])].Properties.WarmThroughput]),
+  );
+  return { maxConcurrency: esm.Properties.ScalingConfig?.MaximumConcurrency, shards: starterEnv[ENV.shards], warm };
+}
+
+const refused = (context: Record<string, unknown>) => {
+  try {
+    templateOf({ context });
+  } catch (e) {
+    return e instanceof ConfigError ? e.message : `not a ConfigError: ${String(e)}`;
+  }
+  return 'accepted';
+};
+
+describe('the stack exposes what the capacity plan recommends', () => {
+  it('shards sets the starter and sizes the worker event source: shards + 2, at least 10; unset: one shard, 10', () => {
+    expect(scale({})).toMatchObject({ shards: '1', maxConcurrency: 10 });
+    expect(scale({ shards: 7 })).toMatchObject({ shards: '7', maxConcurrency: 10 });
+    expect(scale({ shards: 64 })).toMatchObject({ shards: '64', maxConcurrency: 66 });
+    expect(scale({ shards: 64, workerMaxConcurrency: 100 })).toMatchObject({ maxConcurrency: 100 });
+  });
+
+  it('warmThroughput puts WarmThroughput on exactly the tables it names (a JSON string with -c, an object in cdk.json)', () => {
+    expect(scale({}).warm).toEqual({ leases: undefined, fences: undefined, jobs: undefined, invoices: undefined });
+    expect(scale({ warmThroughput: '{"invoices":{"write":28000},"jobs":{"write":5000,"read":15000}}' }).warm).toEqual({
+      leases: undefined,
+      fences: undefined,
+      jobs: { WriteUnitsPerSecond: 5000, ReadUnitsPerSecond: 15000 },
+      invoices: { WriteUnitsPerSecond: 28000 },
+    });
+    expect(scale({ warmThroughput: { fences: { write: 4000 } } }).warm.fences).toEqual({ WriteUnitsPerSecond: 4000 });
+  });
+
+  it.each([
+    [{ shards: 0 }, /shards: must be an integer in \[1, 1000\]/],
+    [{ shards: 1001 }, /shards: must be an integer in \[1, 1000\]/],
+    [{ shards: 'four' }, /shards: must be an integer/],
+    [{ shards: 20, invoiceCustomers: 10 }, /shards: 20 shards for 10 customers/],
+    [{ shards: 12, workerMaxConcurrency: 8 }, /workerMaxConcurrency: 8 is below shards \(12\)/],
+    [{ workerMaxConcurrency: 1001 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
+    [{ workerMaxConcurrency: 1 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
+    [{ warmThroughput: '{"invoice":{"write":9000}}' }, /warmThroughput: unknown table role "invoice"/],
+    [{ warmThroughput: '{"invoices":{"write":3999}}' }, /warmThroughput.invoices.write: must be an integer >= 4000/],
+    [{ warmThroughput: '{"invoices":{"read":100}}' }, /warmThroughput.invoices.read: must be an integer >= 12000/],
+    [{ warmThroughput: '{"invoices":{"write":"lots"}}' }, /warmThroughput.invoices.write: must be an integer/],
+    [{ warmThroughput: '{"invoices":{"writes":9000}}' }, /warmThroughput.invoices: unknown key "writes"/],
+    [{ warmThroughput: 'not json' }, /warmThroughput: must be JSON/],
+  ])('%j is refused at synth with a ConfigError naming the setting', (context, message) => {
+    expect(refused(context)).toMatch(message);
+  });
+
+  it("the plan's settings for 10 million customers synthesize as it prints them, with zero cdk-nag findings", () => {
+    const plan = planInvoiceRun({ customers: 10_000_000 });
+    const context = { shards: plan.settings.shards, invoiceCustomers: 10_000_000, warmThroughput: { invoices: { write: plan.settings.warmWriteUnits.invoices } } };
+    expect(scale(context)).toMatchObject({ shards: String(plan.shards), maxConcurrency: plan.settings.workerMaxConcurrency, warm: { invoices: { WriteUnitsPerSecond: plan.settings.warmWriteUnits.invoices } } });
+    const { app, outdir } = buildApp({ nag: true, context });
+    expect(withoutCfnValidation(() => nagViolations(app, outdir))).toEqual([]);
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * The capacity planner (lib/workloads/invoice-plan.ts, lib/workflow/capacity.ts, cli/plan.ts):
+ * its figures follow from the stated request mix, assumptions and AWS limits (none is a
+ * constant), the limit that binds moves as the setting that raises it moves, and the CLI prints
+ * one JSON object or a one-line error with exit 2.
+ */
+import { describe, expect, it } from 'vitest';
+import { AWS_LIMITS, costOf, PRICES_US_EAST_1, rampSeconds, workerConcurrencyFor } from '../lib/workflow/index.js';
+import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoice-plan.js';
+import { runCli } from './support/cli.js';
+
+const cli = runCli;
+
+describe('the plan follows from the request mix and the stated assumptions', () => {
+  it('units, write units per table, S3 puts and emails are the mix times the customers; the cost is the list prices times the counts', () => {
+    const p = planInvoiceRun({ customers: 1_000, shards: 4, unitSize: 25 });
+    expect(p.units).toBe(40);
+    expect(p.writeUnits.invoices).toBe(1_000 * INVOICE_MIX.unitItems.invoices * 2);
+    expect(p.writeUnits.outbox).toBe(1_000 * (INVOICE_MIX.unitItems.outbox * 2 + INVOICE_MIX.senderWrites.outbox));
+    expect(p.writeUnits.fences).toBe(40 * 2 + p.invocations); // the unit's fence write (transactional) and one raise per invocation
+    expect(p.requests.transactWriteItems).toBe(40);
+    expect([p.s3Puts, p.emails]).toEqual([1_000, 1_000]);
+    const total = Object.entries(p.writeUnits).filter(([k]) => k !== 'total').reduce((n, [, v]) => n + v, 0);
+    expect(p.writeUnits.total).toBeCloseTo(total);
+    expect(p.cost.emails).toBeCloseTo((1_000 / 1_000) * PRICES_US_EAST_1.sesEmailPerThousand);
+    expect(p.cost.dynamodbWrites).toBeCloseTo((p.writeUnits.total / 1e6) * PRICES_US_EAST_1.dynamoWriteRequestUnitPerMillion);
+    expect(p.cost.total).toBeCloseTo(Object.entries(p.cost).filter(([k]) => k !== 'total').reduce((n, [, v]) => n + v, 0));
+    expect(costOf({ wru: 1e6, rru: 0, s3Puts: 0, emails: 0, sqsRequests: 0, lambdaRequests: 0, lambdaGbSeconds: 0 }).total).toBe(PRICES_US_EAST_1.dynamoWriteRequestUnitPerMillion);
+  });
+
+  it("one shard: the chain of transactions binds, and its wall time is the units times the stated latency (twice the latency, twice the time)", () => {
+    const p = planInvoiceRun({ customers: 1_000_000, shards: 1 });
+    expect(p.binding.name).toBe("one shard's chain of transactions");
+    expect(p.binding.raise).toMatch(/more shards/);
+    expect(p.binding.seconds).toBeCloseTo(40_000 * 0.025 + 9 * 0.2, 0);
+    const slow = planInvoiceRun({ customers: 1_000_000, shards: 1, assumptions: { unitLatencyMs: 50 } });
+    expect(slow.binding.seconds / p.binding.seconds).toBeCloseTo(2, 1);
+  });
+
+  it('10 million customers: the recommended shards fill a table quota; more shards only wait on it, and the raise names the quota', () => {
+    const p = planInvoiceRun({ customers: 10_000_000 });
+    expect(p.shards).toBe(p.recommendedShards);
+    expect(p.binding.name).toMatch(/table write throughput/);
+    const more = planInvoiceRun({ customers: 10_000_000, shards: 64 });
+    expect(more.binding.name).toMatch(/table write throughput/);
+    expect(more.binding.raise).toMatch(/table-level write throughput quota \(40000; Service Quotas\)/);
+    expect(more.wallSeconds).toBeGreaterThanOrEqual(p.wallSeconds * 0.95);
+    // Unwarmed tables serve 4,000 write units/s at once: the same run takes ten times longer.
+    expect(p.wallSecondsUnwarmed).toBeGreaterThan(p.wallSeconds * 5);
+    expect(p.settings.warmWriteUnits.outbox).toBeLessThanOrEqual(AWS_LIMITS.tableWriteUnitsPerSecond);
+    expect(p.settings.workerMaxConcurrency).toBe(workerConcurrencyFor(p.shards));
+  });
+
+  it('100 million customers: at the default quota the table binds for hours; with the quota raised, the plan recommends ten times the shards and the wall time returns', () => {
+    const base = planInvoiceRun({ customers: 100_000_000 });
+    const raised = planInvoiceRun({ customers: 100_000_000, tableWriteUnits: 400_000 });
+    expect(base.wallSeconds).toBeGreaterThan(3 * 3600);
+    expect(raised.recommendedShards).toBeGreaterThan(base.recommendedShards * 5);
+    expect(raised.wallSeconds).toBeLessThan(base.wallSeconds / 5);
+  });
+
+  it('Lambda concurrency below the shards binds, in waves, and the raise names its quota; the event source ramps at 300 a minute', () => {
+    const p = planInvoiceRun({ customers: 10_000_000, shards: 40, lambdaConcurrency: 20, tableWriteUnits: 1_000_000 });
+    expect(p.binding.name).toBe('Lambda concurrency');
+    expect(p.binding.raise).toMatch(/Lambda concurrent executions quota \(20; Service Quotas\)/);
+    expect(rampSeconds(305)).toBe(60);
+    expect(rampSeconds(3)).toBe(0);
+  });
+});
+
+describe('npm run cli -- plan', () => {
+  it('--json prints one object with the plan, its stack context, the prices with region and date, and the limits with what raises each', async () => {
+    const r = await cli(['plan', '--customers', '10000000', '--json']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    const plan = JSON.parse(r.stdout);
+    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c warmThroughput='\{"invoices":\{"write":\d+\}\}'$/) });
+    expect(plan.limits.map((l: { name: string }) => l.name)).toEqual(expect.arrayContaining(['invoices table write throughput', 'Lambda concurrency', 'SQS event source maximum concurrency', "per-item write rate (each shard's fence and job item)"]));
+    for (const l of plan.limits) expect(l.raise.length).toBeGreaterThan(10);
+    const text = await cli(['plan', '--customers', '10000000']);
+    expect(text.stdout).toMatch(/binds: .* raise: /);
+  });
+
+  it.each([
+    [['plan'], /--customers: is required/],
+    [['plan', '--customers', '0'], /--customers: must be an integer in \[1, 1000000000\]/],
+    [['plan', '--customers', '10', '--shards', '11'], /--shards: must be an integer in \[1, 10\]/],
+    [['plan', '--customers', '10', '--unit-size', '33'], /--unit-size: must be an integer in \[1, 32\]/],
+    [['plan', '--customers', '10', '--frobnicate'], /Unknown option '--frobnicate'/],
+  ])('%j: one line on stderr, exit 2', async (args, message) => {
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stdout).toBe('');
+  });
+});
