@@ -13,6 +13,7 @@ import { AcquireTimeoutError, LeaseManager } from '../lib/protocol/index.js';
 import type { BenchEnv } from './env.js';
 import { countRequests } from '../test/support/request-counter.js';
 import { max, median, sleep } from './stats.js';
+import { BenchError } from './errors.js';
 
 export interface Contention {
   contenders: number;
@@ -74,7 +75,7 @@ export async function measureContention(
     holders--;
     await leases.release(lease);
   };
-  const timer = setTimeout(() => stop.abort(new Error('run over')), runMs);
+  const timer = setTimeout(() => stop.abort(new BenchError('run over')), runMs);
   const progress = setInterval(() => opts.onProgress?.(`contention ${Math.min(100, Math.round(((performance.now() - start) / runMs) * 100))}%`), 1_000);
   try {
     await Promise.all(Array.from({ length: opts.contenders }, (_, i) => contender(i)));

@@ -22,6 +22,7 @@ import type { BenchEnv } from './env.js';
 import { countByTable } from '../test/support/request-counter.js';
 import { fmt as f } from './results.js';
 import { max, median, sleep } from './stats.js';
+import { BenchError } from './errors.js';
 
 export interface FairnessOptions {
   contenders: number;
@@ -151,7 +152,7 @@ export async function measureFairness(env: BenchEnv, opts: FairnessOptions): Pro
   setMaxListeners(opts.contenders * 4, stop.signal);
   const runMs = opts.periods * opts.leaseMs;
   const started = performance.now();
-  const timer = setTimeout(() => stop.abort(new Error('run over')), runMs);
+  const timer = setTimeout(() => stop.abort(new BenchError('run over')), runMs);
   const progress = setInterval(() => opts.onProgress?.(`fair waiting ${Math.min(100, Math.round(((performance.now() - started) / runMs) * 100))}%`), 1_000);
   try {
     const [plain, fair] = await Promise.all([

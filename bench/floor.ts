@@ -23,6 +23,7 @@ import type { TableNames } from '../lib/workflow/index.js';
 import type { BenchEnv } from './env.js';
 import { median } from './stats.js';
 import { fencedBenchUnit } from './workload.js';
+import { BenchError } from './errors.js';
 
 export type FloorKind = 'b25' | 't25' | 't27';
 export const FLOOR_KINDS: readonly FloorKind[] = ['b25', 't25', 't27'];
@@ -90,7 +91,7 @@ function poster(endpoint: string, sockets: number) {
           res.on('end', () => {
             if (res.statusCode === 200) resolve();
             else if (res.statusCode === 500 && text.includes('waiting for a lock')) reject(new LockTimeout());
-            else reject(new Error(`${target}: ${res.statusCode} ${text.slice(0, 300)}`));
+            else reject(new BenchError(`${target}: ${res.statusCode} ${text.slice(0, 300)}`));
           });
         },
       );

@@ -21,6 +21,7 @@ import type { BenchEnv } from './env.js';
 import { recordRequests, type LoggedRequest } from './requests.js';
 import { median } from './stats.js';
 import { bill, itemSize } from './wcu.js';
+import { BenchError } from './errors.js';
 
 const PER_UNIT = 25;
 
@@ -111,7 +112,7 @@ export async function measureIdempotency(env: BenchEnv, opts: { rounds: number; 
       { doc: oursDynamo.doc, tables, clock: systemClock, queue: { send: async () => undefined }, telemetry: silentTelemetry, processor: onceProcessor, lease: { epoch: 0, durationMs: 10_000, mode: { kind: 'wall-clock', maxClockSkewMs: 0 } } },
       { message: { jobId }, remainingTimeMs: () => 3_600_000, safetyMarginMs: 0 },
     );
-    if (out.kind !== 'done') throw new Error(`idempotency bench: our job ended ${out.kind}`);
+    if (out.kind !== 'done') throw new BenchError(`idempotency bench: our job ended ${out.kind}`);
     return effects / ((performance.now() - t0) / 1000);
   };
   const ptRun = async (tag: string): Promise<number> => {

@@ -23,6 +23,7 @@ import { LeaseManager, type LeaseMode } from '../lib/protocol/index.js';
 import type { BenchEnv } from './env.js';
 import { countRequests } from '../test/support/request-counter.js';
 import { median, sleep } from './stats.js';
+import { BenchError } from './errors.js';
 
 const require = createRequire(import.meta.url);
 
@@ -54,7 +55,7 @@ async function ours(env: BenchEnv, leaseMs: number, mode: LeaseMode, name: strin
     },
     async crashAfterAcquire(key, owner) {
       const r = await manager(owner).tryAcquire(key);
-      if (!r.ok) throw new Error(`${name}: ${key} held`);
+      if (!r.ok) throw new BenchError(`${name}: ${key} held`);
     },
     requests: () => counter.total(),
     close: () => dynamo.client.destroy(),

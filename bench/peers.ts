@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { DynamoDBDocument } from '@aws-sdk/lib-dynamodb';
 import { LeaseManager } from '../lib/protocol/index.js';
 import type { BenchEnv } from './env.js';
+import { BenchError } from './errors.js';
 
 export interface LeaseAdapter {
   readonly name: string;
@@ -47,10 +48,10 @@ export async function oursAdapter(env: BenchEnv): Promise<LeaseAdapter> {
     lacks: [],
     async cycle(key) {
       const r = await leases.tryAcquire(key);
-      if (!r.ok) throw new Error(`ours: ${key} unexpectedly held`);
+      if (!r.ok) throw new BenchError(`ours: ${key} unexpectedly held`);
       const renewed = await leases.renew(r.value);
       const released = await leases.release(renewed);
-      if (!released.released) throw new Error(`ours: ${key} not released`);
+      if (!released.released) throw new BenchError(`ours: ${key} not released`);
     },
     close: () => dynamo.client.destroy(),
   };
@@ -120,7 +121,7 @@ export async function lockClientAdapter(env: BenchEnv): Promise<LeaseAdapter> {
       const lock = await new Promise<PeerLock>((resolve, reject) => client.acquireLock(key, (e, l) => (e ? reject(e) : resolve(l))));
       // One renewal: the library's own heartbeat closure, taken from its timer and run now.
       const beat = lock.heartbeatTimeout?._onTimeout;
-      if (beat === undefined) throw new Error('dynamodb-lock-client: no heartbeat timer to run');
+      if (beat === undefined) throw new BenchError('dynamodb-lock-client: no heartbeat timer to run');
       clearTimeout(lock.heartbeatTimeout as never);
       await new Promise<void>((resolve, reject) => {
         heartbeatDone = (e) => (e ? reject(e) : resolve());

@@ -15,6 +15,7 @@ import { leaseKeyOf, readJob } from '../lib/workflow/index.js';
 import type { BenchEnv } from './env.js';
 import { max, median, sleep } from './stats.js';
 import { benchFence, createBenchJob, fencedBenchUnit } from './workload.js';
+import { BenchError } from './errors.js';
 
 export interface Takeover {
   trials: number;
@@ -43,13 +44,13 @@ export async function measureTakeover(
     await createBenchJob(dynamo.doc, tables, jobId, input);
     await sleep(Math.max(0, i) * opts.spacingMs);
     const holder = await manager(`holder-${i}`).tryAcquire(leaseKeyOf(jobId));
-    if (!holder.ok) throw new Error(`takeover trial ${i}: holder could not acquire`);
+    if (!holder.ok) throw new BenchError(`takeover trial ${i}: holder could not acquire`);
     const crashedAt = performance.now(); // the holder stops here: no renewal, no release, ever
     const successor = manager(`successor-${i}`);
     const lease = await successor.acquire(leaseKeyOf(jobId), { timeoutMs: opts.leaseMs * 3 });
     await raiseFence({ doc: dynamo.doc }, benchFence(tables, jobId), lease.generation);
     const job = await readJob(dynamo.doc, tables.jobs, jobId);
-    if (job === undefined) throw new Error(`takeover trial ${i}: job vanished`);
+    if (job === undefined) throw new BenchError(`takeover trial ${i}: job vanished`);
     const now = systemClock.wallNow();
     await commitFencedUnit({ doc: dynamo.doc }, fencedBenchUnit(tables, input, jobId, lease.generation, job.cursor, now), { now });
     const ms = performance.now() - crashedAt;

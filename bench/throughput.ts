@@ -16,6 +16,7 @@ import { gapsBetween, recordRequests, type LoggedRequest, type RequestLog } from
 import { median } from './stats.js';
 import { bill, itemSize } from './wcu.js';
 import { EFFECTS_PER_UNIT, benchProcessor, createBenchJob, writeBareUnit, writeUnsafeUnit, type BenchInput } from './workload.js';
+import { BenchError } from './errors.js';
 
 export interface PhaseResult {
   effectsPerSec: number;
@@ -121,7 +122,7 @@ export async function fencedPhase(side: Side, tag: string, jobs: number, units: 
     ids.map((jobId) => runJob(deps, { message: { jobId }, remainingTimeMs: () => 3_600_000, safetyMarginMs: 0 })),
   );
   for (const o of outcomes) {
-    if (o.kind !== 'done' || o.units !== units) throw new Error(`bench job did not finish cleanly: ${JSON.stringify(o, (_, v) => (v instanceof Error ? String(v) : v))}`);
+    if (o.kind !== 'done' || o.units !== units) throw new BenchError(`bench job did not finish cleanly: ${JSON.stringify(o, (_, v) => (v instanceof Error ? String(v) : v))}`);
   }
   const ms = Math.max(...ends) - Math.min(...starts);
   return { effectsPerSec: (jobs * units * EFFECTS_PER_UNIT) / (ms / 1000) };

@@ -18,6 +18,7 @@ import {
   type Generation,
 } from '../lib/protocol/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BenchError } from './errors.js';
 
 export const EFFECTS_PER_UNIT = 25;
 const CUSTOMERS_PER_UNIT = 13;
@@ -97,7 +98,7 @@ export async function writeUnsafeUnit(client: DynamoDBClient, tables: TableNames
   for (let attempt = 0; Object.keys(pending).length > 0; attempt++) {
     const out = await client.send(new BatchWriteItemCommand({ RequestItems: pending }));
     pending = out.UnprocessedItems ?? {};
-    if (attempt > 10) throw new Error('BatchWriteItem left items unprocessed 10 times');
+    if (attempt > 10) throw new BenchError('BatchWriteItem left items unprocessed 10 times');
   }
 }
 

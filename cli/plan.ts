@@ -7,6 +7,7 @@
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { AWS_LIMITS, DEFAULT_ASSUMPTIONS, MAX_SHARDS, PRICES_US_EAST_1, TABLE_ROLES } from '../lib/workflow/index.js';
 import { planInvoiceRun, type InvoicePlan } from '../lib/workloads/invoice-plan.js';
+import { DEFAULT_UNIT_SIZE, MAX_UNIT_SIZE } from '../lib/workloads/invoices.js';
 import { intFlag, parseFlags } from './flags.js';
 
 export const PLAN_HELP = `plan --customers N [--shards K] [--json]: units, requests, write units, S3 puts and emails of a
@@ -14,7 +15,7 @@ period's invoice run on AWS, its cost at on-demand list prices (${PRICES_US_EAST
 which limit binds with the setting that raises it. Without --shards it recommends a count.
   --customers N            customers in the period (1..1000000000)
   --shards K               shard jobs of the run (1..${MAX_SHARDS})
-  --unit-size U            customers per fenced unit (1..32; the stack's default 25)
+  --unit-size U            customers per fenced unit (1..${MAX_UNIT_SIZE}; the stack's default ${DEFAULT_UNIT_SIZE})
   --unit-latency-ms L      one unit's TransactWriteItems on AWS (default ${DEFAULT_ASSUMPTIONS.unitLatencyMs}; see docs/scale.md)
   --table-write-units W    the table-level write quota, if raised (default ${AWS_LIMITS.tableWriteUnitsPerSecond})
   --lambda-concurrency C   the account's Lambda concurrency, if raised (default ${AWS_LIMITS.lambdaConcurrency})
@@ -41,7 +42,7 @@ export function parsePlanFlags(argv: string[]): Parameters<typeof planInvoiceRun
   return {
     customers,
     ...(shards === undefined ? {} : { shards }),
-    unitSize: intFlag('unit-size', values['unit-size'], 25, 1, 32),
+    unitSize: intFlag('unit-size', values['unit-size'], DEFAULT_UNIT_SIZE, 1, MAX_UNIT_SIZE),
     assumptions: { unitLatencyMs: intFlag('unit-latency-ms', values['unit-latency-ms'], DEFAULT_ASSUMPTIONS.unitLatencyMs, 1, 1_000) },
     tableWriteUnits: intFlag('table-write-units', values['table-write-units'], AWS_LIMITS.tableWriteUnitsPerSecond, 1_000, 100_000_000),
     lambdaConcurrency: intFlag('lambda-concurrency', values['lambda-concurrency'], AWS_LIMITS.lambdaConcurrency, 1, 1_000_000),
@@ -58,7 +59,7 @@ export function renderPlan(p: InvoicePlan): string {
   L.push(`  units ${n(p.units)} (${n(p.unitsPerShard)} in the longest shard), worker invocations ${n(p.invocations)}`);
   L.push(`  requests: ${Object.entries(p.requests).map(([k, v]) => `${k} ${n(v)}`).join(', ')}`);
   L.push(`  write units ${n(p.writeUnits.total)} (${Object.entries(p.writeUnits).filter(([k]) => k !== 'total').map(([k, v]) => `${k} ${n(v)}`).join(', ')}), read units ${n(p.readUnits)}`);
-  L.push(`  S3 puts ${n(p.s3Puts)}, emails ${n(p.emails)}`);
+  L.push(`  S3 puts ${n(p.s3Puts)}, emails ${n(p.emails)}, payment provider calls ${n(p.paymentCalls)}`);
   L.push(`  cost (${PRICES_US_EAST_1.region}, on-demand list prices of ${PRICES_US_EAST_1.date}): $${n(p.cost.total!, 2)} = ${Object.entries(p.cost).filter(([k]) => k !== 'total').map(([k, v]) => `${k} $${n(v, 2)}`).join(', ')}`);
   L.push(`  wall time ${duration(p.wallSeconds)} at ${p.assumptions.unitLatencyMs} ms per unit; on tables never pre-warmed: ${duration(p.wallSecondsUnwarmed)}`);
   L.push(`  binds: ${p.binding.name} (${n(p.binding.demands)} ${p.binding.unit} wanted, ${n(p.binding.allows)} allowed); raise: ${p.binding.raise}`);

@@ -9,9 +9,10 @@
  * invocation timeout, pause > lease).
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { systemClock, type Dynamo } from '../lib/protocol/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
-import { METRIC, readJob, readRun, type TableNames } from '../lib/workflow/index.js';
+import { METRIC, readJob, readRun, type Job, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
@@ -91,7 +92,10 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const sweepIntervalMs = Math.round(LEASE_MS / 3);
   const timeline = new Timeline(() => clock.monotonicNow());
   const telemetry = new LocalTelemetry(timeline, undefined, LEASE_MS);
-  const queue = new LocalQueue({ clock, visibilityTimeoutMs: invocationTimeoutMs * 6, maxReceiveCount: 5 });
+  // AWS asks for 6x the function timeout, for the poller's own batch retries; this queue has none.
+  // 2x brings a crashed invocation's message back well inside STALL_MS: a crash right after a
+  // shard's last commit leaves its run's completion to that redelivery.
+  const queue = new LocalQueue({ clock, visibilityTimeoutMs: invocationTimeoutMs * 2, maxReceiveCount: 5 });
   let runtime: LocalRuntime | undefined;
   // A crash ends its invocation at once.
   const plan = new FaultPlan([], clock, timeline, (owner) => runtime?.crash(owner));
@@ -144,7 +148,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     opts.onProgress?.(done, totalUnits);
     if (done !== lastDone) [lastDone, movedAt] = [done, clock.monotonicNow()];
     // Ended, and every run whose shards are all DONE has had its completion check recorded.
-    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsChecked(opts, runIds, jobs))) break;
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsRecorded(opts.dynamo.doc, opts.tables.jobs, runIds, jobs))) break;
     if (clock.monotonicNow() - movedAt > STALL_MS) {
       gaveUp = `no unit committed for ${STALL_MS / 1000} s (${done}/${totalUnits} units done)`;
       break;
@@ -196,11 +200,15 @@ export const COLLECT_AFTER_MS = LEASE_MS + 1_000;
 
 const effectsSummary = (fx: RunEffects): RunResult['effects'] => fx.summary();
 
-/** Whether every run whose shards all ended DONE has its `doneAt` (the worker records it after the last shard). */
-async function runsChecked(opts: RunOptions, runIds: readonly string[], jobs: readonly (Awaited<ReturnType<typeof readJob>>)[]): Promise<boolean> {
+/**
+ * Whether every run whose shards all ended DONE has its `doneAt`: the worker records it after the
+ * last shard, or the redelivery that finds that shard DONE does (a crash right after the last
+ * commit). A runner that stops before then would report a run the queue had not finished.
+ */
+export async function runsRecorded(doc: DynamoDBDocumentClient, jobsTable: string, runIds: readonly string[], jobs: readonly (Job | undefined)[]): Promise<boolean> {
   const done = new Set(jobs.filter((j) => j?.status === 'DONE').map((j) => j!.id));
   for (const id of runIds) {
-    const r = await readRun(opts.dynamo.doc, opts.tables.jobs, id);
+    const r = await readRun(doc, jobsTable, id);
     if (r !== undefined && r.shards.every((s) => done.has(s)) && r.doneAt === undefined) return false;
   }
   return true;

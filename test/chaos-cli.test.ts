@@ -38,7 +38,7 @@ describe('what a chaos command runs', () => {
 describe('the chaos summary', () => {
   it('without controls it says they did not run, and one run has no rate', async () => {
     const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 } })).join('\n');
-    expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0 DOCS=0 DELIVERY=0 LEASE=0');
+    expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0 DOCS=0 DELIVERY=0 RUNS=0 LEASE=0');
     expect(text).toContain('negative controls: not run');
     expect(text).not.toMatch(/0\/0|NaN|runs\/min/);
   });

@@ -7,19 +7,23 @@
 import { describe, expect, it } from 'vitest';
 import { AWS_LIMITS, costOf, PRICES_US_EAST_1, rampSeconds, workerConcurrencyFor } from '../lib/workflow/index.js';
 import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoice-plan.js';
+import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER } from '../lib/workloads/invoices.js';
 import { runCli } from './support/cli.js';
 
 const cli = runCli;
 
 describe('the plan follows from the request mix and the stated assumptions', () => {
   it('units, write units per table, S3 puts and emails are the mix times the customers; the cost is the list prices times the counts', () => {
-    const p = planInvoiceRun({ customers: 1_000, shards: 4, unitSize: 25 });
-    expect(p.units).toBe(40);
+    const p = planInvoiceRun({ customers: 1_000, shards: 4 });
+    // The plan's mix is the workload's: the same effects per customer the fenced unit writes.
+    expect(INVOICE_MIX.unitItems.invoices + INVOICE_MIX.unitItems.outbox).toBe(EFFECTS_PER_CUSTOMER);
+    expect(p.unitSize).toBe(DEFAULT_UNIT_SIZE);
+    expect(p.units).toBe(4 * Math.ceil(250 / DEFAULT_UNIT_SIZE)); // four shards of 250
     expect(p.writeUnits.invoices).toBe(1_000 * INVOICE_MIX.unitItems.invoices * 2);
-    expect(p.writeUnits.outbox).toBe(1_000 * (INVOICE_MIX.unitItems.outbox * 2 + INVOICE_MIX.senderWrites.outbox));
-    expect(p.writeUnits.fences).toBe(40 * 2 + p.invocations); // the unit's fence write (transactional) and one raise per invocation
-    expect(p.requests.transactWriteItems).toBe(40);
-    expect([p.s3Puts, p.emails]).toEqual([1_000, 1_000]);
+    expect(p.writeUnits.outbox).toBe(1_000 * INVOICE_MIX.unitItems.outbox * (2 + INVOICE_MIX.senderWritesPerItem));
+    expect(p.writeUnits.fences).toBe(p.units * 2 + p.invocations); // the unit's fence write (transactional) and one raise per invocation
+    expect(p.requests.transactWriteItems).toBe(p.units);
+    expect([p.s3Puts, p.emails, p.paymentCalls]).toEqual([1_000, 1_000, 1_000]);
     const total = Object.entries(p.writeUnits).filter(([k]) => k !== 'total').reduce((n, [, v]) => n + v, 0);
     expect(p.writeUnits.total).toBeCloseTo(total);
     expect(p.cost.emails).toBeCloseTo((1_000 / 1_000) * PRICES_US_EAST_1.sesEmailPerThousand);
@@ -32,7 +36,8 @@ describe('the plan follows from the request mix and the stated assumptions', () 
     const p = planInvoiceRun({ customers: 1_000_000, shards: 1 });
     expect(p.binding.name).toBe("one shard's chain of transactions");
     expect(p.binding.raise).toMatch(/more shards/);
-    expect(p.binding.seconds).toBeCloseTo(40_000 * 0.025 + 9 * 0.2, 0);
+    // The units one after another, and a hand-off between invocations.
+    expect(p.binding.seconds).toBeCloseTo(p.units * 0.025 + (p.invocations - 1) * 0.2, 0);
     const slow = planInvoiceRun({ customers: 1_000_000, shards: 1, assumptions: { unitLatencyMs: 50 } });
     expect(slow.binding.seconds / p.binding.seconds).toBeCloseTo(2, 1);
   });
@@ -40,7 +45,9 @@ describe('the plan follows from the request mix and the stated assumptions', () 
   it('10 million customers: the recommended shards fill a table quota; more shards only wait on it, and the raise names the quota', () => {
     const p = planInvoiceRun({ customers: 10_000_000 });
     expect(p.shards).toBe(p.recommendedShards);
-    expect(p.binding.name).toMatch(/table write throughput/);
+    // At the recommended count a table's quota is (nearly) full: ≥ 95 % of what its warm throughput allows.
+    const tables = p.limits.filter((l) => /table write throughput/.test(l.name));
+    expect(Math.max(...tables.map((l) => l.demands / l.allows))).toBeGreaterThanOrEqual(0.95);
     const more = planInvoiceRun({ customers: 10_000_000, shards: 64 });
     expect(more.binding.name).toMatch(/table write throughput/);
     expect(more.binding.raise).toMatch(/table-level write throughput quota \(40000; Service Quotas\)/);
@@ -74,7 +81,7 @@ describe('npm run cli -- plan', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
     const plan = JSON.parse(r.stdout);
-    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c warmThroughput='\{"invoices":\{"write":\d+\}\}'$/) });
+    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c warmThroughput='\{"invoices":\{"write":\d+\},"outbox":\{"write":\d+\}\}'$/) });
     expect(plan.limits.map((l: { name: string }) => l.name)).toEqual(expect.arrayContaining(['invoices table write throughput', 'Lambda concurrency', 'SQS event source maximum concurrency', "per-item write rate (each shard's fence and job item)"]));
     for (const l of plan.limits) expect(l.raise.length).toBeGreaterThan(10);
     const text = await cli(['plan', '--customers', '10000000']);
@@ -85,7 +92,7 @@ describe('npm run cli -- plan', () => {
     [['plan'], /--customers: is required/],
     [['plan', '--customers', '0'], /--customers: must be an integer in \[1, 1000000000\]/],
     [['plan', '--customers', '10', '--shards', '11'], /--shards: must be an integer in \[1, 10\]/],
-    [['plan', '--customers', '10', '--unit-size', '33'], /--unit-size: must be an integer in \[1, 32\]/],
+    [['plan', '--customers', '10', '--unit-size', '33'], /--unit-size: must be an integer in \[1, 24\]/],
     [['plan', '--customers', '10', '--frobnicate'], /Unknown option '--frobnicate'/],
   ])('%j: one line on stderr, exit 2', async (args, message) => {
     const r = await cli(args);

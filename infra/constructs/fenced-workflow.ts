@@ -18,7 +18,7 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
 import { deadLetterQueue, durableTable, secureQueue, type WarmUnits } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { grantDataPlane } from './permissions.js';
@@ -244,7 +244,7 @@ export class FencedWorkflow extends Construct {
       [ENV.leaseMode]: props.leaseMode ?? 'wall-clock',
       [ENV.leaseDurationMs]: String(leaseDuration.toMilliseconds()),
       [ENV.maxClockSkewMs]: String(maxClockSkew.toMilliseconds()),
-      [ENV.unitSize]: String(props.unitSize ?? 20),
+      [ENV.unitSize]: String(props.unitSize ?? DEFAULT_UNIT_SIZE),
       [ENV.staleAfterMs]: String(staleAfter.toMilliseconds()),
       [ENV.sweepIntervalMs]: String(sweepInterval.toMilliseconds()),
       POWERTOOLS_METRICS_NAMESPACE: namespace,

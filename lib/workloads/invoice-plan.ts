@@ -2,35 +2,38 @@
  * The capacity plan of a period's invoice run on AWS (`npm run cli -- plan`): units, requests,
  * write and read units, S3 puts and emails per run, the cost at list prices, the wall time, and
  * which limit binds with the setting that raises it. The workload is DESIGN.md's invoice run:
- * per customer, a fenced unit writes an invoice (upsert), a charge (once-only) and an outbox item
- * (once-only) in its transaction; the invoice's document is one S3 PUT; the outbox item is one
- * email, which the sender claims and marks sent (two conditional updates) and which enters and
- * leaves the outbox's index of unsent items. Every item is under 1 KB.
+ * per customer, a fenced unit writes an invoice (upsert), a charge (once-only) and two outbox items
+ * (once-only: the invoice email and the payment provider's charge notification) in its
+ * transaction; the invoice's document is one S3 PUT; each outbox item is one provider call, which
+ * the sender claims and marks sent (two conditional updates) and which enters and leaves the
+ * outbox's index of unsent items. Every item is under 1 KB.
  */
 import {
   AWS_LIMITS,
   bindingLimit,
   costOf,
   DEFAULT_ASSUMPTIONS,
-  maxUnitSize,
   MAX_SHARDS,
   rampSeconds,
   workerConcurrencyFor,
   type LimitVerdict,
   type PlanAssumptions,
 } from '../workflow/index.js';
+import { InvalidInputError } from '../protocol/index.js';
 import { shardRange } from './invoice-shards.js';
+import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from './invoices.js';
 
 /** What one customer costs, by table and service (the design's workload, above). */
 export const INVOICE_MIX = {
-  /** Items of the unit's transaction per customer: invoice + charge on Invoices, the email on Outbox. */
-  unitItems: { invoices: 2, outbox: 1 },
-  /** The sender's writes per email: claim and mark sent, the unsent index's entry and removal (standard writes, 1 KB). */
-  senderWrites: { outbox: 4 },
+  /** Items of the unit's transaction per customer: invoice + charge on Invoices, the email and the payment notification on Outbox. */
+  unitItems: { invoices: 2, outbox: 2 },
+  /** The sender's writes per outbox item: claim and mark sent, the unsent index's entry and removal (standard writes, 1 KB). */
+  senderWritesPerItem: 4,
   s3Puts: 1,
   emails: 1,
+  /** The payment provider's POST (outside AWS: no AWS cost, but one call per customer). */
+  paymentCalls: 1,
 } as const;
-const EFFECTS_PER_CUSTOMER = INVOICE_MIX.unitItems.invoices + INVOICE_MIX.unitItems.outbox;
 const TX = AWS_LIMITS.transactionalWriteFactor;
 
 export interface InvoicePlanInput {
@@ -57,6 +60,7 @@ export interface InvoicePlan {
   readUnits: number;
   s3Puts: number;
   emails: number;
+  paymentCalls: number;
   cost: Record<string, number>;
   wallSeconds: number;
   /** The same run on tables that were never pre-warmed (4,000 write units/s at once). */
@@ -85,7 +89,7 @@ function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
   const runRecordKb = Math.max(1, Math.ceil((k * 48) / 1024));
   const writeUnits = {
     invoices: n * INVOICE_MIX.unitItems.invoices * TX,
-    outbox: n * (INVOICE_MIX.unitItems.outbox * TX + INVOICE_MIX.senderWrites.outbox),
+    outbox: n * INVOICE_MIX.unitItems.outbox * (TX + INVOICE_MIX.senderWritesPerItem),
     fences: units * TX + invocations,
     // checkpoint per unit; heartbeat stamps move the job in the sweeper's index (2 writes); job creation + index entry; run record put + doneAt.
     jobs: units * TX + stamps * 2 + k * 2 + 2 * runRecordKb,
@@ -104,7 +108,7 @@ function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
     readUnits,
     requests: {
       transactWriteItems: units,
-      updateItem: invocations * 3 + renewals + k + n * 2, // acquire, raise, release; renewals; doneAt checks; the sender's two
+      updateItem: invocations * 3 + renewals + k + n * INVOICE_MIX.unitItems.outbox * 2, // acquire, raise, release; renewals; doneAt checks; the sender's two per outbox item
       getItem: invocations * 2 + k,
       batchGetItem: k * Math.ceil(k / 100),
       putItem: k + 1,
@@ -173,8 +177,10 @@ export function recommendShards(n: number, unitSize: number, a: PlanAssumptions,
 
 export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
   const a = { ...DEFAULT_ASSUMPTIONS, ...input.assumptions };
-  const unitSize = input.unitSize ?? 25;
-  if (unitSize > maxUnitSize(EFFECTS_PER_CUSTOMER)) throw new RangeError(`unitSize ${unitSize} exceeds ${maxUnitSize(EFFECTS_PER_CUSTOMER)} (${EFFECTS_PER_CUSTOMER} effects per customer)`);
+  const unitSize = input.unitSize ?? DEFAULT_UNIT_SIZE;
+  if (!Number.isInteger(unitSize) || unitSize < 1 || unitSize > MAX_UNIT_SIZE) {
+    throw new InvalidInputError('unitSize', `must be an integer in [1, ${MAX_UNIT_SIZE}] (${EFFECTS_PER_CUSTOMER} effects per customer), got ${unitSize}`);
+  }
   const quota = input.tableWriteUnits ?? AWS_LIMITS.tableWriteUnitsPerSecond;
   const lambda = input.lambdaConcurrency ?? AWS_LIMITS.lambdaConcurrency;
   const n = input.customers;
@@ -195,6 +201,7 @@ export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
     readUnits: m.readUnits,
     s3Puts: n * INVOICE_MIX.s3Puts,
     emails: n * INVOICE_MIX.emails,
+    paymentCalls: n * INVOICE_MIX.paymentCalls,
     cost: costOf({ wru: m.writeUnits.total, rru: m.readUnits, s3Puts: n * INVOICE_MIX.s3Puts, emails: n * INVOICE_MIX.emails, sqsRequests: m.requests.sqs!, lambdaRequests: m.invocations, lambdaGbSeconds }),
     wallSeconds: wall,
     wallSecondsUnwarmed: wallUnwarmed,

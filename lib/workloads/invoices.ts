@@ -33,6 +33,8 @@ const PERIOD = /^\d{4}-(0[1-9]|1[0-2])$/;
 export const EFFECTS_PER_CUSTOMER = 4;
 /** 24: a unit's customers, their effects, the fence and the checkpoint fit one transaction. */
 export const MAX_UNIT_SIZE = maxUnitSize(EFFECTS_PER_CUSTOMER);
+/** The stack's unit size unless `unitSize` says otherwise, and the capacity planner's. */
+export const DEFAULT_UNIT_SIZE = 20;
 /** Customers in one invoice run: the starter's setting and payload, the stack's synth check, the job input. */
 export const MAX_CUSTOMERS = 10_000_000;
 

@@ -10,7 +10,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDynamo, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../../lib/workloads/invoices.js';
-import { ensureTables, fenceKeyOf, fencesOfLease, readJob, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
+import { ensureTables, fenceKeyOf, fencesOfLease, readJob, runIdOfJob, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
 import { createStarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
@@ -21,6 +21,7 @@ import { LocalRuntime, slotOf } from '../../cli/runtime.js';
 import { LocalTelemetry } from '../../cli/telemetry.js';
 import { startEffects } from '../../cli/effects-env.js';
 import { RunEffects } from '../../cli/run-effects.js';
+import { runsRecorded } from '../../cli/run.js';
 import { startFaultProxy, type FaultProxy } from '../support/proxy.js';
 import { controlProtocol, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
@@ -237,12 +238,14 @@ async function watchProgress(direct: Dynamo, tables: TableNames, jobIds: string[
   const clock = systemClock;
   const started = clock.monotonicNow();
   const stallMs = deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60);
+  const runIds = [...new Set(jobIds.map(runIdOfJob))];
   const hardCap = started + stallMs * 8;
   let lastProgress = clock.monotonicNow();
   let lastCursors = '';
   for (;;) {
     const jobs = await Promise.all(jobIds.map((id) => readJob(direct.doc, tables.jobs, id)));
-    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) return;
+    // Ended, and every finished run recorded (a redelivery records it after a crash on the last commit).
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsRecorded(direct.doc, tables.jobs, runIds, jobs))) return;
     const cursors = jobs.map((j) => j?.cursor ?? 0).join(',');
     if (cursors !== lastCursors) {
       lastCursors = cursors;

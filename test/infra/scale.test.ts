@@ -12,7 +12,10 @@ import { buildApp, logicalId, nagViolations, templateOf, withoutCfnValidation } 
 function scale(context: Record<string, unknown>) {
   const { template, stack } = templateOf({ context });
   const w = stack.workflow;
-  const esm = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'))[0] as { Properties: { ScalingConfig?: { MaximumConcurrency: number } } };
+  // The worker's mapping (the sender has its own, on the Outbox stream).
+  const esm = Object.values(template.findResources('AWS::Lambda::EventSourceMapping', { Properties: { FunctionName: { Ref: logicalId(w.worker.fn) } } }))[0] as {
+    Properties: { ScalingConfig?: { MaximumConcurrency: number } };
+  };
   const starterEnv = (template.toJSON().Resources[logicalId(w.starter.fn)].Properties.Environment.Variables ?? {}) as Record<string, string>;
   const warm = Object.fromEntries(
     (['leases', 'fences', 'jobs', 'invoices'] as const).map((role) => [role, template.toJSON().Resources[logicalId(w.tables[role])].Properties.WarmThroughput]),

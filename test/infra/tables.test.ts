@@ -202,7 +202,9 @@ describe('nobody but the workflow updates a counter: UpdateItem and PartiQL upda
   it("only this stack's guard rule may publish to the alarm topic as EventBridge: the target's open grant is closed by a deny on any other source", () => {
     const w = built.stack.workflow;
     const topic = w.monitoring.node.findChild('AlarmTopic');
-    const rule = Object.keys(built.template.findResources('AWS::Events::Rule'))[0]!;
+    // The guard's rule: the one that targets the alarm topic (the SES events rule targets the recorder).
+    const rules = Object.entries(built.template.findResources('AWS::Events::Rule'));
+    const rule = rules.find(([, r]) => JSON.stringify(r.Properties.Targets).includes(JSON.stringify({ Ref: logicalId(topic) })))![0];
     const policies = Object.values(built.template.findResources('AWS::SNS::TopicPolicy')).filter((p) => JSON.stringify(p.Properties.Topics) === JSON.stringify([{ Ref: logicalId(topic) }]));
     const statements = policies.flatMap((p) => p.Properties.PolicyDocument.Statement as Props[]);
     expect(statements).toEqual(
