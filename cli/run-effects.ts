@@ -50,6 +50,8 @@ export class RunEffects {
   readonly documents: DocumentTarget;
   readonly stream: OutboxStream;
   readonly fired: string[] = [];
+  /** Faults this run could not inject (an external server's behaviour is not ours to change), said in the report. */
+  readonly notInjected: string[] = [];
   private readonly senderDeps: SenderDeps;
   private readonly kill: SenderKill | undefined;
   readonly reconciles: ReconcileReport[] = [];
@@ -91,14 +93,14 @@ export class RunEffects {
     if (e.embeddedS3 !== undefined) {
       e.embeddedS3.dropResponses(1, (r) => r.method === 'PUT');
       note('s3', 'the next S3 put answer is lost (the retry meets 412, resolved by HEAD)');
-    }
+    } else this.notInjected.push(`a lost S3 put answer (the S3 endpoint ${e.s3Url} is not the embedded one)`);
     this.stream.duplicateNext(1);
     this.stream.raceNext(1);
     note('sender', 'a duplicate stream delivery, and two senders racing for one batch');
     if (e.sink !== undefined) {
       e.sink.loseAcks(1);
       note('sender', 'an SMTP acknowledgement is lost (an ambiguous send)');
-    }
+    } else this.notInjected.push(`a lost SMTP acknowledgement and the email provider's outage (${e.emailName} is not the embedded sink)`);
     e.payments.loseResponses(1);
   }
 
@@ -107,7 +109,7 @@ export class RunEffects {
     if (!this.o.faults) return;
     this.o.effects.sink?.down(ms);
     this.o.effects.payments.down(ms);
-    this.fired.push(`email and payment providers down for ${ms} ms`);
+    this.fired.push(`${this.o.effects.sink === undefined ? 'the payment provider' : 'email and payment providers'} down for ${ms} ms`);
     this.o.timeline?.add('sender', 'pause', `PROVIDERS DOWN for ${ms} ms`);
     setTimeout(() => this.o.timeline?.add('sender', 'resume', 'providers back'), ms).unref();
   }
@@ -199,6 +201,7 @@ export class RunEffects {
     const sum = (k: 'fromRecord' | 'resent' | 'delivered' | 'unknown') => this.reconciles.reduce((n, r) => n + r[k], 0);
     return {
       faults: this.fired,
+      notInjected: this.notInjected,
       senderKilled: this.senderKilled,
       reconciled: { fromRecord: sum('fromRecord'), resent: sum('resent'), delivered: sum('delivered'), unknown: sum('unknown') },
       collected: this.collects.reduce((n, r) => n + r.deleted, 0),
@@ -211,7 +214,7 @@ export class RunEffects {
     const e = this.o.effects;
     return {
       s3: { client: e.s3, bucket: e.bucket, set: this.o.set },
-      ...(e.sink === undefined ? {} : { mails: e.sink.received }),
+      ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],
     };
   }
