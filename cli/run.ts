@@ -11,7 +11,8 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { systemClock, type Dynamo } from '../lib/protocol/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
-import { METRIC, readJob, readRun, type TableNames } from '../lib/workflow/index.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { METRIC, readJob, readRun, type Job, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
@@ -147,7 +148,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     opts.onProgress?.(done, totalUnits);
     if (done !== lastDone) [lastDone, movedAt] = [done, clock.monotonicNow()];
     // Ended, and every run whose shards are all DONE has had its completion check recorded.
-    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsChecked(opts, runIds, jobs))) break;
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsRecorded(opts.dynamo.doc, opts.tables.jobs, runIds, jobs))) break;
     if (clock.monotonicNow() - movedAt > STALL_MS) {
       gaveUp = `no unit committed for ${STALL_MS / 1000} s (${done}/${totalUnits} units done)`;
       break;
@@ -199,11 +200,14 @@ export const COLLECT_AFTER_MS = LEASE_MS + 1_000;
 
 const effectsSummary = (fx: RunEffects): RunResult['effects'] => fx.summary();
 
-/** Whether every run whose shards all ended DONE has its `doneAt` (the worker records it after the last shard). */
-async function runsChecked(opts: RunOptions, runIds: readonly string[], jobs: readonly (Awaited<ReturnType<typeof readJob>>)[]): Promise<boolean> {
+/**
+ * Whether every run whose shards all ended DONE has its `doneAt` (the worker records it after the
+ * last shard; after a crash between the two, the message's redelivery does). Shared with chaos.
+ */
+export async function runsRecorded(doc: DynamoDBDocumentClient, jobsTable: string, runIds: readonly string[], jobs: readonly (Job | undefined)[]): Promise<boolean> {
   const done = new Set(jobs.filter((j) => j?.status === 'DONE').map((j) => j!.id));
   for (const id of runIds) {
-    const r = await readRun(opts.dynamo.doc, opts.tables.jobs, id);
+    const r = await readRun(doc, jobsTable, id);
     if (r !== undefined && r.shards.every((s) => done.has(s)) && r.doneAt === undefined) return false;
   }
   return true;

@@ -21,6 +21,7 @@ import { LocalRuntime, slotOf } from '../../cli/runtime.js';
 import { LocalTelemetry } from '../../cli/telemetry.js';
 import { startEffects } from '../../cli/effects-env.js';
 import { RunEffects } from '../../cli/run-effects.js';
+import { runsRecorded } from '../../cli/run.js';
 import { startFaultProxy, type FaultProxy } from '../support/proxy.js';
 import { controlProtocol, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
@@ -242,7 +243,9 @@ async function watchProgress(direct: Dynamo, tables: TableNames, jobIds: string[
   let lastCursors = '';
   for (;;) {
     const jobs = await Promise.all(jobIds.map((id) => readJob(direct.doc, tables.jobs, id)));
-    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED')) return;
+    // Ended, and each run recorded done: after a crash between a job's last commit and its run's
+    // completion check, that is the redelivered message's work, a visibility timeout later.
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsRecorded(direct.doc, tables.jobs, jobIds, jobs))) return;
     const cursors = jobs.map((j) => j?.cursor ?? 0).join(',');
     if (cursors !== lastCursors) {
       lastCursors = cursors;
