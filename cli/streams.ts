@@ -34,13 +34,9 @@ export function streamsClient(endpoint: string | undefined): DynamoDBStreamsClie
  */
 export const EMPTY_PAGES_AT_TIP = 5;
 
-export async function readStream(
-  client: DynamoDBClient,
-  streams: DynamoDBStreamsClient,
-  table: string,
-  opts: { emptyPagesAtTip?: number } = {},
-): Promise<StreamChange[]> {
-  return (await readStreamRecords(client, streams, table, opts)).map((r) => toChange(r.record, r.shard));
+/** The whole stream as changes (keys and images unmarshalled), what the invariant checker reads. */
+export async function readStream(...args: Parameters<typeof readStreamRecords>): Promise<StreamChange[]> {
+  return (await readStreamRecords(...args)).map((r) => toChange(r.record, r.shard));
 }
 
 /** One record as GetRecords returns it (what Lambda's event source puts in a stream event), with its stream and shard. */
