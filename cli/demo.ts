@@ -3,7 +3,8 @@
  * with and without the fence, a faulted invoice run, the invariant report, a timeline SVG.
  *
  * Bad input is refused before anything is written (exit 2, one line): flags, an --out path that
- * cannot be written, an --endpoint that is not DynamoDB, a --table-prefix whose tables exist.
+ * cannot be written, an --endpoint that is not DynamoDB, a --table-prefix whose tables exist, an
+ * --s3-endpoint that does not answer as S3, an --smtp server that does not greet as SMTP.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -33,10 +34,12 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
   --seed N              seed for customers and amounts (default 1)
   --lease-mode M        wall-clock (default) or version-watch
   --s3-endpoint URL     an S3-compatible endpoint (path-style) for the documents, instead of the
-                        embedded one; with --bucket NAME (default fenced-workflow-documents)
+                        embedded one; with --bucket NAME (default fenced-workflow-documents);
+                        npm run cli -- s3-endpoint runs the project's own on its own
   --bucket NAME         the documents bucket (created if absent)
   --smtp HOST:PORT      deliver the emails to that SMTP server instead of the embedded sink (the
-                        checker then cannot read what was received, and says so)
+                        checker then cannot read what was received, and says so);
+                        npm run cli -- smtp-sink runs one on its own
   --out FILE            where to write the timeline SVG (default out/timeline.svg)
   --json                print one JSON report on stdout and nothing else there
   --help                this text
@@ -184,9 +187,10 @@ export async function demo(flags: DemoFlags): Promise<number> {
     const dynamo = createDynamo({ endpoint });
     await refuseExistingTables(dynamo.client, flags.prefix, endpoint);
     const [incidentTables, unsafeTables, runTables] = tableSets(flags.prefix) as [TableNames, TableNames, TableNames];
+    // Before any table exists: an --s3-endpoint or --smtp that does not answer as one is refused first.
+    effects = await startEffects({ doc: dynamo.doc, ...(flags.s3Endpoint === undefined ? {} : { s3Endpoint: flags.s3Endpoint }), ...(flags.bucket === undefined ? {} : { bucket: flags.bucket }), ...(flags.smtp === undefined ? {} : { smtp: flags.smtp }) });
     await Promise.all([incidentTables, unsafeTables, runTables].map((n) => ensureTables(dynamo.client, n)));
     out(`Tables: prefix ${flags.prefix} at ${flags.endpoint ?? `${endpoint} (embedded)`}`);
-    effects = await startEffects({ doc: dynamo.doc, ...(flags.s3Endpoint === undefined ? {} : { s3Endpoint: flags.s3Endpoint }), ...(flags.bucket === undefined ? {} : { bucket: flags.bucket }), ...(flags.smtp === undefined ? {} : { smtp: flags.smtp }) });
     out(`Documents: bucket ${effects.bucket} at ${effects.s3Url}${effects.embeddedS3 ? ' (embedded S3 endpoint)' : ''}; emails: ${effects.emailName}; payments: embedded provider ${effects.payments.url}`);
     const streams = streamsClient(endpoint);
     const fx = (set: string) => ({ effects: effects!, set, dynamo, streams });
@@ -249,7 +253,7 @@ function printRun(run: RunResult, out: (line: string) => void): void {
 
   out('\n3. Invariants (read back from the tables and their streams):');
   for (const [name, r] of Object.entries(run.invariants.invariants)) {
-    out(`   ${r.ok ? 'PASS' : 'FAIL'}  ${name}${r.ok ? '' : ': ' + r.violations.join('; ')}`);
+    out(`   ${r.ok ? 'PASS' : 'FAIL'}  ${name}${r.ok ? '' : ': ' + r.violations.join('; ')}${r.unchecked ? ` (not checked: ${r.unchecked.join('; ')})` : ''}`);
   }
   const s = run.invariants.stats;
   out(`   ${s.invoices} invoices, ${s.charges} charges, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
@@ -260,6 +264,7 @@ function printRun(run: RunResult, out: (line: string) => void): void {
   out(`   payment notifications: ${p.sent}/${p.items} sent, ${p.performed} performed by the provider for ${p.requests} requests (replays answered from its record)`);
   const x = run.effects;
   out(`   effect faults: ${x.faults.join('; ')}${x.senderKilled ? '; a sender killed after the provider accepted' : ''}`);
+  if (x.notInjected.length > 0) out(`   effect faults not injected: ${x.notInjected.join('; ')}`);
   out(`   reconciler: ${x.reconciled.fromRecord} from the provider's record, ${x.reconciled.resent} resent, ${x.reconciled.delivered} delivered late, ${x.reconciled.unknown} unknown; collector: ${x.collected} orphans removed`);
 }
 

@@ -6,6 +6,7 @@
  * go through in AWS) onto the outbox item it names.
  */
 import { CreateBucketCommand, HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
@@ -59,7 +60,25 @@ export function bucketFlag(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** Refuses an --smtp HOST:PORT that does not greet as an SMTP server, before the run sends it anything. */
+async function checkSmtp(smtp: { host: string; port: number }): Promise<void> {
+  const conn = new SMTPConnection({ host: smtp.host, port: smtp.port, connectionTimeout: 3_000, greetingTimeout: 3_000, socketTimeout: 3_000 });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      conn.once('error', reject);
+      // A server that closes instead of greeting (nodemailer reports it as the end of the connection).
+      conn.once('end', () => reject(new TypeError('the connection closed before a greeting')));
+      conn.connect(() => resolve());
+    });
+  } catch (e) {
+    throw new InvalidInputError('--smtp', `${smtp.host}:${smtp.port} did not greet as an SMTP server (${(e as Error).message}); start one there (npm run cli -- smtp-sink --port ${smtp.port}) or leave out --smtp`);
+  } finally {
+    conn.close();
+  }
+}
+
 export async function startEffects(opts: EffectsOptions): Promise<Effects> {
+  if (opts.smtp !== undefined) await checkSmtp(opts.smtp);
   const embeddedS3 = opts.s3Endpoint === undefined ? await startS3Endpoint() : undefined;
   const s3Url = opts.s3Endpoint ?? embeddedS3!.url;
   const s3 = s3Client({ endpoint: s3Url });
@@ -105,7 +124,7 @@ async function ensureBucket(s3: S3Client, bucket: string, url: string): Promise<
     return;
   } catch (e) {
     const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status !== 404) throw new InvalidInputError('--s3-endpoint', `${url} did not answer HeadBucket ${bucket} as S3 does (${(e as Error).name}: ${(e as Error).message})`);
+    if (status !== 404) throw new InvalidInputError('--s3-endpoint', `${url} did not answer HeadBucket ${bucket} as S3 does (${(e as Error).name}: ${(e as Error).message}); start one there (npm run cli -- s3-endpoint) or leave out --s3-endpoint`);
   }
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
 }

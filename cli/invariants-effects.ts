@@ -24,6 +24,8 @@ export interface EffectsSources {
   mails?: readonly { raw: string }[];
   /** The payment provider's record. */
   payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; requests: number }[];
+  /** What the run could not give the checker, and why (e.g. an external SMTP server's record): reported with the invariant it leaves partly unchecked. */
+  unread?: Partial<Record<'DOCS' | 'DELIVERY', string[]>>;
 }
 
 export interface EffectsStats {

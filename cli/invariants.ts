@@ -48,7 +48,8 @@ export function overlapsOf(takeovers: readonly Takeover[], skewOf: (owner: strin
 
 export interface InvariantReport {
   ok: boolean;
-  invariants: Record<InvariantName, { ok: boolean; violations: string[] }>;
+  /** `unchecked`: what the check could not read (EffectsSources.unread): a PASS covers only the rest. */
+  invariants: Record<InvariantName, { ok: boolean; violations: string[]; unchecked?: string[] }>;
   /** Every takeover; with the writers' clocks in step, one granted before the old expiry is an overlap. */
   takeovers: Takeover[];
   stats: {
@@ -255,7 +256,10 @@ export async function checkInvariants(
   const runs = checkRuns(runRecords, jobs, invoiceItems, (msg) => add('RUNS', msg));
 
   const invariants = Object.fromEntries(
-    (Object.keys(v) as InvariantName[]).map((k) => [k, { ok: v[k].length === 0, violations: v[k] }]),
+    (Object.keys(v) as InvariantName[]).map((k) => {
+      const unread = (effects.unread as Partial<Record<InvariantName, string[]>> | undefined)?.[k];
+      return [k, { ok: v[k].length === 0, violations: v[k], ...(unread?.length ? { unchecked: unread } : {}) }];
+    }),
   ) as InvariantReport['invariants'];
   return {
     ok: Object.values(invariants).every((i) => i.ok),

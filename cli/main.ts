@@ -1,11 +1,13 @@
 /**
  * The project's CLI: `npm start` (the demo, cli/demo.ts), `npm run dynamodb` (a DynamoDB Local
- * that stays), and the ops commands (cli/ops.ts).
+ * that stays), the local S3 endpoint and SMTP sink on their own (cli/serve-effects.ts), and the
+ * ops commands (cli/ops.ts).
  *
  *   npm start                               incident replay (with and without the fence),
  *                                           a faulted invoice run, the invariant report, a timeline SVG
  *   npm start -- --customers 1000 --workers 6 --seed 3 --json
  *   npm run dynamodb                        DynamoDB Local on http://127.0.0.1:8000 until Ctrl-C
+ *   npm run cli -- s3-endpoint / smtp-sink  the local S3 endpoint (:9000) / an SMTP sink (:2525) until Ctrl-C
  *   npm run cli -- status --endpoint http://127.0.0.1:8000 --table-prefix fw-...-
  *   npm run cli -- status --outputs cdk-outputs.json      (a deployed stack, standard credentials)
  *   npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json
@@ -21,17 +23,20 @@ import { connectionProblem } from './endpoint.js';
 import { userErrorLine } from './flags.js';
 import { opsCommand, OPS_COMMANDS, opsHelp } from './ops.js';
 import { serveDynamoLocal, SERVE_HELP } from './serve-dynamodb.js';
+import { S3_HELP, serveS3Endpoint, serveSmtpSink, SMTP_HELP } from './serve-effects.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-const COMMANDS = ['demo', 'dynamodb', ...OPS_COMMANDS] as const;
+const COMMANDS = ['demo', 'dynamodb', ...OPS_COMMANDS, 's3-endpoint', 'smtp-sink'] as const;
 
 const HELP = `Fenced workflows on DynamoDB — the main job and the ops CLI.
 
 Usage:
-  npm start [-- options]               the demo on an embedded DynamoDB Local (npm start -- --help)
-  npm run dynamodb [-- --port N]       a DynamoDB Local that stays until Ctrl-C, for --endpoint
-  npm run cli -- <command> [options]   <command> --help for its options
+  npm start [-- options]                 the demo on an embedded DynamoDB Local (npm start -- --help)
+  npm run dynamodb [-- --port N]         a DynamoDB Local that stays until Ctrl-C, for --endpoint
+  npm run cli -- s3-endpoint [--port N]  the local S3 endpoint until Ctrl-C, for --s3-endpoint
+  npm run cli -- smtp-sink [--port N]    an SMTP sink until Ctrl-C, for --smtp
+  npm run cli -- <command> [options]     <command> --help for its options
 
 Commands: ${COMMANDS.join(', ')}
 `;
@@ -46,12 +51,14 @@ export async function main(argv: string[]): Promise<number> {
     if (first === 'demo') {
       const flags = parseDemoFlags(rest);
       if (flags === 'help') {
-        process.stdout.write(`${DEMO_HELP}\n${SERVE_HELP}\n${opsHelp()}`);
+        process.stdout.write(`${DEMO_HELP}\n${SERVE_HELP}\n${S3_HELP}\n${SMTP_HELP}\n${opsHelp()}`);
         return 0;
       }
       return await demo(flags);
     }
     if (first === 'dynamodb') return await serveDynamoLocal(rest);
+    if (first === 's3-endpoint') return await serveS3Endpoint(rest);
+    if (first === 'smtp-sink') return await serveSmtpSink(rest);
     if (first.startsWith('-')) {
       throw new InvalidInputError('command', `"${first}" is not a command; \`npm start -- ${first}\` passes flags to the demo, \`npm run cli -- <command> ...\` runs one of ${COMMANDS.join(', ')}`);
     }

@@ -49,6 +49,9 @@ export class OutboxStream {
   private duplicates = 0;
   private races = 0;
   readonly deadLetters: _Record[] = [];
+  /** Batches delivered twice, and batches given to two senders at once, so far (the faults that fired). */
+  duplicated = 0;
+  raced = 0;
   invocations = 0;
   timeouts = 0;
 
@@ -157,11 +160,13 @@ export class OutboxStream {
     let copies = 1;
     if (this.races > 0) {
       this.races--;
+      this.raced++;
       copies = 2;
     }
     const results = await Promise.all(Array.from({ length: copies }, once));
     if (this.duplicates > 0) {
       this.duplicates--;
+      this.duplicated++;
       results.push(await once());
     }
     const failed = results.flat().filter((x): x is string => x !== undefined);

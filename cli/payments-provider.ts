@@ -30,6 +30,8 @@ export interface PaymentsProvider {
   readonly records: Map<string, KeyRecord>;
   down(ms: number): void;
   loseResponses(n: number): void;
+  /** Requests performed whose answer was lost so far (loseResponses that fired). */
+  readonly responsesLost: number;
   close(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ export async function startPaymentsProvider(opts: { port?: number } = {}): Promi
   const records = new Map<string, KeyRecord>();
   let downUntil = 0;
   let lose = 0;
+  let lost = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -66,6 +69,7 @@ export async function startPaymentsProvider(opts: { port?: number } = {}): Promi
       }
       if (lose > 0) {
         lose--;
+        lost++;
         return void req.socket.destroy();
       }
       json(200, { id: r.chargeId, object: 'charge' }, replayed ? { 'idempotent-replayed': 'true' } : {});
@@ -78,6 +82,9 @@ export async function startPaymentsProvider(opts: { port?: number } = {}): Promi
     records,
     down: (ms) => void (downUntil = Date.now() + ms),
     loseResponses: (n) => void (lose += n),
+    get responsesLost() {
+      return lost;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -49,7 +49,12 @@ class SenderKill implements SenderHooks {
 export class RunEffects {
   readonly documents: DocumentTarget;
   readonly stream: OutboxStream;
-  readonly fired: string[] = [];
+  /** Faults armed before the run, each with how to tell it fired: the report lists only those that did. */
+  private readonly armed: { text: string; hit: () => boolean }[] = [];
+  /** Faults that fired when they were triggered (the providers' outage). */
+  private readonly happened: string[] = [];
+  /** Faults this run could not inject (an external server's behaviour is not ours to change), said in the report. */
+  private readonly cannot: string[] = [];
   private readonly senderDeps: SenderDeps;
   private readonly kill: SenderKill | undefined;
   readonly reconciles: ReconcileReport[] = [];
@@ -84,22 +89,34 @@ export class RunEffects {
   arm(): void {
     if (!this.o.faults) return;
     const e = this.o.effects;
-    const note = (lane: string, text: string) => {
-      this.fired.push(text);
-      this.o.timeline?.add(lane, 'note', text);
+    const arm = (lane: string, text: string, hit: () => boolean) => {
+      this.armed.push({ text, hit });
+      this.o.timeline?.add(lane, 'note', `armed: ${text}`);
     };
     if (e.embeddedS3 !== undefined) {
-      e.embeddedS3.dropResponses(1, (r) => r.method === 'PUT');
-      note('s3', 'the next S3 put answer is lost (the retry meets 412, resolved by HEAD)');
-    }
+      const drop = e.embeddedS3.dropResponses(1, (r) => r.method === 'PUT');
+      arm('s3', 'an S3 put answer lost (the retry meets 412, resolved by HEAD)', () => drop.hits > 0);
+    } else this.cannot.push(`a lost S3 put answer (the S3 endpoint ${e.s3Url} is not the embedded one)`);
     this.stream.duplicateNext(1);
     this.stream.raceNext(1);
-    note('sender', 'a duplicate stream delivery, and two senders racing for one batch');
+    arm('sender', 'a duplicate stream delivery', () => this.stream.duplicated > 0);
+    arm('sender', 'two senders racing for one batch', () => this.stream.raced > 0);
     if (e.sink !== undefined) {
       e.sink.loseAcks(1);
-      note('sender', 'an SMTP acknowledgement is lost (an ambiguous send)');
-    }
+      arm('sender', 'an SMTP acknowledgement lost (an ambiguous send)', () => e.sink!.acksLost > 0);
+    } else this.cannot.push(`a lost SMTP acknowledgement and the email provider's outage (${e.emailName} is not the embedded sink)`);
     e.payments.loseResponses(1);
+    arm('sender', "a payment provider's answer lost (the resend with its Idempotency-Key is replayed)", () => e.payments.responsesLost > 0);
+  }
+
+  /** The effect faults that fired, in the order they were armed, then the triggered ones. */
+  get fired(): string[] {
+    return [...this.armed.filter((a) => a.hit()).map((a) => a.text), ...this.happened];
+  }
+
+  /** What was not injected: what an external server does not let us inject, and what was armed and never met its occasion. */
+  get notInjected(): string[] {
+    return [...this.cannot, ...this.armed.filter((a) => !a.hit()).map((a) => `${a.text}: armed, never met its occasion`)];
   }
 
   /** The providers go down for a while once the first units are in (called by the run). */
@@ -107,7 +124,7 @@ export class RunEffects {
     if (!this.o.faults) return;
     this.o.effects.sink?.down(ms);
     this.o.effects.payments.down(ms);
-    this.fired.push(`email and payment providers down for ${ms} ms`);
+    this.happened.push(`${this.o.effects.sink === undefined ? 'the payment provider' : 'email and payment providers'} down for ${ms} ms`);
     this.o.timeline?.add('sender', 'pause', `PROVIDERS DOWN for ${ms} ms`);
     setTimeout(() => this.o.timeline?.add('sender', 'resume', 'providers back'), ms).unref();
   }
@@ -199,6 +216,7 @@ export class RunEffects {
     const sum = (k: 'fromRecord' | 'resent' | 'delivered' | 'unknown') => this.reconciles.reduce((n, r) => n + r[k], 0);
     return {
       faults: this.fired,
+      notInjected: this.notInjected,
       senderKilled: this.senderKilled,
       reconciled: { fromRecord: sum('fromRecord'), resent: sum('resent'), delivered: sum('delivered'), unknown: sum('unknown') },
       collected: this.collects.reduce((n, r) => n + r.deleted, 0),
@@ -211,7 +229,7 @@ export class RunEffects {
     const e = this.o.effects;
     return {
       s3: { client: e.s3, bucket: e.bucket, set: this.o.set },
-      ...(e.sink === undefined ? {} : { mails: e.sink.received }),
+      ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],
     };
   }

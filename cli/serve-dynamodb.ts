@@ -4,9 +4,9 @@
  * ops CLI, chaos and bench can share one and its tables outlive each run. In memory: its tables
  * go when it stops.
  */
-import { InvalidInputError } from '../lib/protocol/index.js';
-import { portIsFree, startDynamoLocal } from './dynamodb-local.js';
-import { intFlag, parseFlags } from './flags.js';
+import { startDynamoLocal } from './dynamodb-local.js';
+import { parseFlags } from './flags.js';
+import { portFlag, untilStopped } from './serve.js';
 
 export const DEFAULT_PORT = 8000;
 
@@ -26,13 +26,11 @@ export async function serveDynamoLocal(argv: string[]): Promise<number> {
     process.stdout.write(SERVE_HELP);
     return 0;
   }
-  const port = intFlag('port', values.port, DEFAULT_PORT, 1, 65_535);
-  if (!(await portIsFree(port))) {
-    throw new InvalidInputError(
-      '--port',
-      `port ${port} is in use on 127.0.0.1 (a DynamoDB Local already running there? then use it: --endpoint http://127.0.0.1:${port}); or pick another port with --port N`,
-    );
-  }
+  const port = await portFlag(
+    values.port,
+    DEFAULT_PORT,
+    (p) => `port ${p} is in use on 127.0.0.1 (a DynamoDB Local already running there? then use it: --endpoint http://127.0.0.1:${p}); or pick another port with --port N`,
+  );
   const local = await startDynamoLocal({ port });
   const endpoint = local.endpoint;
   process.stdout.write(
@@ -44,13 +42,8 @@ export async function serveDynamoLocal(argv: string[]): Promise<number> {
       '',
     ].join('\n'),
   );
-  // The launcher's child and pipes do not hold the event loop (a demo must be able to exit): this does.
-  const keepAlive = setInterval(() => undefined, 60_000);
-  const stopped = new Promise<'signal'>((resolve) => {
-    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => resolve('signal'));
-  });
-  const why = await Promise.race([stopped, local.exited.then(() => 'died' as const)]);
-  clearInterval(keepAlive);
+  // The launcher's child and pipes do not hold the event loop (a demo must be able to exit): untilStopped does.
+  const why = await untilStopped(local.exited);
   await local.stop();
   if (why === 'died') {
     process.stderr.write(`error: DynamoDB Local at ${endpoint} exited by itself\n`);

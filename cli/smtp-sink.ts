@@ -24,6 +24,8 @@ export interface SmtpSink {
   readonly received: ReceivedMessage[];
   down(ms: number): void;
   loseAcks(n: number): void;
+  /** Messages taken whose acknowledgement was lost so far (loseAcks that fired). */
+  readonly acksLost: number;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function startSmtpSink(opts: { port?: number; host?: string; onRece
   const received: ReceivedMessage[] = [];
   let downUntil = 0;
   let acksToLose = 0;
+  let acksLost = 0;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -57,6 +60,7 @@ export async function startSmtpSink(opts: { port?: number; host?: string; onRece
         void Promise.resolve(opts.onReceived?.(m)).catch(() => undefined);
         if (acksToLose > 0) {
           acksToLose--;
+          acksLost++;
           // Taken and recorded; the 250 never goes out.
           socketOf(session)?.destroy();
           return;
@@ -79,6 +83,9 @@ export async function startSmtpSink(opts: { port?: number; host?: string; onRece
     received,
     down: (ms) => void (downUntil = Date.now() + ms),
     loseAcks: (n) => void (acksToLose += n),
+    get acksLost() {
+      return acksLost;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const c of connections) c._socket?.destroy();

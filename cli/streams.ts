@@ -34,15 +34,28 @@ export function streamsClient(endpoint: string | undefined): DynamoDBStreamsClie
  */
 export const EMPTY_PAGES_AT_TIP = 5;
 
-export async function readStream(
+/** The whole stream as changes (keys and images unmarshalled), what the invariant checker reads. */
+export async function readStream(...args: Parameters<typeof readStreamRecords>): Promise<StreamChange[]> {
+  return (await readStreamRecords(...args)).map((r) => toChange(r.record, r.shard));
+}
+
+/** One record as GetRecords returns it (what Lambda's event source puts in a stream event), with its stream and shard. */
+export interface RawStreamRecord {
+  streamArn: string;
+  shard: string;
+  record: _Record;
+}
+
+/** A table's whole stream, every shard from TRIM_HORIZON, the records as they come. */
+export async function readStreamRecords(
   client: DynamoDBClient,
   streams: DynamoDBStreamsClient,
   table: string,
   opts: { emptyPagesAtTip?: number } = {},
-): Promise<StreamChange[]> {
+): Promise<RawStreamRecord[]> {
   const arn = (await client.send(new DescribeTableCommand({ TableName: table }))).Table?.LatestStreamArn;
   if (!arn) return [];
-  const changes: StreamChange[] = [];
+  const out: RawStreamRecord[] = [];
   let exclusiveStart: string | undefined;
   do {
     const d = await streams.send(new DescribeStreamCommand({ StreamArn: arn, ExclusiveStartShardId: exclusiveStart }));
@@ -55,7 +68,7 @@ export async function readStream(
       for (let pages = 0; iterator && pages < 100_000; pages++) {
         const r = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
         const records = r.Records ?? [];
-        for (const rec of records) changes.push(toChange(rec, shard.ShardId ?? ''));
+        for (const record of records) out.push({ streamArn: arn, shard: shard.ShardId ?? '', record });
         empty = records.length === 0 ? empty + 1 : 0;
         if (!closed && empty >= (opts.emptyPagesAtTip ?? EMPTY_PAGES_AT_TIP)) break;
         iterator = r.NextShardIterator;
@@ -63,7 +76,7 @@ export async function readStream(
     }
     exclusiveStart = d.StreamDescription?.LastEvaluatedShardId;
   } while (exclusiveStart);
-  return changes;
+  return out;
 }
 
 function toChange(rec: _Record, shard: string): StreamChange {

@@ -641,7 +641,7 @@ describe('CLI arguments → exit code 2, one clear line on stderr, no stack trac
         ['status', '--json=1', '--table-prefix', 'nx-'],
       ),
     );
-  const unknownCommand = word.filter((w) => !(OPS_COMMANDS as readonly string[]).includes(w) && !['help', 'demo', 'dynamodb'].includes(w)).map((w) => [w]);
+  const unknownCommand = word.filter((w) => !(OPS_COMMANDS as readonly string[]).includes(w) && !['help', 'demo', 'dynamodb', 's3-endpoint', 'smtp-sink'].includes(w)).map((w) => [w]);
 
   it('random bad arguments for the demo, the ops commands and unknown commands', async () => {
     await fc.assert(

@@ -37,8 +37,10 @@ describe('what a chaos command runs', () => {
 
 describe('the chaos summary', () => {
   it('without controls it says they did not run, and one run has no rate', async () => {
-    const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 } })).join('\n');
+    const faults = { 'a duplicate stream delivery': 1, 'paused between read and write': 1 };
+    const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 }, faults })).join('\n');
     expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0 DOCS=0 DELIVERY=0 RUNS=0 LEASE=0');
+    expect(text).toContain('faults fired (runs): a duplicate stream delivery 1; paused between read and write 1');
     expect(text).toContain('negative controls: not run');
     expect(text).not.toMatch(/0\/0|NaN|runs\/min/);
   });
@@ -60,6 +62,21 @@ describe('npm run chaos -- --runs 1 --seed S', () => {
     expect(s.runs).toBe(1);
     for (const c of CONTROLS) expect(s.controls[c], c).toEqual({ runs: 0, caught: 0, forced: { runs: 0, caught: 0 }, timed: { runs: 0, caught: 0 } });
     expect(s.failedSeeds).toEqual([]);
+    // The article's incident and every fault of the external effects fired (not only armed) in that run.
+    expect(s.faults).toMatchObject(
+      Object.fromEntries(
+        [
+          'paused between read and write',
+          'an S3 put answer lost (the retry meets 412, resolved by HEAD)',
+          'a duplicate stream delivery',
+          'two senders racing for one batch',
+          'an SMTP acknowledgement lost (an ambiguous send)',
+          "a payment provider's answer lost (the resend with its Idempotency-Key is replayed)",
+          'email and payment providers down',
+          'sender killed after the provider accepted',
+        ].map((f) => [f, 1]),
+      ),
+    );
   }, 90_000);
 
   it('refuses --runs 0 --no-controls in one line', async () => {

@@ -21,16 +21,18 @@ const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClie
 const SEEDS = [100, 101, 102, 103, 110];
 
 describe('chaos (fixed seeds)', () => {
-  it(`seeds ${SEEDS.join(', ')}: the real protocol keeps FENCE, ONCE, PROGRESS, TOKENS, DOCS, DELIVERY and no lease held by two; the fence refuses the stale writes`, async () => {
+  it(`seeds ${SEEDS.join(', ')}: the real protocol keeps FENCE, ONCE, PROGRESS, TOKENS, DOCS, DELIVERY, RUNS and no lease held by two; the fence refuses the stale writes`, async () => {
     const runs = await Promise.all(SEEDS.map((seed) => chaosRun(env, seed, 'fenced')));
     for (const r of runs) {
       const story = `seed ${r.seed}: ${r.history.slice(-40).join('\n')}`;
       expect(r.error, story).toBeUndefined();
-      expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations])), story).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [] });
+      expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations])), story).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], RUNS: [] });
       expect(r.leaseViolation, story).toBe(false);
       // The schedule's incident really happened.
       expect(r.faultsFired, story).toContain('paused between read and write');
       if (r.schedule.incident === 'successor-crashes') expect(r.faultsFired, story).toContain('successor crashes after its fence raise');
+      // And the external effects' faults fired, not only were armed.
+      for (const f of ['a duplicate stream delivery', 'two senders racing for one batch', 'an SMTP acknowledgement lost (an ambiguous send)', 'sender killed after the provider accepted']) expect(r.faultsFired, story).toContain(f);
       if (r.schedule.drill !== undefined) expect(r.drill?.reports.map((x) => x.table), story).toEqual([expect.stringMatching(/leases$/), expect.stringMatching(/fences$/)]);
     }
     // The paused worker's write met the fence. (Across the set: on a loaded machine a paused

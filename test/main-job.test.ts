@@ -57,6 +57,28 @@ describe('the main job (--json)', () => {
     );
     // The crashed holder's job finished: someone took its lease over.
     expect(report.run.metrics.LeaseTakeover).toBeGreaterThanOrEqual(1);
+    // The external effects' faults fired (not only armed), and the checker saw what each leaves.
+    expect(report.run.effects).toMatchObject({ notInjected: [], senderKilled: true });
+    expect(report.run.effects.faults).toEqual([
+      'an S3 put answer lost (the retry meets 412, resolved by HEAD)',
+      'a duplicate stream delivery',
+      'two senders racing for one batch',
+      'an SMTP acknowledgement lost (an ambiguous send)',
+      "a payment provider's answer lost (the resend with its Idempotency-Key is replayed)",
+      expect.stringMatching(/^email and payment providers down for \d+ ms$/),
+    ]);
+    const { documents, emails, payments } = report.stats.effects;
+    // The paused holder's unit: its 10 documents were put, its commit never landed: orphans (or collected).
+    expect(documents.written - documents.referenced).toBeGreaterThanOrEqual(10);
+    expect(documents.orphaned + documents.collected).toBe(documents.written - documents.referenced);
+    // ...and it created no outbox item: one email and one payment per customer, every one delivered once.
+    expect(emails).toMatchObject({ items: 90, sent: 90, delivered: 90, unknown: 0, failed: 0, recordChecked: true });
+    expect(emails.ambiguous).toBeGreaterThanOrEqual(1);
+    expect(emails.duplicated).toBeLessThanOrEqual(emails.ambiguous);
+    expect(payments).toMatchObject({ items: 90, sent: 90, performed: 90 });
+    // The sender killed after the provider accepted: resolved from the provider's record, not resent.
+    expect(report.run.effects.reconciled.fromRecord).toBeGreaterThanOrEqual(1);
+    for (const name of ['DOCS', 'DELIVERY']) expect(report.invariants[name], name).toEqual({ ok: true, violations: [] });
     expect(existsSync(report.timelineSvg)).toBe(true);
     expect(readFileSync(report.timelineSvg, 'utf8')).toMatch(/^<svg|<\?xml/);
   });

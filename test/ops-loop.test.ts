@@ -41,9 +41,14 @@ describe('the local ops loop', () => {
 
     const status = await tsx('cli/main.ts', statusLine!.split(' '));
     expect(status.code, status.stderr).toBe(0);
-    const jobs = status.stdout.split('\n').filter((l) => l.trim().startsWith('invoice-run#'));
+    const lines = status.stdout.split('\n').filter((l) => l.trim().startsWith('invoice-run#'));
+    // The Jobs section, then the Runs section (a run record per period, its one shard the job).
+    const jobs = lines.filter((l) => / units /.test(l));
     expect(jobs).toHaveLength(3);
     for (const j of jobs) expect(j).toMatch(/\sDONE\s/);
+    const runs = lines.filter((l) => / shards DONE/.test(l));
+    expect(runs).toHaveLength(3);
+    for (const r of runs) expect(r).toMatch(/\sDONE\s+1\/1 shards DONE, recorded$/);
 
     // An unfinished job (as a run interrupted before it started would leave): requeue runs it here.
     const { doc, client } = createDynamo({ endpoint: endpoint! });

@@ -35,6 +35,8 @@ export interface ChaosSummary {
   dimensions: { wallClock: number; versionWatch: number; skewed: number; drills: number; successorCrashes: number };
   /** Takeovers before the replaced holder's expiry (true time) in skewed runs: allowed, FENCE must still hold. */
   skewOverlaps: { runs: number; overlaps: number };
+  /** Per fault (worker and effect faults, durations left out), the real-protocol runs in which it fired, not only was armed. */
+  faults: Record<string, number>;
   /** Real-protocol runs in which the fence refused at least one stale write, and how many it refused in all. */
   fenceRefusals: { runs: number; writes: number };
   failedSeeds: number[];
@@ -72,6 +74,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
     controls: Object.fromEntries(CONTROLS.map((c) => [c, { ...tally(), forced: tally(), timed: tally() }])) as ChaosSummary['controls'],
     dimensions: { wallClock: 0, versionWatch: 0, skewed: 0, drills: 0, successorCrashes: 0 },
     skewOverlaps: { runs: 0, overlaps: 0 },
+    faults: {},
     fenceRefusals: { runs: 0, writes: 0 },
     failedSeeds: [],
     uncaughtControls: [],
@@ -153,6 +156,7 @@ function countDimensions(summary: ChaosSummary, r: RunRecord): void {
     summary.skewOverlaps.runs++;
     summary.skewOverlaps.overlaps += r.overlaps;
   }
+  for (const name of new Set(r.faultsFired.map((f) => f.replace(/ for \d+ ms$/, '')))) summary.faults[name] = (summary.faults[name] ?? 0) + 1;
 }
 
 const HELP =
@@ -204,6 +208,8 @@ export function summaryLines(s: ChaosSummary): string[] {
     out.push(`  the fence refused ${s.fenceRefusals.writes} stale writes, in ${s.fenceRefusals.runs} of ${s.runs} runs`);
     const d = s.dimensions;
     out.push(`  ${d.wallClock} wall-clock, ${d.versionWatch} version-watch; ${d.skewed} with clock skew beyond the bound (${s.skewOverlaps.overlaps} lease overlaps, all fenced); ${d.drills} DR drills; ${d.successorCrashes} successors crashed after their fence raise`);
+    const fired = Object.entries(s.faults).sort(([a], [b]) => a.localeCompare(b));
+    if (fired.length > 0) out.push(`  faults fired (runs): ${fired.map(([f, n]) => `${f} ${n}`).join('; ')}`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
   const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;
@@ -276,6 +282,7 @@ async function cli(argv: string[]): Promise<number> {
         fenceRefusals: core.fenceRefusals,
         dimensions: core.dimensions,
         skewOverlaps: core.skewOverlaps,
+        faults: core.faults,
         elapsedMs: core.elapsedMs,
         runsPerMinute: core.runsPerMinute,
         failedSeeds,

@@ -1,21 +1,21 @@
 /**
  * The deployable artifact: synthesize WITH bundling (esbuild, no Docker), take the bundled
- * functions out of the cloud assembly, and run the worker the way Lambda does: a fresh Node
- * process imports `index.mjs` from a directory with nothing else in it and calls `handler`
- * with a real SQS event, against DynamoDB Local.
+ * functions out of the cloud assembly, and run them the way Lambda does (lambda-run.ts): the
+ * worker with a real SQS event against DynamoDB Local and the local S3 endpoint; the sender with
+ * the Outbox stream's own records; the recorder, the reconciler and the collector with their
+ * events; the providers real local servers (SES through the local SES v2 endpoint to the SMTP
+ * sink, the payment provider).
  */
-import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { builtinModules } from 'node:module';
-import { cpSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { startS3Endpoint, type S3Endpoint } from '../../cli/s3-endpoint.js';
 import { s3Client } from '../../lib/workflow/adapters/index.js';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { buildSync } from 'esbuild';
+import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { systemClock } from '../../lib/protocol/index.js';
@@ -23,25 +23,30 @@ import { createJob, ENV, fenceKeyOf, leaseKeyOf } from '../../lib/workflow/index
 import { expectedTotals, invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../../lib/workloads/invoices.js';
 import { getItem, scanAll } from '../support/fixtures.js';
 import { makeTables, type TestTables } from '../support/tables.js';
-import { buildApp, logicalId, tempDir, withoutCfnValidation } from './support.js';
+import { describeEffectBundles, type Bundles } from './artifact-effects.js';
+import { metricSum, runBundle } from './lambda-run.js';
+import { buildApp, logicalId, withoutCfnValidation } from './support.js';
 
-const run = promisify(execFile);
-const FUNCTIONS = ['worker', 'sweeper', 'starter'] as const;
+const FUNCTIONS = ['worker', 'sweeper', 'starter', 'sender', 'reconciler', 'recorder', 'collector'] as const;
 
+type FunctionName = (typeof FUNCTIONS)[number];
 let workflow: FencedWorkflow;
-let assetDirs: Record<(typeof FUNCTIONS)[number], string>;
+let bundles: Bundles<FunctionName>;
 
 beforeAll(() => {
   const { app, stack, outdir } = buildApp({ bundle: true });
   const assembly = withoutCfnValidation(() => app.synth());
-  const template = assembly.getStackByName(stack.stackName).template as { Resources: Record<string, { Properties: { Code: { S3Key: string } } }> };
+  const template = assembly.getStackByName(stack.stackName).template as Bundles['template'];
   workflow = stack.workflow;
-  assetDirs = Object.fromEntries(
+  const fnOf = (f: FunctionName) => (f === 'worker' || f === 'sweeper' || f === 'starter' ? workflow[f] : workflow.effects[f]).fn;
+  const fns = Object.fromEntries(FUNCTIONS.map((f) => [f, fnOf(f) as IConstruct])) as Bundles<FunctionName>['fns'];
+  const assetDirs = Object.fromEntries(
     FUNCTIONS.map((f) => {
-      const key = template.Resources[logicalId(workflow[f].fn)]!.Properties.Code.S3Key; // <hash>.zip
+      const key = template.Resources[logicalId(fns[f])]!.Properties!.Code!.S3Key!; // <hash>.zip
       return [f, join(outdir, `asset.${key.replace(/\.zip$/, '')}`)];
     }),
-  ) as typeof assetDirs;
+  ) as Bundles<FunctionName>['assetDirs'];
+  bundles = { template, fns, assetDirs };
 }, 120_000);
 
 /** Every module a bundle still imports or requires at run time, as esbuild's parser sees them (not a text search). */
@@ -52,16 +57,16 @@ function runtimeImports(file: string): string[] {
 
 describe('the bundles', () => {
   it.each(FUNCTIONS)('%s: one minified ESM file that imports nothing but Node built-ins (the AWS SDK is inside)', (f) => {
-    expect(readdirSync(assetDirs[f])).toEqual(['index.mjs']);
-    const code = readFileSync(join(assetDirs[f], 'index.mjs'), 'utf8');
+    expect(readdirSync(bundles.assetDirs[f])).toEqual(['index.mjs']);
+    const code = readFileSync(join(bundles.assetDirs[f], 'index.mjs'), 'utf8');
     expect(code.startsWith("import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);")).toBe(true);
     const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
-    expect(runtimeImports(join(assetDirs[f], 'index.mjs')).filter((s) => !builtins.has(s))).toEqual([]);
+    expect(runtimeImports(join(bundles.assetDirs[f], 'index.mjs')).filter((s) => !builtins.has(s))).toEqual([]);
     // Minified: a handful of very long lines, not one line per statement.
     expect(code.split('\n').length).toBeLessThan(200);
     // keepNames: error classes keep the names callers match on.
     expect(code).toContain('"ConditionalCheckFailedException"');
-    const kb = statSync(join(assetDirs[f], 'index.mjs')).size / 1024;
+    const kb = statSync(join(bundles.assetDirs[f], 'index.mjs')).size / 1024;
     expect(kb).toBeLessThan(2048);
     console.info(`bundle ${f}: ${kb.toFixed(0)} KB`);
   });
@@ -102,38 +107,20 @@ describe('the bundled worker runs like Lambda runs it', () => {
     const { job } = await createJob(t.dynamo.doc, t.names.jobs, { id: jobId, totalUnits: invoiceProcessor.totalUnits(input), input: { ...input } }, systemClock);
     expect(job.totalUnits).toBe(3);
 
-    // Lambda's layout: the function's directory and nothing else (no node_modules to fall back on).
-    const taskRoot = tempDir('fenced-task-');
-    cpSync(assetDirs.worker, taskRoot, { recursive: true });
     const event: SQSEvent = { Records: [record('m-1', JSON.stringify({ jobId })), record('m-2', '{"jobId": "not a job id"}')] };
-    const resultFile = join(taskRoot, 'result.json');
     // The X-Ray daemon's side of Lambda: the SDK sends each finished (sub)segment as a UDP datagram.
     const daemon = createSocket('udp4');
     const datagrams: string[] = [];
     daemon.on('message', (m) => datagrams.push(m.toString('utf8')));
     await new Promise<void>((r) => daemon.bind(0, '127.0.0.1', () => r()));
     const daemonPort = (daemon.address() as { port: number }).port;
-    const bootstrap = [
-      `const { handler } = await import(${JSON.stringify(pathToFileURL(join(taskRoot, 'index.mjs')).href)});`,
-      `const context = { awsRequestId: 'req-1', functionName: 'Worker', functionVersion: '$LATEST', memoryLimitInMB: '512', invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:Worker', getRemainingTimeInMillis: () => 60_000 };`,
-      `const result = await handler(JSON.parse(process.env.TEST_EVENT), context);`,
-      `(await import('node:fs')).writeFileSync(process.env.TEST_RESULT, JSON.stringify(result));`,
-    ].join('\n');
-    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', bootstrap], {
-      cwd: taskRoot,
-      timeout: 30_000,
+    const { results, logs, emf } = await runBundle(bundles.assetDirs.worker, {
+      functionName: 'Worker',
+      events: [event],
       env: {
-        PATH: process.env.PATH ?? '',
-        LAMBDA_TASK_ROOT: taskRoot,
-        _HANDLER: 'index.handler',
-        AWS_REGION: 'us-east-1',
-        AWS_LAMBDA_FUNCTION_NAME: 'Worker',
-        AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
-        AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
         _X_AMZN_TRACE_ID: 'Root=1-67891233-abcdef012345678912345678;Parent=53995c3f42cd8ad8;Sampled=1',
         AWS_XRAY_DAEMON_ADDRESS: `127.0.0.1:${daemonPort}`,
         AWS_XRAY_CONTEXT_MISSING: 'LOG_ERROR',
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         [ENV.dynamoEndpoint]: t.endpoint,
         [ENV.leasesTable]: t.names.leases,
         [ENV.fencesTable]: t.names.fences,
@@ -149,12 +136,10 @@ describe('the bundled worker runs like Lambda runs it', () => {
         [ENV.unitSize]: '10',
         POWERTOOLS_SERVICE_NAME: 'worker',
         POWERTOOLS_METRICS_NAMESPACE: 'FencedWorkflow',
-        TEST_EVENT: JSON.stringify(event),
-        TEST_RESULT: resultFile,
       },
     });
 
-    expect(JSON.parse(readFileSync(resultFile, 'utf8'))).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
+    expect(results).toEqual([{ batchItemFailures: [{ itemIdentifier: 'm-2' }] }]);
 
     const lease = await getItem(t, t.names.leases, leaseKeyOf(jobId));
     const generation = lease?.generation as number;
@@ -173,22 +158,13 @@ describe('the bundled worker runs like Lambda runs it', () => {
     for (const i of items) expect(i.generation).toBe(generation);
 
     // Powertools wrote CloudWatch EMF to stdout: three committed units, one lease acquired.
-    const emf = stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{') && l.includes('"_aws"'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const sum = (name: string) => emf.reduce((s, m) => s + (typeof m[name] === 'number' ? (m[name] as number) : Array.isArray(m[name]) ? (m[name] as number[]).reduce((a, b) => a + b, 0) : 0), 0);
-    expect(sum('UnitsCommitted')).toBe(3);
-    expect(sum('LeaseAcquired')).toBe(1);
+    expect(metricSum(emf, 'UnitsCommitted')).toBe(3);
+    expect(metricSum(emf, 'LeaseAcquired')).toBe(1);
     expect(emf.every((m) => m.service === 'worker')).toBe(true);
     // The cold-start metric, once (Powertools logMetrics).
-    expect(sum('ColdStart')).toBe(1);
+    expect(metricSum(emf, 'ColdStart')).toBe(1);
 
     // Log lines carry the invocation's context (Powertools injectLambdaContext).
-    const logs = stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{') && !l.includes('"_aws"'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const done = logs.filter((l) => l.message === 'record-done');
     expect(done).toEqual([expect.objectContaining({ function_request_id: 'req-1', cold_start: true, function_name: 'Worker', jobId })]);
 
@@ -202,3 +178,5 @@ describe('the bundled worker runs like Lambda runs it', () => {
     expect(segments.some((x) => x.name === '## index.handler')).toBe(true);
   });
 });
+
+describeEffectBundles(() => bundles);
