@@ -6,11 +6,12 @@ import { fileURLToPath } from 'node:url';
 
 export type CheckKind = 'safety' | 'liveness';
 export type Expectation = 'verify' | 'refute';
-/** fenced.pml: the lease + fence + idempotency protocol. */
-export type ModelName = 'fenced';
+/** fenced.pml: the lease + fence + idempotency protocol; effects.pml: documents and the outbox. */
+export type ModelName = 'fenced' | 'effects';
 
 export const MODEL_FILES: Readonly<Record<ModelName, string>> = {
   fenced: fileURLToPath(new URL('./fenced.pml', import.meta.url)),
+  effects: fileURLToPath(new URL('./effects.pml', import.meta.url)),
 };
 
 export interface VariantSpec {
@@ -127,5 +128,76 @@ const FENCED: readonly VariantSpec[] = [
   },
 ];
 
-/** Every variant. */
-export const VARIANTS: readonly VariantSpec[] = [...FENCED];
+/** The delivery faults switched off: the documents side alone (the collector never reads the outbox). */
+const NO_DELIVERY_FAULTS = ['NS=1', 'AMBSENDS=0', 'REJECTS=0', 'SCRASHES=0', 'DUPS=0'];
+
+/** effects.pml. Bounds are the model's defaults (U=1, 2 workers, 2 senders, every fault once) unless defined here. */
+const EFFECTS: readonly VariantSpec[] = [
+  {
+    model: 'effects',
+    name: 'effects',
+    description: 'documents and the outbox as implemented: 1 unit, 2 workers (1 takeover of a running holder, 1 crash), 2 senders, 1 duplicate record, 1 sender death, 1 ambiguous send, 1 refusal',
+    defines: [],
+    checks: ['safety'],
+    expect: 'verify',
+    quick: { safety: ['NS=1'] },
+    smallIn: ['quick'],
+  },
+  {
+    model: 'effects',
+    name: 'effects-2u',
+    description: 'the same with 2 units (a delivery while the next unit is in flight): 1 sender, 1 takeover, 1 worker crash, 1 ambiguous send',
+    defines: ['U=2', 'NS=1', 'DUPS=0', 'REJECTS=0', 'SCRASHES=0'],
+    checks: ['safety'],
+    expect: 'verify',
+    quick: { safety: ['WCRASHES=0', 'AMBSENDS=0'] },
+    smallIn: ['quick'],
+  },
+  {
+    model: 'effects',
+    name: 'effects-2r',
+    description: 'two reconcilers whose runs overlap, racing each other and the sender for one item: 1 sender death, 1 ambiguous send',
+    defines: ['NR=2', 'NS=1', 'DUPS=0', 'REJECTS=0'],
+    checks: ['safety'],
+    expect: 'verify',
+    quick: { safety: ['LAPSES=0', 'WCRASHES=0'] },
+    smallIn: ['quick'],
+  },
+  {
+    model: 'effects',
+    name: 'effects-collect',
+    description: 'the orphan collector at any moment, asking first whether the generation can still commit, then the pointer: 2 units, 1 takeover, 1 worker crash',
+    defines: ['COLLECTOR', 'U=2', ...NO_DELIVERY_FAULTS],
+    checks: ['safety'],
+    expect: 'verify',
+    quick: { safety: ['U=1', 'COLLECTS=2'] },
+    smallIn: ['quick'],
+  },
+  {
+    model: 'effects',
+    name: 'sendFromWorker',
+    description: 'no outbox: the worker emails the customer itself while it processes the unit, before its commit',
+    defines: ['SEND_FROM_WORKER'],
+    checks: ['safety'],
+    expect: 'refute',
+  },
+  {
+    model: 'effects',
+    name: 'documentInPlace',
+    description: "the document overwritten in place: one key per customer, no If-None-Match, no generation in the key, no pointer (needs no crash)",
+    defines: ['DOCUMENT_IN_PLACE', 'WCRASHES=0'],
+    checks: ['safety'],
+    expect: 'refute',
+  },
+  {
+    model: 'effects',
+    name: 'collectPointerFirst',
+    description: "the collector reads the pointer BEFORE it asks whether the object's generation can still commit (collector.ts's order today; needs no crash)",
+    defines: ['COLLECTOR', 'COLLECT_POINTER_FIRST', 'WCRASHES=0'],
+    checks: ['safety'],
+    expect: 'refute',
+  },
+];
+
+/** Every variant, fenced.pml's first. */
+export const VARIANTS: readonly VariantSpec[] = [...FENCED, ...EFFECTS];
