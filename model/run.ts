@@ -1,156 +1,43 @@
 /**
- * `npm run model`: model-checks model/fenced.pml with SPIN.
+ * `npm run model`: model-checks model/fenced.pml (the lease, fence and idempotency protocol) and
+ * model/effects.pml (documents and the outbox) with SPIN.
  *
- * For each variant: `spin -a` (with its -D defines) in a fresh temp dir, `gcc` the verifier,
- * run `./pan`, parse what it reports. The safe model must verify (0 errors, complete search)
- * for safety and for the liveness property PROGRESS; every broken variant must be refuted
- * (>= 1 error, a trail). Trails are kept (with a readable story of each counterexample) in a
- * temp dir, or in `--keep-trails DIR`; nothing is written inside the repository.
+ * For each variant (model/variants.ts): `spin -a` with its -D defines in a fresh temp dir, `gcc`
+ * the verifier, run `./pan`, parse what it reports (model/check.ts). The safe models must verify
+ * (0 errors, complete search), fenced.pml for safety and for the liveness property PROGRESS;
+ * every broken variant must be refuted (>= 1 error, a trail). Trails are kept (with a readable
+ * story of each counterexample) in a temp dir, or in `--keep-trails DIR`; nothing is written
+ * inside the repository.
  *
  *   npm run model                      table on stdout
  *   npm run model -- --json            one JSON object on stdout
  *   npm run model -- --only safe,NO_FENCE --keep-trails /tmp/trails --jobs 1 --timeout 60
  *
- * Exit status: 0 when the safe model verifies and every broken variant is refuted; 1 when not;
+ * Exit status: 0 when the safe models verify and every broken variant is refuted; 1 when not;
  * 2 on bad arguments or when spin/gcc are missing.
  */
-import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { checkTools, runCheck, type CheckResult } from './check.js';
+import { MODEL_FILES, VARIANTS, type CheckKind, type Expectation, type ModelName, type VariantSpec } from './variants.js';
 
-const MODEL_FILE = fileURLToPath(new URL('./fenced.pml', import.meta.url));
+export { ToolMissingError, type CheckResult } from './check.js';
+export { MODEL_FILES, VARIANTS, type CheckKind, type Expectation, type ModelName, type VariantSpec } from './variants.js';
 
-export type CheckKind = 'safety' | 'liveness';
-export type Expectation = 'verify' | 'refute';
-
-export interface VariantSpec {
-  readonly name: string;
-  readonly description: string;
-  /** Preprocessor defines for spin -a, e.g. ['NO_FENCE'] or ['NW=3']. */
-  readonly defines: readonly string[];
-  readonly checks: readonly CheckKind[];
-  readonly expect: Expectation;
-  /** Smaller bounds for `--quick` (the test), per check; merged over `defines`. */
-  readonly quick?: Partial<Record<CheckKind, readonly string[]>>;
-}
-
-/** The variants `npm run model` checks. Bounds are the model's defaults unless defined here. */
-export const VARIANTS: readonly VariantSpec[] = [
-  {
-    name: 'safe',
-    description: 'the protocol as implemented: 2 workers sharing one owner id, 2 units, 1 crash, 1 lapse, 1 ambiguous request',
-    defines: [],
-    checks: ['safety', 'liveness'],
-    expect: 'verify',
-    quick: { liveness: ['AMBIG=0'] },
-  },
-  {
-    name: 'safe-3w',
-    description: 'the protocol with 3 workers (owner ids 1,2,1), 1 crash, 1 lapse, queue of 1, no ambiguous request',
-    defines: ['NW=3', 'NOWNERS=2', 'AMBIG=0', 'QMAX=1'],
-    checks: ['safety'],
-    expect: 'verify',
-    quick: { safety: ['U=1'] },
-  },
-  {
-    name: 'safe-vw',
-    description: 'version-watch: the requeue receiver watches the version a full duration on its own clock; the sweeper only triggers',
-    defines: ['VERSION_WATCH'],
-    checks: ['safety', 'liveness'],
-    expect: 'verify',
-    quick: { safety: ['U=1'], liveness: ['AMBIG=0', 'U=1'] },
-  },
-  {
-    name: 'safe-seal',
-    description: 'a DR drill at any moment: the seal raises every lease counter and the fence its key protects, created if absent',
-    defines: ['SEAL'],
-    checks: ['safety'],
-    expect: 'verify',
-    quick: { safety: ['U=1'] },
-  },
-  {
-    name: 'NO_FENCE',
-    description: 'lease only: no fence raise, no fence condition in the unit transaction',
-    defines: ['NO_FENCE'],
-    checks: ['safety'],
-    expect: 'refute',
-  },
-  {
-    name: 'CHECK_THEN_ACT',
-    description: 'generation read and compared in code, then written without a condition',
-    defines: ['CHECK_THEN_ACT'],
-    checks: ['safety'],
-    expect: 'refute',
-  },
-  {
-    name: 'RELEASE_NO_GEN',
-    description: 'release and renew conditioned on the owner only',
-    defines: ['RELEASE_NO_GEN'],
-    checks: ['safety'],
-    expect: 'refute',
-  },
-  {
-    name: 'COUNTER_RESET',
-    description: 'release deletes the lease item, so the generation restarts',
-    defines: ['COUNTER_RESET'],
-    checks: ['safety'],
-    expect: 'refute',
-  },
-  {
-    name: 'SWEEPER_COUNT',
-    description: "version-watch claimed on the sweeper's count of unchanged sweeps, with no wait of the claimant's own",
-    defines: ['VERSION_WATCH', 'SWEEPER_COUNT'],
-    checks: ['safety'],
-    expect: 'refute',
-  },
-  {
-    name: 'SEAL_SKIPS_ABSENT',
-    description: 'the seal raises only fences that exist: an old holder paused before its first raise creates one below the floor',
-    defines: ['SEAL', 'SEAL_SKIPS_ABSENT'],
-    checks: ['safety'],
-    expect: 'refute',
-  },
-  {
-    name: 'NO_SWEEPER',
-    description: 'liveness control: no sweeper (and no end-state check): only PROGRESS can catch it',
-    defines: ['NO_SWEEPER', 'NO_ENDCHECK'],
-    checks: ['liveness'],
-    expect: 'refute',
-  },
-];
-
-export interface CheckResult {
-  readonly kind: CheckKind;
-  /** pan's error count (assertion violations, invalid end states, acceptance cycles). */
-  errors: number;
-  /** First violation pan reported, e.g. "assertion violated (g>=started)". */
-  violation?: string;
-  states: number;
-  matched: number;
-  transitions: number;
-  depth: number;
-  stateVectorBytes: number;
-  /** pan's own elapsed time. */
-  panSec: number;
-  /** Wall time of spin -a + gcc + pan. */
-  wallSec: number;
-  memoryMb: number;
-  /** The search covered the whole state space (no depth/memory truncation, no timeout). */
-  complete: boolean;
-  timedOut: boolean;
-  trail?: string;
-  story?: string[];
-  replay?: string;
-  /** The defines this check was generated with (variant + profile + extra). */
-  defines: string[];
-  compileFlags: string[];
-  panArgs: string[];
+/** A bad argument to the runner (an unknown variant, a malformed number or define): exit status 2. */
+export class ModelUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ModelUsageError';
+  }
 }
 
 export interface VariantResult {
+  /** Which model file: fenced.pml or effects.pml. */
+  readonly model: ModelName;
   readonly name: string;
   readonly description: string;
   readonly defines: readonly string[];
@@ -173,7 +60,8 @@ export interface ModelReport {
   ok: boolean;
   profile: 'full' | 'quick';
   spin: string;
-  model: string;
+  /** The model files checked, by name. */
+  models: Partial<Record<ModelName, string>>;
   trailsDir: string;
   totalSec: number;
   variants: Record<string, VariantResult>;
@@ -194,168 +82,9 @@ export interface RunOptions {
   extraDefines?: readonly string[];
   /** 'quick' applies each variant's smaller test bounds (VariantSpec.quick). Default 'full'. */
   profile?: 'full' | 'quick';
-  /** Override the model file (tests). */
-  modelFile?: string;
+  /** Override a model's file (tests). */
+  modelFiles?: Partial<Record<ModelName, string>>;
   onResult?: (v: VariantResult) => void;
-}
-
-export class ToolMissingError extends Error {
-  constructor(readonly tool: string, cause: unknown) {
-    super(
-      tool === 'spin'
-        ? 'spin is not installed (or not on PATH). Install it: `apt-get install spin` (Debian/Ubuntu); .ci/run installs it when missing.'
-        : `${tool} is not installed (or not on PATH); the model checker needs it to compile the verifier.`,
-      { cause },
-    );
-    this.name = 'ToolMissingError';
-  }
-}
-
-interface Exec {
-  stdout: string;
-  stderr: string;
-  code: number | null;
-  timedOut: boolean;
-}
-
-function run(cmd: string, args: readonly string[], cwd: string, timeoutMs: number): Promise<Exec> {
-  return new Promise((resolveRun, rejectRun) => {
-    execFile(
-      cmd,
-      args as string[],
-      { cwd, timeout: Math.max(1, Math.ceil(timeoutMs)), killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-          rejectRun(new ToolMissingError(cmd, error));
-          return;
-        }
-        const timedOut = error !== null && (error as { killed?: boolean }).killed === true;
-        const code = error === null ? 0 : typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : null;
-        resolveRun({ stdout: String(stdout), stderr: String(stderr), code, timedOut });
-      },
-    );
-  });
-}
-
-/** The installed spin's version line; throws ToolMissingError when spin or gcc is absent. */
-async function checkTools(): Promise<string> {
-  const spin = await run('spin', ['-V'], tmpdir(), 10_000);
-  await run('gcc', ['--version'], tmpdir(), 10_000);
-  return spin.stdout.trim() || spin.stderr.trim();
-}
-
-const num = (re: RegExp, text: string): number => {
-  const m = re.exec(text);
-  return m?.[1] === undefined ? 0 : Number(m[1]);
-};
-
-/** Parses ./pan's report. */
-function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 'timedOut' | 'defines' | 'compileFlags' | 'panArgs'> {
-  const errorsMatch = /errors: (\d+)/.exec(out);
-  const violation = /^pan:\d+: (.+?) \(at depth \d+\)/m.exec(out)?.[1] ?? /^pan: (invalid end state.*)$/m.exec(out)?.[1];
-  const truncated =
-    /max search depth too small/.test(out) ||
-    /reached -DMEMLIM bound/.test(out) ||
-    /out of memory/.test(out) ||
-    /Search not completed/.test(out);
-  const errors = errorsMatch?.[1] === undefined ? -1 : Number(errorsMatch[1]);
-  return {
-    errors,
-    ...(violation === undefined ? {} : { violation }),
-    states: num(/([\d.e+]+) states, stored/, out),
-    matched: num(/([\d.e+]+) states, matched/, out),
-    transitions: num(/([\d.e+]+) transitions \(/, out),
-    depth: num(/depth reached (\d+)/, out),
-    stateVectorBytes: num(/State-vector (\d+) byte/, out),
-    panSec: num(/pan: elapsed time ([\d.e+]+) seconds/, out),
-    memoryMb: num(/([\d.]+)\s+total actual memory usage/, out),
-    // A refuted run stops at its first error: "not completed" is expected there.
-    complete: errors >= 0 && !truncated,
-  };
-}
-
-/** NAME or NAME=V; a later definition of the same NAME replaces an earlier one. */
-function mergeDefines(...lists: readonly (readonly string[] | undefined)[]): string[] {
-  const byName = new Map<string, string>();
-  for (const d of lists.flatMap((l) => l ?? [])) byName.set(d.split('=')[0]!, d);
-  return [...byName.values()];
-}
-
-function flagsFor(kind: CheckKind, expect: Expectation, memLimitMb: number): { cc: string[]; pan: string[] } {
-  // The verifications run long enough to pay for -O2; the refutations stop at once: compile fast.
-  const common = [expect === 'verify' ? '-O2' : '-O0', '-w', `-DMEMLIM=${memLimitMb}`];
-  if (kind === 'liveness') {
-    // Nested DFS for acceptance cycles under weak fairness (-f); NFAIR sized for up to 7 processes.
-    return { cc: [...common, '-DNFAIR=3', '-DCOLLAPSE'], pan: ['-a', '-f', '-m200000', '-n'] };
-  }
-  if (expect === 'refute') {
-    // Breadth-first: the shortest counterexample, the most readable trail.
-    return { cc: [...common, '-DSAFETY', '-DNOCLAIM', '-DBFS'], pan: ['-n'] };
-  }
-  return { cc: [...common, '-DSAFETY', '-DNOCLAIM', '-DCOLLAPSE'], pan: ['-m200000', '-n'] };
-}
-
-async function runCheck(
-  spec: VariantSpec,
-  kind: CheckKind,
-  opts: Required<Pick<RunOptions, 'timeoutSec' | 'memLimitMb' | 'extraDefines' | 'profile'>> & { modelFile: string; trailsDir: string },
-): Promise<CheckResult> {
-  const started = performance.now();
-  const deadline = started + opts.timeoutSec * 1000;
-  const left = () => deadline - performance.now();
-  const work = mkdtempSync(join(tmpdir(), `fenced-model-${spec.name}-${kind}-`));
-  const defines = mergeDefines(spec.defines, opts.profile === 'quick' ? spec.quick?.[kind] : undefined, opts.extraDefines).map((d) => `-D${d}`);
-  const { cc, pan } = flagsFor(kind, spec.expect, opts.memLimitMb);
-  const base = { kind, defines: defines.map((d) => d.slice(2)), compileFlags: cc, panArgs: pan };
-  const failed = (why: string, timedOut = false): CheckResult => ({
-    ...base,
-    errors: -1,
-    violation: why,
-    states: 0,
-    matched: 0,
-    transitions: 0,
-    depth: 0,
-    stateVectorBytes: 0,
-    panSec: 0,
-    wallSec: (performance.now() - started) / 1000,
-    memoryMb: 0,
-    complete: false,
-    timedOut,
-  });
-  try {
-    copyFileSync(opts.modelFile, join(work, 'fenced.pml'));
-    const gen = await run('spin', ['-a', ...defines, 'fenced.pml'], work, left());
-    if (gen.code !== 0 || !existsSync(join(work, 'pan.c'))) return failed(`spin -a failed: ${(gen.stderr || gen.stdout).trim()}`, gen.timedOut);
-    const comp = await run('gcc', [...cc, '-o', 'pan', 'pan.c'], work, left());
-    if (comp.code !== 0) return failed(`gcc failed: ${comp.stderr.trim().slice(0, 2000)}`, comp.timedOut);
-    const verify = await run('./pan', pan, work, left());
-    if (verify.timedOut) return failed(`pan exceeded the ${opts.timeoutSec} s limit`, true);
-    const parsed = parsePan(verify.stdout + verify.stderr);
-    const result: CheckResult = { ...base, ...parsed, wallSec: 0, timedOut: false };
-    if (parsed.errors !== 0 && parsed.errors !== -1) {
-      // A negative control needs its trail; a failing safe model even more so.
-      const trailIn = join(work, 'fenced.pml.trail');
-      if (existsSync(trailIn)) {
-        const stem = `${spec.name}-${kind}`;
-        const trail = join(opts.trailsDir, `${stem}.trail`);
-        copyFileSync(trailIn, trail);
-        const replay = await run('spin', ['-t', ...defines, 'fenced.pml'], work, Math.max(5_000, left()));
-        const story = (replay.stdout + replay.stderr)
-          .split('\n')
-          .map((l) => l.trim())
-          .filter((l) => l.startsWith('EVT ') || l.includes('Error:') || l.includes('text of failed') || l.includes('START OF CYCLE'))
-          .map((l) => l.replace(/^EVT /, ''));
-        result.trail = trail;
-        result.story = story;
-        result.replay = `spin -t -p -k ${trail} ${defines.join(' ')} ${opts.modelFile}`.replace(/\s+/g, ' ');
-        writeFileSync(join(opts.trailsDir, `${stem}.txt`), [`${spec.name} (${kind}): ${parsed.violation ?? ''}`, `replay: ${result.replay}`, '', ...story, ''].join('\n'));
-      }
-    }
-    result.wallSec = (performance.now() - started) / 1000;
-    return result;
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
 }
 
 /** The check came out as the variant expects: verify => 0 errors and complete; refute => >= 1 error with a trail. */
@@ -372,6 +101,7 @@ function summarise(spec: VariantSpec, checks: Partial<Record<CheckKind, CheckRes
   const ok = !broken && list.length === spec.checks.length && list.every((c) => expectationMet(spec.expect, c));
   const violation = (withTrail ?? list.find((c) => c.violation !== undefined))?.violation;
   return {
+    model: spec.model,
     name: spec.name,
     description: spec.description,
     defines: spec.defines,
@@ -393,18 +123,18 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
   const t0 = performance.now();
   // Bad arguments first, before looking for the tools.
   const unknown = (options.only ?? []).filter((n) => !VARIANTS.some((v) => v.name === n));
-  if (unknown.length > 0) throw new Error(`unknown variant(s): ${unknown.join(', ')}; known: ${VARIANTS.map((v) => v.name).join(', ')}`);
+  if (unknown.length > 0) throw new ModelUsageError(`unknown variant(s): ${unknown.join(', ')}; known: ${VARIANTS.map((v) => v.name).join(', ')}`);
   const specs = options.only === undefined ? VARIANTS : options.only.map((n) => VARIANTS.find((v) => v.name === n)!);
   const spin = await checkTools();
-  const modelFile = resolve(options.modelFile ?? MODEL_FILE);
-  const trailsDir = options.trailsDir === undefined ? mkdtempSync(join(tmpdir(), 'fenced-model-trails-')) : resolve(options.trailsDir);
+  const models: Partial<Record<ModelName, string>> = {};
+  for (const s of specs) models[s.model] = resolve(options.modelFiles?.[s.model] ?? MODEL_FILES[s.model]);
+  const trailsDir = options.trailsDir === undefined ? mkdtempSync(join(tmpdir(), 'model-trails-')) : resolve(options.trailsDir);
   mkdirSync(trailsDir, { recursive: true });
   const cfg = {
     timeoutSec: options.timeoutSec ?? 120,
     memLimitMb: options.memLimitMb ?? 2048,
     extraDefines: options.extraDefines ?? [],
     profile: options.profile ?? 'full',
-    modelFile,
     trailsDir,
   };
 
@@ -418,7 +148,7 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
   const lane = async () => {
     while (next < tasks.length) {
       const task = tasks[next++]!;
-      const r = await runCheck(task.spec, task.kind, cfg);
+      const r = await runCheck(task.spec, task.kind, { ...cfg, modelFile: models[task.spec.model]! });
       const checks = done.get(task.spec.name) ?? {};
       checks[task.kind] = r;
       done.set(task.spec.name, checks);
@@ -436,7 +166,7 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
     ok: specs.every((s) => ordered[s.name]?.ok === true),
     profile: cfg.profile,
     spin,
-    model: modelFile,
+    models,
     trailsDir,
     totalSec: Number(((performance.now() - t0) / 1000).toFixed(2)),
     variants: ordered,
@@ -450,13 +180,14 @@ function weight(t: { spec: VariantSpec; kind: CheckKind }): number {
 const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 
 function formatTable(report: ModelReport): string {
-  const header = ['variant', 'check', 'expect', 'result', 'errors', 'states', 'transitions', 'depth', 'pan s', 'wall s', 'MB', 'defines', 'violation / trail'];
+  const header = ['model', 'variant', 'check', 'expect', 'result', 'errors', 'states', 'transitions', 'depth', 'pan s', 'wall s', 'MB', 'defines', 'violation / trail'];
   const rows: string[][] = [];
   for (const v of Object.values(report.variants)) {
     for (const [kind, c] of Object.entries(v.checks)) {
       if (c === undefined) continue;
       const met = expectationMet(v.expect, c);
       rows.push([
+        v.model,
         v.name,
         kind,
         v.expect,
@@ -474,15 +205,15 @@ function formatTable(report: ModelReport): string {
     }
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => (i >= 4 && i <= 10 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (r: string[]) => r.map((c, i) => (i >= 5 && i <= 11 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
   const out = [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
-  out.push('', `${report.spin}; ${report.profile} bounds; model ${report.model}; trails in ${report.trailsDir}; ${report.totalSec} s in all`);
+  out.push('', `${report.spin}; ${report.profile} bounds; models ${Object.values(report.models).join(', ')}; trails in ${report.trailsDir}; ${report.totalSec} s in all`);
   for (const v of Object.values(report.variants)) {
     const c = Object.values(v.checks).find((x) => x?.story !== undefined);
     if (c?.story === undefined) continue;
     out.push('', `${v.name}: ${c.violation ?? ''}`, ...c.story.map((s) => `  ${s}`));
   }
-  out.push('', report.ok ? 'OK: the safe model verifies and every broken variant is refuted.' : 'FAILED: see UNEXPECTED/TIMEOUT rows above.');
+  out.push('', report.ok ? 'OK: the safe models verify and every broken variant is refuted.' : 'FAILED: see UNEXPECTED/TIMEOUT rows above.');
   return out.join('\n');
 }
 
@@ -519,7 +250,7 @@ async function main(argv: string[]): Promise<number> {
   const positive = (name: string, v: string | undefined): number | undefined => {
     if (v === undefined) return undefined;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
+    if (!Number.isInteger(n) || n < 1) throw new ModelUsageError(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
     return n;
   };
   let opts: RunOptions;
@@ -528,7 +259,7 @@ async function main(argv: string[]): Promise<number> {
     const timeoutSec = positive('timeout', values.timeout);
     const memLimitMb = positive('mem-limit', values['mem-limit']);
     for (const d of values.define ?? []) {
-      if (!/^[A-Z_][A-Z0-9_]*(=\d+)?$/.test(d)) throw new Error(`--define must look like NAME or NAME=123, got ${JSON.stringify(d)}`);
+      if (!/^[A-Z_][A-Z0-9_]*(=\d+)?$/.test(d)) throw new ModelUsageError(`--define must look like NAME or NAME=123, got ${JSON.stringify(d)}`);
     }
     opts = {
       ...(values.only === undefined ? {} : { only: values.only.split(',').map((s) => s.trim()).filter(Boolean) }),
@@ -568,3 +299,4 @@ if (invoked === import.meta.url) {
     },
   );
 }
+
