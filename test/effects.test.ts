@@ -8,7 +8,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
 import { headerOf, startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
-import { systemClock } from '../lib/protocol/index.js';
+import { createDynamo, systemClock } from '../lib/protocol/index.js';
 import { ObjectExistsError, collect, deliver, readOutboxItem, reconcile, recordProviderEvent, silentTelemetry, type OutboxItem, type SenderDeps } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
@@ -100,5 +100,36 @@ describe('the collector', () => {
     expect(await store.getIfMatch(name(7), g7!.etag)).toBeUndefined();
     expect(await store.getIfMatch(name(8), g8!.etag)).toBeDefined();
     expect(await store.getIfMatch(name(9), g9!.etag)).toBeDefined();
+  });
+
+  it("never deletes a document its writer publishes between the collector's pointer read and its obsolescence check (the writer's last unit: pointer set, job DONE)", async () => {
+    const store = new S3ObjectStore(client(), 'docs');
+    const key = 'invoices/2026-05/cust-0000002/5.json';
+    const put = await store.putNew(key, Buffer.from('{"generation":5}'), 'application/json');
+    const pointer = 'invoice#2026-05#cust-0000002';
+    const jobId = 'invoice-run#2026-05';
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.fences, Item: { pk: `invoices#${jobId}`, generation: 5 } }));
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { pk: jobId, status: 'RUNNING', cursor: 0, totalUnits: 1 } }));
+    // The collector's own client, with a hook that lets the writer commit right after the
+    // collector's first read of the pointer (which found none): the interleaving, forced.
+    const { doc } = createDynamo({ endpoint: t.endpoint });
+    let committed = false;
+    doc.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const input = args.input as { TableName?: string; Key?: { pk?: string } };
+        if (!committed && input.TableName === t.names.invoices && input.Key?.pk === pointer) {
+          committed = true;
+          await t.dynamo.doc.send(new PutCommand({ TableName: t.names.invoices, Item: { pk: pointer, generation: 5, documentKey: key, documentEtag: put!.etag } }));
+          await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { pk: jobId, status: 'DONE', cursor: 1, totalUnits: 1 } }));
+        }
+        return out;
+      },
+      { step: 'initialize', name: 'writerCommitsAfterPointerRead' },
+    );
+    const r = await collect({ doc, tables: t.names, store, prefix: 'invoices/2026-05/', refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), clock: systemClock, telemetry: silentTelemetry, minAgeMs: 0 });
+    expect(committed).toBe(true);
+    expect(r).toMatchObject({ scanned: 1, deleted: 0 });
+    expect(await store.getIfMatch(key, put!.etag)).toBeDefined();
   });
 });

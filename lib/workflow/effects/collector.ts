@@ -2,9 +2,9 @@
  * The collector (scheduled): removes documents nobody points to and nobody ever can, and never
  * a referenced one. An object is deleted only when all of these hold:
  *   - it is older than `minAgeMs` (the longest lease plus a margin: the operator's bound);
- *   - its pointer (read consistently) names another key, or none;
  *   - no unit of its generation can still commit: the job's fence is above that generation, or
- *     the job is DONE (no unit commits after the last one).
+ *     the job is DONE (no unit commits after the last one);
+ *   - its pointer (read consistently, after the check above) names another key, or none.
  * The last condition is what makes it safe rather than likely: age alone is a timing bet that a
  * paused holder loses (a holder whose lease lapsed can still commit while nobody has raised the
  * fence), and its commit would then publish a pointer to a deleted object. The delete itself is
@@ -50,6 +50,9 @@ async function get(doc: DynamoDBDocumentClient, table: string, pk: string): Prom
   return (await doc.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }))).Item;
 }
 
+const publishes = async (deps: CollectorDeps, ref: DocumentRef, key: string): Promise<boolean> =>
+  (await get(deps.doc, ref.pointer.table, ref.pointer.pk))?.[INVOICE_ATTR.documentKey] === key;
+
 /** Can no unit of `ref.generation` ever commit again? */
 async function obsolete(deps: CollectorDeps, ref: DocumentRef): Promise<boolean> {
   const fence = await get(deps.doc, deps.tables.fences, fenceKeyOf(ref.jobId));
@@ -68,13 +71,20 @@ export async function collect(deps: CollectorDeps): Promise<CollectReport> {
     const ref = deps.refOf(o.key);
     if (ref === undefined) continue;
     scanned++;
-    const pointer = await get(deps.doc, ref.pointer.table, ref.pointer.pk);
-    if (pointer?.[INVOICE_ATTR.documentKey] === o.key) {
+    if (await publishes(deps, ref, o.key)) {
       referenced++;
       continue;
     }
     if (now - o.lastModified < deps.minAgeMs || !(await obsolete(deps, ref))) {
       kept++;
+      continue;
+    }
+    // Read the pointer again, AFTER the object was found obsolete: its writer may have committed
+    // between the first read and the check (its last unit: the pointer set and the job DONE). From
+    // the check on no unit of that generation can commit, so this read is final (model/effects.pml,
+    // the collectPointerFirst variant, is the counterexample without it).
+    if (await publishes(deps, ref, o.key)) {
+      referenced++;
       continue;
     }
     if (await deps.store.deleteIfMatch(o.key, o.etag)) {
