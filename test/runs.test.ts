@@ -138,15 +138,18 @@ describe('a sharded run on DynamoDB Local', () => {
     expect((await invariants(t)).invariants.RUNS).toEqual({ ok: true, violations: [] });
   });
 
-  it('two checks that both saw every shard DONE (their writes held until both are in flight) record the run once', async () => {
+  it('two checks that both saw every shard DONE (their reads of the shards held until both are in flight) record the run once', async () => {
     const t = await tables();
     const w = workflow(t);
     const input = invoiceInput('2026-12', 8, 4);
     const [s0, s1] = invoiceShards(input, 2).map((s) => s.id) as [string, string];
     await startInvoiceRun(t.dynamo.doc, t.names.jobs, input, 2, w.clock);
     for (const id of [s0, s1]) await w.queue.send({ jobId: id, reason: 'start' });
-    // Both shards' completion marks are parked: both checks have read every shard DONE first.
-    const hold = holdRequests(t.dynamo.client, (op, body) => op === 'UpdateItem' && String(body.Key?.pk?.S ?? '').startsWith('run#'));
+    // Both checks' reads of the shards are parked until both are in flight: each check has read the
+    // run record (no doneAt) and, released, reads both shards DONE, so both write. (Parking the
+    // writes instead would depend on timing: a check that runs before the other shard is DONE
+    // reads it RUNNING and never writes.)
+    const hold = holdRequests(t.dynamo.client, (op) => op === 'BatchGetItem');
     const a = w.deliver('A', 1);
     const b = w.deliver('B', 1);
     await hold.waitFor(2);
