@@ -22,6 +22,9 @@ describe('what a chaos command runs', () => {
     expect(chaosPlan({ replay: 'checkThenAct@5003' })).toEqual({ runs: 0, seed: 5003, controlRuns: 1, controls: ['checkThenAct'] });
     // Asked for: controls with one run.
     expect(chaosPlan({ runs: '1', seed: '417', 'control-runs': '2' })).toMatchObject({ runs: 1, controlRuns: 2 });
+    // A subset of the controls, by name; an unknown name is refused in one line.
+    expect(chaosPlan({ runs: '0', 'control-runs': '5', controls: 'fenceBypass,claimOnSweeperCount' })).toMatchObject({ controls: ['fenceBypass', 'claimOnSweeperCount'] });
+    expect(() => chaosPlan({ runs: '0', 'control-runs': '5', controls: 'fenceBypass,nope' })).toThrow(/--controls: must be a comma-separated list of leaseOnly, .*got "fenceBypass,nope"/);
     // A longer run carries its controls, as before.
     expect(chaosPlan({ runs: '20' })).toMatchObject({ runs: 20, seed: 1, controlRuns: 10 });
     expect(chaosPlan({ runs: '1000' })).toMatchObject({ controlRuns: 100 });

@@ -118,8 +118,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
               }
             } else {
               const c = summary.controls[task.variant];
-              const expected = BREAKS[task.variant];
-              const caught = expected === 'LEASE' ? r.leaseViolation : !r.report.invariants[expected].ok;
+              const caught = caughtBy(task.variant, r);
               for (const t of [c, r.forced ? c.forced : c.timed]) {
                 t.runs++;
                 if (caught) t.caught++;
@@ -159,8 +158,14 @@ function countDimensions(summary: ChaosSummary, r: RunRecord): void {
   for (const name of new Set(r.faultsFired.map((f) => f.replace(/ for \d+ ms$/, '')))) summary.faults[name] = (summary.faults[name] ?? 0) + 1;
 }
 
+/** A control run counts as caught only when the invariant its mistake breaks fails (BREAKS). */
+function caughtBy(variant: (typeof CONTROLS)[number], r: RunRecord): boolean {
+  const expected = BREAKS[variant];
+  return expected === 'LEASE' ? r.leaseViolation : !r.report.invariants[expected].ok;
+}
+
 const HELP =
-  'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--lease-mode M] [--endpoint URL]\n' +
+  'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--controls A,B] [--no-controls] [--lease-mode M] [--endpoint URL]\n' +
   '  N runs of the real protocol (seeds S..S+N-1) and M runs of each negative control\n' +
   '  (default M = clamp(N/10, 10, 100); none for --runs 1, a replay); failing histories are saved under .chaos/\n' +
   'npm run chaos -- --replay S            replay seed S of the real protocol alone\n' +
@@ -186,7 +191,7 @@ function replayPlan(spec: string): ChaosPlan {
 }
 
 /** What to run, from the flags: a replay runs its one seed; controls only when asked, or with a longer run. */
-export function chaosPlan(values: { runs?: string; seed?: string; 'control-runs'?: string; 'no-controls'?: boolean; replay?: string }): ChaosPlan {
+export function chaosPlan(values: { runs?: string; seed?: string; 'control-runs'?: string; 'no-controls'?: boolean; replay?: string; controls?: string }): ChaosPlan {
   if (values.replay !== undefined) {
     for (const f of ['runs', 'seed', 'control-runs'] as const) if (values[f] !== undefined) throw new InvalidInputError('--replay', `names its run alone: leave out --${f}`);
     return replayPlan(values.replay);
@@ -197,7 +202,16 @@ export function chaosPlan(values: { runs?: string; seed?: string; 'control-runs'
   const defaultControlRuns = runs === 1 ? 0 : Math.min(100, Math.max(10, Math.ceil(runs / 10)));
   const controlRuns = values['no-controls'] ? 0 : int('control-runs', values['control-runs'], defaultControlRuns, 0, 100_000);
   if (runs === 0 && controlRuns === 0) throw new InvalidInputError('--runs', 'nothing to run: give --runs N, or --control-runs M for the controls alone');
-  return { runs, seed, controlRuns, controls: CONTROLS };
+  return { runs, seed, controlRuns, controls: controlsFlag(values.controls) };
+}
+
+/** `--controls a,b`: a subset of the negative controls (default all). */
+function controlsFlag(raw: string | undefined): readonly (typeof CONTROLS)[number][] {
+  if (raw === undefined) return CONTROLS;
+  const names = raw.split(',').filter((x) => x !== '');
+  const unknown = names.filter((n) => !(CONTROLS as readonly string[]).includes(n));
+  if (names.length === 0 || unknown.length > 0) throw new InvalidInputError('--controls', `must be a comma-separated list of ${CONTROLS.join(', ')}, got "${raw}"`);
+  return names as (typeof CONTROLS)[number][];
 }
 
 /** The human summary: only what ran, and no rate for a run too short to have one. */
@@ -235,6 +249,7 @@ async function cli(argv: string[]): Promise<number> {
       concurrency: { type: 'string' },
       'control-runs': { type: 'string' },
       'no-controls': { type: 'boolean', default: false },
+      controls: { type: 'string' },
       endpoint: { type: 'string' },
       'lease-mode': { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -267,8 +282,9 @@ async function cli(argv: string[]): Promise<number> {
     historyDir: resolve('.chaos'),
     onRun: (r, done, total) => {
       const bad = Object.entries(r.report.invariants).filter(([, v]) => !v.ok).map(([k]) => k);
-      const verdict = r.variant === 'fenced' ? (r.ok ? 'ok' : `VIOLATION ${bad.join(',')} ${r.error ?? ''}`) : r.report.ok ? 'NOT CAUGHT' : `caught (${bad.join(',')})`;
-      if (!json || r.variant === 'fenced' ? !r.ok : r.report.ok) log(`[${done}/${total}] seed ${r.seed} ${r.variant}: ${verdict} (${r.elapsedMs} ms)`);
+      const caught = r.variant !== 'fenced' && caughtBy(r.variant, r);
+      const verdict = r.variant === 'fenced' ? (r.ok ? 'ok' : `VIOLATION ${bad.join(',')} ${r.error ?? ''}`) : caught ? `caught (${BREAKS[r.variant]})` : 'NOT CAUGHT';
+      if (!json || (r.variant === 'fenced' ? !r.ok : !caught)) log(`[${done}/${total}] seed ${r.seed} ${r.variant}: ${verdict} (${r.elapsedMs} ms)`);
       else if (done % 10 === 0) log(`[${done}/${total}] …`);
     },
   });

@@ -165,7 +165,10 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
     case 'claimOnSweeperCount':
       // Every slot a host: the requeue must find a free worker while the stalled holder's lease is live.
-      return { ...base, leaseMode: 'version-watch', skews: [0, 0, 0, 0, 0, 0, 0, 0], workers: 8, sweepBurst: 8, requeueOnPause: true };
+      // A lease three times the usual: the claim on the sweeper's count must land while the stalled
+      // holder's lease is live for the mistake to show, and on a loaded machine the requeue, the
+      // pickup and the claim's round trips took longer than a 400-650 ms lease (11 of 100 uncaught).
+      return { ...base, leaseMs: s.leaseMs * 3, leaseMode: 'version-watch', skews: [0, 0, 0, 0, 0, 0, 0, 0], workers: 8, sweepBurst: 8, requeueOnPause: true };
     default:
       return base;
   }
