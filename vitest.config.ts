@@ -10,8 +10,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     // Most files wait on DynamoDB Local, the local servers or their own timers rather than on a
-    // CPU: three at a time on 2 cores (vitest's default there is one, every file in series).
-    maxWorkers: 3,
+    // CPU: two at a time on 2 cores (vitest's default there is one, every file in series).
+    maxWorkers: 2,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
 });

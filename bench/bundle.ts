@@ -102,6 +102,8 @@ const INIT_ENV = {
   [ENV.fencesTable]: 'Fences',
   [ENV.jobsTable]: 'Jobs',
   [ENV.invoicesTable]: 'Invoices',
+  [ENV.outboxTable]: 'Outbox',
+  [ENV.documentsBucket]: 'documents',
   [ENV.queueUrl]: 'http://127.0.0.1:9/000000000000/unused',
   [ENV.epoch]: '0',
   POWERTOOLS_SERVICE_NAME: 'worker',

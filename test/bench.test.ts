@@ -35,7 +35,7 @@ describe('bench (smoke)', () => {
     expect(mix.wcuPerEffect).toBeGreaterThanOrEqual(2.16);
     expect(mix.unsafeWcuPerEffect).toBe(1);
     for (const r of [sequential, parallel]) expect(r.ratio).toBeGreaterThan(0);
-  });
+  }, 90_000);
 
   it('bills by AWS rules: per item rounded up, transactions double, index moves and conditional failures count', () => {
     const small = { pk: { S: 'a' } };

@@ -51,10 +51,11 @@ describe('LeaseKeeper', () => {
 
   it('renews on the real clock too (fractional performance.now() deadlines), keeping the lease safe past its first deadline', async () => {
     const key = 'job#keeper-real-clock';
-    const m = env.leases('R', { durationMs: 600 });
+    // Seconds, not hundreds of ms: the renewal's round trip must fit before the deadline on a busy machine.
+    const m = env.leases('R', { durationMs: 3_000 });
     const first = await acquire(m, key);
-    const keeper = new LeaseKeeper(m, first, { renewBelowMs: 400 });
-    await new Promise((r) => setTimeout(r, 200)); // ~334 ms left: due
+    const keeper = new LeaseKeeper(m, first, { renewBelowMs: 2_000 });
+    await new Promise((r) => setTimeout(r, 1_000)); // ~1.7 s left: due
     expect(await keeper.keep()).toMatchObject({ kind: 'held', renewed: true });
     await new Promise((r) => setTimeout(r, first.deadline - performance.now() + 20));
     expect(m.isSafe(first)).toBe(false);

@@ -407,7 +407,7 @@ export class FencedWorkflow extends Construct {
         "dead-letter queue; a message that keeps failing moves to the work queue's redrive DLQ (DeadLetterQueue, alarmed).",
     });
     const esm = this.worker.fn.node.findAll().find((c) => c instanceof EventSourceMapping);
-    if (esm === undefined) throw new Error('the worker has no event source mapping');
+    if (esm === undefined) throw new ConfigError('worker', 'has no event source mapping');
     Validations.of(esm).acknowledge({
       id: 'Serverless::Serverless-LambdaEventSourceMappingDestination',
       reason:

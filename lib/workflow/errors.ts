@@ -35,3 +35,15 @@ export class InvalidRunItemError extends FencedError {
     super(`run ${runId}: ${field} ${message}`);
   }
 }
+
+/** DynamoDB kept leaving keys of a BatchGetItem unprocessed (throttling that outlasted the retries). */
+export class UnprocessedKeysError extends FencedError {
+  readonly code = 'UNPROCESSED_KEYS';
+  constructor(
+    readonly table: string,
+    readonly keys: number,
+    readonly attempts: number,
+  ) {
+    super(`BatchGetItem left ${keys} keys of ${table} unprocessed ${attempts} times`);
+  }
+}

@@ -24,7 +24,7 @@
  */
 import { BatchGetCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { conditionFailureItem, describeValue, InvalidInputError, isConditionalCheckFailed, type Clock } from '../protocol/index.js';
-import { InvalidRunItemError } from './errors.js';
+import { InvalidRunItemError, UnprocessedKeysError } from './errors.js';
 import { assertJobId, createJob, type Job, type JobStatus } from './jobs.js';
 import { METRIC, type Telemetry } from './ports.js';
 import { JOB_ATTR as J } from './schema.js';
@@ -149,7 +149,7 @@ async function readShards(doc: DynamoDBDocumentClient, table: string, ids: reado
   for (let i = 0; i < ids.length; i += 100) {
     let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + 100).map((id) => ({ [J.key]: id }));
     for (let attempt = 0; keys !== undefined && keys.length > 0; attempt++) {
-      if (attempt > 10) throw new Error(`BatchGetItem left ${keys.length} keys of ${table} unprocessed 10 times`);
+      if (attempt > 10) throw new UnprocessedKeysError(table, keys.length, 10);
       const out = await doc.send(
         new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true, ProjectionExpression: '#pk, #s, #c, #t', ExpressionAttributeNames: { '#pk': J.key, '#s': J.status, '#c': J.cursor, '#t': J.totalUnits } } } }),
       );
