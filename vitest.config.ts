@@ -9,9 +9,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Most files wait on DynamoDB Local, the local servers or their own timers rather than on a
-    // CPU: two at a time on 2 cores (vitest's default there is one, every file in series).
-    maxWorkers: 2,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
 });

@@ -52,5 +52,5 @@ describe('chaos (fixed seeds)', () => {
       expect(r.report.ok).toBe(false);
       expect(r.report.invariants[expected].ok, JSON.stringify(r.report.invariants)).toBe(false);
     }
-  }, 90_000);
+  }, 180_000);
 });
