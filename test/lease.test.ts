@@ -98,12 +98,7 @@ describe('local deadlines', () => {
     const renewed = await m.renew(l);
     const arrival = performance.now();
 
-    expect(slow.hits).toBe(1);
-    expect(arrival - sendTime).toBeGreaterThanOrEqual(D - 5);
-    const usable = rule.durationMs * (1 - rule.maxDrift) - rule.marginMs;
-    // Counted from (just after) our send time: at most a few ms of bookkeeping later.
-    expect(renewed.deadline).toBeGreaterThanOrEqual(sendTime + usable);
-    expect(renewed.deadline).toBeLessThanOrEqual(sendTime + usable + 50);
+    expectDeadlineFromSend(renewed.deadline, { sendTime, arrival, hits: slow.hits, D, rule });
     // Counting from the response would have granted D more than that.
     expect(arrival + rule.durationMs - rule.marginMs - renewed.deadline).toBeGreaterThanOrEqual(D - 5);
   });
@@ -122,11 +117,7 @@ describe('local deadlines of a grant', () => {
     const grant = granted(await m.tryAcquire(key));
     const arrival = performance.now();
 
-    expect(slow.hits).toBe(1);
-    expect(arrival - sendTime).toBeGreaterThanOrEqual(D - 5);
-    const usable = rule.durationMs * (1 - rule.maxDrift) - rule.marginMs;
-    expect(grant.deadline).toBeGreaterThanOrEqual(sendTime + usable);
-    expect(grant.deadline).toBeLessThanOrEqual(sendTime + usable + 50);
+    const usable = expectDeadlineFromSend(grant.deadline, { sendTime, arrival, hits: slow.hits, D, rule });
     expect(arrival + usable - grant.deadline).toBeGreaterThanOrEqual(D - 5);
   });
 });
@@ -427,3 +418,19 @@ describe('contention', () => {
     await Promise.all(contenders.map((c) => c.run));
   });
 });
+
+/**
+ * A deadline counted from (just after) the send time of a request whose response the proxy held
+ * for D ms: at most a few ms of bookkeeping later. Returns the usable duration of the rule.
+ */
+function expectDeadlineFromSend(
+  deadline: number,
+  at: { sendTime: number; arrival: number; hits: number; D: number; rule: { durationMs: number; maxDrift: number; marginMs: number } },
+): number {
+  expect(at.hits).toBe(1);
+  expect(at.arrival - at.sendTime).toBeGreaterThanOrEqual(at.D - 5);
+  const usable = at.rule.durationMs * (1 - at.rule.maxDrift) - at.rule.marginMs;
+  expect(deadline).toBeGreaterThanOrEqual(at.sendTime + usable);
+  expect(deadline).toBeLessThanOrEqual(at.sendTime + usable + 50);
+  return usable;
+}
