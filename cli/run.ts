@@ -194,14 +194,12 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     invariants,
     timeline,
     ...(gaveUp === undefined ? {} : { gaveUp }),
-    effects: effectsSummary(fx),
+    effects: fx.summary(),
   };
 }
 
 /** The longest lease plus a margin: an unreferenced document younger than this is left to its writer. */
 export const COLLECT_AFTER_MS = LEASE_MS + 1_000;
-
-const effectsSummary = (fx: RunEffects): RunResult['effects'] => fx.summary();
 
 /**
  * Whether every run whose shards all ended DONE has its `doneAt` (the worker records it after the
