@@ -163,12 +163,17 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
       return base;
     case 'counterReset':
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
-    case 'claimOnSweeperCount':
-      // Every slot a host: the requeue must find a free worker while the stalled holder's lease is live.
-      // A lease three times the usual: the claim on the sweeper's count must land while the stalled
-      // holder's lease is live for the mistake to show, and on a loaded machine the requeue, the
-      // pickup and the claim's round trips took longer than a 400-650 ms lease (11 of 100 uncaught).
-      return { ...base, leaseMs: s.leaseMs * 3, leaseMode: 'version-watch', skews: [0, 0, 0, 0, 0, 0, 0, 0], workers: 8, sweepBurst: 8, requeueOnPause: true };
+    case 'claimOnSweeperCount': {
+      // The mistake shows only if the claim on the sweeper's count lands while the stalled holder's
+      // lease is live, so nothing may eat into that lease before the claimant's three round trips
+      // (read, contended try, claim): the stall comes right after the acquire (a full lease left,
+      // not the half a unit boundary leaves), no proxy latency, throttling or renewal delay, every
+      // slot a host, and a lease three times the usual. Before this (the stall before a commit,
+      // the proxy's delays kept) a loaded machine let the lease lapse first in 11 runs of 100.
+      const stall: Fault = { name: first.name, point: 'after-acquire', jobId: first.jobId, action: forced ? { kind: 'pause', ms: s.leaseMs * 40, until: 'successor-fences' } : first.action };
+      const quiet = { dropCommitP: 0, delayP: 0, renewDelayP: 0, throttleP: 0, conflictP: 0 };
+      return { ...base, ...quiet, faults: [stall, ...crash, ...others], leaseMs: s.leaseMs * 3, leaseMode: 'version-watch', skews: [0, 0, 0, 0, 0, 0, 0, 0], workers: 8, sweepBurst: 8, requeueOnPause: true };
+    }
     default:
       return base;
   }
