@@ -40,6 +40,8 @@ export interface RunRecord {
   leaseViolation: boolean;
   schedule: Schedule;
   faultsFired: string[];
+  /** The worker the incident stalled (the owner the pause fired for), if it fired. */
+  stalledOwner?: string;
   metrics: Record<string, number>;
   drill?: { sealedAtMs: number; reports: SealReport[] };
   history: string[];
@@ -222,11 +224,17 @@ export async function chaosRun(
     leaseViolation,
     schedule,
     faultsFired: [...plan.fired.map((f) => f.name), ...fx.fired, ...(fx.senderKilled ? ['sender killed after the provider accepted'] : [])],
+    ...stalled(plan.fired, schedule),
     metrics: Object.fromEntries(telemetry.counts),
     ...(drill === undefined ? {} : { drill }),
     history,
     ...(error === undefined ? {} : { error }),
   };
+}
+
+function stalled(fired: readonly { name: string; owner: string }[], schedule: Schedule): { stalledOwner?: string } {
+  const owner = fired.find((f) => f.name === schedule.faults[0]?.name)?.owner;
+  return owner === undefined ? {} : { stalledOwner: owner };
 }
 
 /**
