@@ -228,15 +228,19 @@ async function main(argv: string[]): Promise<void> {
         floor.close();
       }
     }
-    if (wants('streams') || wants('idempotency') || wants('sharding')) {
-      // A DynamoDB Local of their own, the first one stopped: neither the others' stream records nor a second JVM weigh on them.
+    // Each on a DynamoDB Local of its own, the one before stopped: DynamoDB Local slows down every
+    // write to a streamed table as the stream records of all its tables pile up (deleted tables'
+    // too), and these three write streams hard. On one instance the sharding step's renewals took
+    // seconds after the streams step (a shard ended uncertain five times in a row).
+    const onFresh = async <T>(step: (typeof STEPS)[number], measure: (fresh: BenchEnv) => Promise<T>): Promise<T> => {
       await env?.close();
       env = await openEnv(endpoint === undefined ? {} : { endpoint });
       const fresh = env;
-      if (wants('streams')) run.streams = await timed('streams', () => measureStreams(fresh, { ...cfg.streams, onProgress: tick }));
-      if (wants('idempotency')) run.idempotency = await timed('idempotency', () => measureIdempotency(fresh, { ...cfg.idempotency, onProgress: tick }));
-      if (wants('sharding')) run.sharding = await timed('sharding', () => measureSharding(fresh, { ...cfg.sharding, onProgress: tick }));
-    }
+      return timed(step, () => measure(fresh));
+    };
+    if (wants('streams')) run.streams = await onFresh('streams', (fresh) => measureStreams(fresh, { ...cfg.streams, onProgress: tick }));
+    if (wants('idempotency')) run.idempotency = await onFresh('idempotency', (fresh) => measureIdempotency(fresh, { ...cfg.idempotency, onProgress: tick }));
+    if (wants('sharding')) run.sharding = await onFresh('sharding', (fresh) => measureSharding(fresh, { ...cfg.sharding, onProgress: tick }));
   } finally {
     bar.stop();
     await env?.close();

@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { Agent as HttpAgent } from 'node:http';
 import { DynamoDBDocument } from '@aws-sdk/lib-dynamodb';
-import { LeaseManager, type LeaseMode } from '../lib/protocol/index.js';
+import { LeaseManager, localRegion, localSigningKeys, type LeaseMode } from '../lib/protocol/index.js';
 import type { BenchEnv } from './env.js';
 import { countRequests } from '../test/support/request-counter.js';
 import { median, sleep } from './stats.js';
@@ -72,7 +72,7 @@ async function lockClient(env: BenchEnv, leaseMs: number, retries: number): Prom
   const DynamoDBLockClient = require('dynamodb-lock-client') as { FailOpen: new (config: Record<string, unknown>) => { acquireLock(id: string, cb: (e: Error | undefined, lock: LockClientLock) => void): void } };
   const lockTable = await env.table({ TableName: `pw-lock-client-${randomUUID().slice(0, 6)}`, AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }], KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }] });
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  const doc = new AWS.DynamoDB.DocumentClient({ endpoint: env.endpoint, region: 'us-east-1', credentials: new AWS.Credentials('local', 'local'), httpOptions: { agent }, maxRetries: 2 });
+  const doc = new AWS.DynamoDB.DocumentClient({ endpoint: env.endpoint, region: localRegion(), credentials: new AWS.Credentials(localSigningKeys()), httpOptions: { agent }, maxRetries: 2 });
   let requests = 0;
   const counted = (op: 'get' | 'put' | 'delete') => (p: any, cb: any) => {
     requests++;

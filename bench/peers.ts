@@ -11,7 +11,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { DynamoDBDocument } from '@aws-sdk/lib-dynamodb';
-import { LeaseManager } from '../lib/protocol/index.js';
+import { LeaseManager, localRegion, localSigningKeys } from '../lib/protocol/index.js';
 import type { BenchEnv } from './env.js';
 import { BenchError } from './errors.js';
 
@@ -80,8 +80,8 @@ export async function lockClientAdapter(env: BenchEnv): Promise<LeaseAdapter> {
   const agent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
   const doc = new AWS.DynamoDB.DocumentClient({
     endpoint: env.endpoint,
-    region: 'us-east-1',
-    credentials: new AWS.Credentials('local', 'local'),
+    region: localRegion(),
+    credentials: new AWS.Credentials(localSigningKeys()),
     httpOptions: { agent },
     maxRetries: 2,
   });

@@ -49,7 +49,7 @@ export function freePort(): Promise<number> {
 // pipe is handed to the watcher as fd 3.
 const WATCHDOG = `
 exec 3<&0
-java "-Djava.library.path=$LIBDIR" -Xmx1g -jar "$JAR" -inMemory -sharedDb -disableTelemetry -port "$PORT" &
+java "-Djava.library.path=$LIBDIR" -Xmx1g -jar "$JAR" -inMemory $SHARED -disableTelemetry -port "$PORT" &
 pid=$!
 ( cat <&3 >/dev/null; kill -9 $pid 2>/dev/null ) &
 watcher=$!
@@ -101,7 +101,7 @@ export function portIsFree(port: number): Promise<boolean> {
  * `port`: listen there (one attempt; the caller checked it is free). Without it, a free port is
  * chosen, and chosen again if another process takes it before Java binds it.
  */
-export async function startDynamoLocal(opts: { timeoutMs?: number; port?: number } = {}): Promise<DynamoLocal> {
+export async function startDynamoLocal(opts: { timeoutMs?: number; port?: number; sharedDb?: boolean } = {}): Promise<DynamoLocal> {
   // A missing or old java is named now, with its install line, not after the timeout below.
   requireTools(['java'], 'DynamoDB Local');
   const { jar, libDir } = jarPaths();
@@ -109,7 +109,7 @@ export async function startDynamoLocal(opts: { timeoutMs?: number; port?: number
   for (let attempt = 0; attempt < (opts.port === undefined ? 3 : 1); attempt++) {
     const port = opts.port ?? (await freePort());
     const child = spawn('sh', ['-c', WATCHDOG], {
-      env: { ...process.env, JAR: jar, LIBDIR: libDir, PORT: String(port), DDB_LOCAL_TELEMETRY: '0' },
+      env: { ...process.env, JAR: jar, LIBDIR: libDir, PORT: String(port), SHARED: opts.sharedDb === false ? '' : '-sharedDb', DDB_LOCAL_TELEMETRY: '0' },
       stdio: ['pipe', 'ignore', 'pipe'],
     });
     let err = '';

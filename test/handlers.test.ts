@@ -9,7 +9,7 @@ import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
 import { s3Client } from '../lib/workflow/adapters/index.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError, InvalidInputError, ManualClock, systemClock } from '../lib/protocol/index.js';
+import { ConfigError, InvalidInputError, localRegion, ManualClock, systemClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
 import { METRIC, readJob } from '../lib/workflow/index.js';
 import { createStarterHandler, previousPeriod } from '../functions/starter-handler.js';
@@ -360,7 +360,8 @@ describe('Lambda entries (functions/*.ts): configuration from the environment', 
       FENCE_EPOCH: '0',
       LEASE_DURATION_MS: '5000',
       DYNAMODB_ENDPOINT: t.endpoint,
-      AWS_REGION: 'eu-west-1',
+      // The region of this file's DynamoDB Local database (one per key and region).
+      AWS_REGION: localRegion(),
       POWERTOOLS_METRICS_NAMESPACE: 'FencedWorkflowTest',
       ...overrides,
     };

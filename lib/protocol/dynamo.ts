@@ -29,6 +29,20 @@ export interface Dynamo {
   doc: DynamoDBDocumentClient;
 }
 
+/** The region a client of a local endpoint uses when none is given: the environment's, else us-east-1. */
+export const localRegion = (): string => process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
+
+/**
+ * The keys a client of a local endpoint signs with: the environment's when set, else dummy ones
+ * (DynamoDB Local accepts any signature). DynamoDB Local without -sharedDb keeps one database per
+ * access key and region, so every client of one local run must agree on both: the test run gives
+ * each test file a key of its own (test/support/own-database.ts).
+ */
+export const localSigningKeys = (): { accessKeyId: string; secretAccessKey: string } => ({
+  accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'local',
+  secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+});
+
 /**
  * Both clients over one kept-alive connection pool, with a request timeout that fails instead of
  * hanging; against DynamoDB Local (`endpoint`) it supplies dummy credentials when none are set.
@@ -36,7 +50,7 @@ export interface Dynamo {
 export function createDynamo(opts: DynamoOptions = {}): Dynamo {
   const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 64 };
   const config: DynamoDBClientConfig = {
-    region: opts.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? (opts.endpoint ? 'us-east-1' : undefined),
+    region: opts.region ?? (opts.endpoint ? localRegion() : (process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION)),
     maxAttempts: opts.maxAttempts ?? 3,
     requestHandler: new NodeHttpHandler({
       httpAgent: new HttpAgent(agentOpts),
@@ -49,10 +63,9 @@ export function createDynamo(opts: DynamoOptions = {}): Dynamo {
   };
   if (opts.endpoint !== undefined) {
     config.endpoint = opts.endpoint;
-    // DynamoDB Local accepts any signature; use real credentials when the environment has them.
-    if (process.env.AWS_ACCESS_KEY_ID === undefined) {
-      config.credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
-    }
+    // Set in the environment, the SDK's chain signs with them (and their session token): an
+    // endpoint may be a real one (a VPC endpoint). Unset, the dummy keys DynamoDB Local accepts.
+    if (process.env.AWS_ACCESS_KEY_ID === undefined) config.credentials = localSigningKeys();
   }
   const client = new DynamoDBClient(config);
   const doc = DynamoDBDocumentClient.from(client, {

@@ -103,5 +103,7 @@ export {
   toAttributes,
   type Dynamo,
   type DynamoOptions,
+  localSigningKeys,
+  localRegion,
 } from './dynamo.js';
 export { scanAll } from './scan.js';

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { IConstruct } from 'constructs';
+import { localRegion, localSigningKeys } from '../../lib/protocol/index.js';
 import { logicalId, tempDir } from './support.js';
 
 const run = promisify(execFile);
@@ -60,9 +61,10 @@ export async function runBundle(assetDir: string, opts: BundleOptions): Promise<
       PATH: process.env.PATH ?? '',
       LAMBDA_TASK_ROOT: taskRoot,
       _HANDLER: 'index.handler',
-      AWS_REGION: 'us-east-1',
+      AWS_REGION: localRegion(),
       // Lambda gives every function its role's session credentials; local servers accept any.
-      AWS_ACCESS_KEY_ID: 'local',
+      // This test file's key: DynamoDB Local keeps a database per key (test/support/own-database.ts).
+      AWS_ACCESS_KEY_ID: localSigningKeys().accessKeyId,
       AWS_SECRET_ACCESS_KEY: 'local',
       AWS_SESSION_TOKEN: 'local',
       AWS_LAMBDA_FUNCTION_NAME: name,
