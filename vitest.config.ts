@@ -10,6 +10,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time on 2 cores (vitest's default there is one): most files wait on DynamoDB
+    // Local, the local servers or their own timers. (Before each file had its own database, the
+    // shared one slowed down as the run went on and two at a time starved the longest files.)
+    maxWorkers: 2,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
 });

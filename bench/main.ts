@@ -232,7 +232,7 @@ async function main(argv: string[]): Promise<void> {
     // write to a streamed table as the stream records of all its tables pile up (deleted tables'
     // too), and these three write streams hard. On one instance the sharding step's renewals took
     // seconds after the streams step (a shard ended uncertain five times in a row).
-    const onFresh = async <T>(step: (typeof STEPS)[number], measure: (fresh: BenchEnv) => Promise<T>): Promise<T> => {
+    const onFresh = async <T>(step: Step, measure: (fresh: BenchEnv) => Promise<T>): Promise<T> => {
       await env?.close();
       env = await openEnv(endpoint === undefined ? {} : { endpoint });
       const fresh = env;
