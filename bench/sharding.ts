@@ -44,7 +44,21 @@ export interface ShardingResult {
   rows: ShardingRow[];
 }
 
-async function oneRun(env: BenchEnv, streams: DynamoDBStreamsClient, k: number, tag: string, customers: number): Promise<{ effectsPerSec: number; ok: boolean; redeliveries: number }> {
+async function oneRun(open: () => Promise<BenchEnv>, k: number, tag: string, customers: number): Promise<{ effectsPerSec: number; ok: boolean; redeliveries: number }> {
+  // Each run on a DynamoDB Local of its own: every streamed write slows down as the stream records
+  // of all its tables pile up (bench/env.ts), so on one instance each run would be slower than the
+  // one before, and by the third round a shard's renewals took seconds (it ended uncertain).
+  const env = await open();
+  const streams = streamsClient(env.endpoint);
+  try {
+    return await measuredRun(env, streams, k, tag, customers);
+  } finally {
+    streams.destroy();
+    await env.close();
+  }
+}
+
+async function measuredRun(env: BenchEnv, streams: DynamoDBStreamsClient, k: number, tag: string, customers: number): Promise<{ effectsPerSec: number; ok: boolean; redeliveries: number }> {
   const tables = await env.tables(tag);
   const dynamo = env.dynamo();
   const input: InvoiceRunInput = { period: '2026-11', customers, seed: 11, unitSize: MAX_UNIT_SIZE, currency: 'EUR' };
@@ -81,26 +95,22 @@ async function oneRun(env: BenchEnv, streams: DynamoDBStreamsClient, k: number, 
   return { effectsPerSec: (customers * EFFECTS_PER_CUSTOMER) / seconds, ok: held && report.stats.runs.completeRuns === 1, redeliveries };
 }
 
-export async function measureSharding(env: BenchEnv, opts: { rounds: number; customers: number; shardCounts?: readonly number[]; onProgress?: (label: string) => void }): Promise<ShardingResult> {
+/** `open`: a fresh environment per run (a DynamoDB Local of its own, or the --endpoint given). */
+export async function measureSharding(open: () => Promise<BenchEnv>, opts: { rounds: number; customers: number; shardCounts?: readonly number[]; onProgress?: (label: string) => void }): Promise<ShardingResult> {
   const counts = opts.shardCounts ?? SHARD_COUNTS;
-  const streams = streamsClient(env.endpoint);
   const rates = new Map<number, number[]>(counts.map((k) => [k, []]));
   const held = new Map<number, boolean>(counts.map((k) => [k, true]));
   const again = new Map<number, number>(counts.map((k) => [k, 0]));
-  try {
-    await oneRun(env, streams, 2, 'sh-warm', opts.customers);
-    for (let r = 0; r < opts.rounds; r++) {
-      const order = counts.map((_, i) => counts[(i + r) % counts.length]!);
-      for (const k of order) {
-        const { effectsPerSec, ok, redeliveries } = await oneRun(env, streams, k, `sh${k}r${r}`, opts.customers);
-        rates.get(k)!.push(effectsPerSec);
-        again.set(k, again.get(k)! + redeliveries);
-        if (!ok) held.set(k, false);
-      }
-      opts.onProgress?.(`sharding round ${r + 1}/${opts.rounds}`);
+  await oneRun(open, 2, 'sh-warm', opts.customers);
+  for (let r = 0; r < opts.rounds; r++) {
+    const order = counts.map((_, i) => counts[(i + r) % counts.length]!);
+    for (const k of order) {
+      const { effectsPerSec, ok, redeliveries } = await oneRun(open, k, `sh${k}r${r}`, opts.customers);
+      rates.get(k)!.push(effectsPerSec);
+      again.set(k, again.get(k)! + redeliveries);
+      if (!ok) held.set(k, false);
     }
-  } finally {
-    streams.destroy();
+    opts.onProgress?.(`sharding round ${r + 1}/${opts.rounds}`);
   }
   const one = rates.get(1)!;
   const rows = counts.map((k) => {

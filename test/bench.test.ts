@@ -77,7 +77,7 @@ describe('bench (smoke)', () => {
   });
 
   it('sharded runs, measured: every K passes the independent checker, and the --json report carries every field issue 16 names, each with goalsMet', async () => {
-    const sharding = await measureSharding(env, { rounds: 1, customers: 60, shardCounts: [1, 3] });
+    const sharding = await measureSharding(() => openEnv({ endpoint: inject('dynamoEndpoint') }), { rounds: 1, customers: 60, shardCounts: [1, 3] });
     expect(sharding.rows.map((x) => [x.shards, x.invariantsHeld])).toEqual([[1, true], [3, true]]);
     for (const x of sharding.rows) expect(x.plan10MSeconds).toBeGreaterThan(0);
     const run: BenchRun = { machine: { cpu: 'x', cores: 2, memoryGB: 1, node: 'v20', dynamoDbLocal: 'x', loadAverage: { start: [0] }, date: '' }, quick: true, seconds: 1, sharding };
