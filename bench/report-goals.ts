@@ -4,6 +4,7 @@
  * missed goal the measured reason. Text built from the run's own figures.
  */
 import { fmt as f, newVerdicts, type BenchRun } from './results.js';
+import { MAX_UNIT_SIZE } from '../lib/workloads/invoices.js';
 
 const verdict = (met: boolean | undefined) => (met === undefined ? '–' : met ? 'met' : '**MISSED**');
 
@@ -136,7 +137,7 @@ function streamsAndSharding(run: BenchRun, L: string[]): void {
   if (sh) {
     L.push('## sharding: K shards of one run');
     L.push('');
-    L.push(`One run of ${sh.customers} customers (25 per unit) as K = 1, 2, 4, 8 shard jobs (lib/workloads/invoice-shards.ts), every shard run by the real worker`);
+    L.push(`One run of ${sh.customers} customers (${MAX_UNIT_SIZE} per unit) as K = 1, 2, 4, 8 shard jobs (lib/workloads/invoice-shards.ts), every shard run by the real worker`);
     L.push('at once, then the completion check, then the independent checker over the tables and streams (a K counts only if every invariant');
     L.push('holds). **One DynamoDB Local process executes the transactions on these tables one at a time: this shows correctness and what the');
     L.push('client adds per shard, not AWS\'s scaling.** Beside each K, the planner\'s AWS figures (docs/scale.md). **Goal: every K correct, and');
@@ -144,7 +145,7 @@ function streamsAndSharding(run: BenchRun, L: string[]): void {
     L.push('');
     L.push('| shards | effects/s (DynamoDB Local) | ÷ one shard | invariants | redelivered | AWS plan, this run | AWS plan, 10 M customers (binds) |');
     L.push('| --- | --- | --- | --- | --- | --- | --- |');
-    for (const r of sh.rows) L.push(`| ${r.shards} | ${f(r.effectsPerSec, 0)} | ${f(r.vsOneShard)} | ${r.invariantsHeld ? 'all hold' : 'BROKEN'} | ${r.redeliveries} | ${f(r.planSeconds, 2)} s | ${f(r.plan10MSeconds / 60, 1)} min (${r.plan10MBinding}) |`);
+    for (const r of sh.rows) L.push(`| ${r.shards} | ${f(r.effectsPerSec, 0)} | ${f(r.vsOneShard, 3)} | ${r.invariantsHeld ? 'all hold' : 'BROKEN'} | ${r.redeliveries} | ${f(r.planSeconds, 2)} s | ${f(r.plan10MSeconds / 60, 1)} min (${r.plan10MBinding}) |`);
     L.push('');
     L.push('"redelivered": shard runs that ended uncertain (a renewal or a commit not confirmed in time on the loaded machine) and ran');
     L.push('again, as the queue redelivers them; the invariants are checked after, over everything every attempt wrote.');
