@@ -233,9 +233,10 @@ async function main(argv: string[]): Promise<void> {
     // runs): DynamoDB Local slows down every write to a streamed table as the stream records of all
     // its tables pile up (deleted tables' too), and these three write streams hard. On one instance
     // the sharding step's renewals took seconds by its third round (a shard ended uncertain 5 times).
+    const openFresh = () => openEnv(endpoint === undefined ? {} : { endpoint });
     const onFresh = async <T>(step: Step, measure: (fresh: BenchEnv) => Promise<T>): Promise<T> => {
       await env?.close();
-      env = await openEnv(endpoint === undefined ? {} : { endpoint });
+      env = await openFresh();
       const fresh = env;
       return timed(step, () => measure(fresh));
     };
@@ -244,7 +245,7 @@ async function main(argv: string[]): Promise<void> {
     if (wants('sharding')) {
       await env?.close();
       env = undefined;
-      run.sharding = await timed('sharding', () => measureSharding(() => openEnv(endpoint === undefined ? {} : { endpoint }), { ...cfg.sharding, onProgress: tick }));
+      run.sharding = await timed('sharding', () => measureSharding(openFresh, { ...cfg.sharding, onProgress: tick }));
     }
   } finally {
     bar.stop();

@@ -8,7 +8,7 @@ import {
   type _Record,
 } from '@aws-sdk/client-dynamodb-streams';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { localRegion, localSigningKeys } from '../lib/protocol/index.js';
+import { localCredentials, localRegion } from '../lib/protocol/index.js';
 
 export interface StreamChange {
   event: 'INSERT' | 'MODIFY' | 'REMOVE';
@@ -22,7 +22,7 @@ export interface StreamChange {
 export function streamsClient(endpoint: string | undefined): DynamoDBStreamsClient {
   return new DynamoDBStreamsClient(
     endpoint
-      ? { endpoint, region: localRegion(), ...(process.env.AWS_ACCESS_KEY_ID === undefined ? { credentials: localSigningKeys() } : {}) }
+      ? { endpoint, region: localRegion(), ...localCredentials() }
       : {},
   );
 }

@@ -44,6 +44,14 @@ export const localSigningKeys = (): { accessKeyId: string; secretAccessKey: stri
 });
 
 /**
+ * The credentials of an SDK v3 client of a local endpoint, to spread into its config: none when
+ * the environment has keys (the SDK's chain signs with them, and their session token: an endpoint
+ * may be a real one, a VPC endpoint), else the dummy keys DynamoDB Local accepts.
+ */
+export const localCredentials = (): { credentials?: { accessKeyId: string; secretAccessKey: string } } =>
+  process.env.AWS_ACCESS_KEY_ID === undefined ? { credentials: localSigningKeys() } : {};
+
+/**
  * Both clients over one kept-alive connection pool, with a request timeout that fails instead of
  * hanging; against DynamoDB Local (`endpoint`) it supplies dummy credentials when none are set.
  */
@@ -62,10 +70,7 @@ export function createDynamo(opts: DynamoOptions = {}): Dynamo {
     }),
   };
   if (opts.endpoint !== undefined) {
-    config.endpoint = opts.endpoint;
-    // Set in the environment, the SDK's chain signs with them (and their session token): an
-    // endpoint may be a real one (a VPC endpoint). Unset, the dummy keys DynamoDB Local accepts.
-    if (process.env.AWS_ACCESS_KEY_ID === undefined) config.credentials = localSigningKeys();
+    Object.assign(config, { endpoint: opts.endpoint, ...localCredentials() });
   }
   const client = new DynamoDBClient(config);
   const doc = DynamoDBDocumentClient.from(client, {

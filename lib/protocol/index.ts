@@ -103,6 +103,7 @@ export {
   toAttributes,
   type Dynamo,
   type DynamoOptions,
+  localCredentials,
   localSigningKeys,
   localRegion,
 } from './dynamo.js';

@@ -16,6 +16,7 @@ import {
   S3ServiceException,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
+import { localCredentials, localRegion } from '../../protocol/index.js';
 import { ObjectExistsError, type ObjectStore, type StoredObject } from '../effects/object-store.js';
 
 const status = (e: unknown): number | undefined => (e instanceof S3ServiceException ? e.$metadata.httpStatusCode : undefined);
@@ -32,8 +33,8 @@ export function s3Client(opts: { endpoint?: string; region?: string } = {}): S3C
     Object.assign(config, {
       endpoint: opts.endpoint,
       forcePathStyle: true,
-      region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
-      ...(process.env.AWS_ACCESS_KEY_ID ? {} : { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+      region: opts.region ?? localRegion(),
+      ...localCredentials(),
     });
   }
   return new S3Client(config);
