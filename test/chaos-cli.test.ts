@@ -44,6 +44,7 @@ describe('the chaos summary', () => {
     const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 }, faults })).join('\n');
     expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0 DOCS=0 DELIVERY=0 RUNS=0 LEASE=0');
     expect(text).toContain('faults fired (runs): a duplicate stream delivery 1; paused between read and write 1');
+    expect(text).toContain('documents 0 written, 0 referenced, 0 orphaned, 0 collected; emails 0 queued, 0 received, 0 duplicated (0 ambiguous sends); payments 0 performed for 0 requests');
     expect(text).toContain('negative controls: not run');
     expect(text).not.toMatch(/0\/0|NaN|runs\/min/);
   });
@@ -80,6 +81,13 @@ describe('npm run chaos -- --runs 1 --seed S', () => {
         ].map((f) => [f, 1]),
       ),
     );
+    // The effects the checker counted in the bucket, the sink and the provider are summed in the summary.
+    const { documents, emails, payments } = s.effects;
+    expect(documents.referenced).toBeGreaterThan(0);
+    expect(documents.written).toBeGreaterThanOrEqual(documents.referenced);
+    expect(emails.delivered).toBeGreaterThan(0);
+    expect(emails.duplicated).toBeLessThanOrEqual(emails.ambiguous);
+    expect(payments.performed).toBeGreaterThan(0);
   }, 90_000);
 
   it('refuses --runs 0 --no-controls in one line', async () => {

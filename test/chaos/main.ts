@@ -17,6 +17,7 @@ import { checkEndpoint } from '../../cli/endpoint.js';
 import { intFlag as int, parseFlags, urlFlag, userErrorLine } from '../../cli/flags.js';
 import { streamsClient } from '../../cli/streams.js';
 import type { InvariantName } from '../../cli/invariants.js';
+import type { EffectsStats } from '../../cli/invariants-effects.js';
 import { BREAKS, CONTROLS, type Variant } from './controls.js';
 import { chaosRun, type RunRecord } from './harness.js';
 import type { ChaosLeaseMode } from './schedule.js';
@@ -39,10 +40,28 @@ export interface ChaosSummary {
   faults: Record<string, number>;
   /** Real-protocol runs in which the fence refused at least one stale write, and how many it refused in all. */
   fenceRefusals: { runs: number; writes: number };
+  /** The external effects of the real-protocol runs, summed: what the checker counted in the bucket, the sink and the payment provider. */
+  effects: EffectsTotals;
   failedSeeds: number[];
   uncaughtControls: { variant: string; seed: number }[];
   elapsedMs: number;
   runsPerMinute: number;
+}
+
+type Counts<T> = { [K in keyof T]: { [F in keyof T[K] as T[K][F] extends number ? F : never]: number } };
+export type EffectsTotals = Counts<EffectsStats>;
+
+const effectsTotals = (): EffectsTotals => ({
+  documents: { written: 0, referenced: 0, orphaned: 0, collected: 0 },
+  emails: { items: 0, sent: 0, delivered: 0, duplicated: 0, ambiguous: 0, unknown: 0, failed: 0 },
+  payments: { items: 0, sent: 0, performed: 0, requests: 0 },
+});
+
+function addEffects(into: EffectsTotals, run: EffectsStats): void {
+  for (const [kind, fields] of Object.entries(into) as [keyof EffectsTotals, Record<string, number>][]) {
+    const from = run[kind] as unknown as Record<string, unknown>;
+    for (const f of Object.keys(fields)) fields[f]! += typeof from[f] === 'number' ? from[f] : 0;
+  }
 }
 
 export interface ChaosOptions {
@@ -76,6 +95,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
     skewOverlaps: { runs: 0, overlaps: 0 },
     faults: {},
     fenceRefusals: { runs: 0, writes: 0 },
+    effects: effectsTotals(),
     failedSeeds: [],
     uncaughtControls: [],
     elapsedMs: 0,
@@ -113,6 +133,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
               for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
               if (r.leaseViolation) summary.violations.LEASE++;
               countDimensions(summary, r);
+              addEffects(summary.effects, r.report.stats.effects);
               const refused = r.metrics[METRIC.staleGenerationRejected] ?? 0;
               summary.fenceRefusals.writes += refused;
               if (refused > 0) summary.fenceRefusals.runs++;
@@ -228,6 +249,8 @@ export function summaryLines(s: ChaosSummary): string[] {
     out.push(`  ${d.wallClock} wall-clock, ${d.versionWatch} version-watch; ${d.skewed} with clock skew beyond the bound (${s.skewOverlaps.overlaps} lease overlaps, all fenced); ${d.drills} DR drills; ${d.successorCrashes} successors crashed after their fence raise`);
     const fired = Object.entries(s.faults).sort(([a], [b]) => a.localeCompare(b));
     if (fired.length > 0) out.push(`  faults fired (runs): ${fired.map(([f, n]) => `${f} ${n}`).join('; ')}`);
+    const { documents: o, emails: m, payments: p } = s.effects;
+    out.push(`  documents ${o.written} written, ${o.referenced} referenced, ${o.orphaned} orphaned, ${o.collected} collected; emails ${m.items} queued, ${m.delivered} received, ${m.duplicated} duplicated (${m.ambiguous} ambiguous sends); payments ${p.performed} performed for ${p.requests} requests`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
   const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;
@@ -300,6 +323,7 @@ async function cli(argv: string[]): Promise<number> {
         violations: core.violations,
         controls: core.controls,
         fenceRefusals: core.fenceRefusals,
+        effects: core.effects,
         dimensions: core.dimensions,
         skewOverlaps: core.skewOverlaps,
         faults: core.faults,
