@@ -58,9 +58,11 @@ const effectsTotals = (): EffectsTotals => ({
 });
 
 function addEffects(into: EffectsTotals, run: EffectsStats): void {
-  for (const [kind, fields] of Object.entries(into) as [keyof EffectsTotals, Record<string, number>][]) {
-    const from = run[kind] as unknown as Record<string, unknown>;
-    for (const f of Object.keys(fields)) fields[f]! += typeof from[f] === 'number' ? from[f] : 0;
+  // Every field of `into` is a number in `run` (Counts keeps only those).
+  for (const kind of Object.keys(into) as (keyof EffectsTotals)[]) {
+    const sums = into[kind] as Record<string, number>;
+    const from = run[kind] as unknown as Record<string, number>;
+    for (const f of Object.keys(sums)) sums[f]! += from[f]!;
   }
 }
 
