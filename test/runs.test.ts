@@ -8,19 +8,20 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, ManualClock } from '../lib/protocol/index.js';
+import { createDynamo, InvalidInputError, ManualClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
 import { assertShardCount, invoiceShards, shardRange, startInvoiceRun } from '../lib/workloads/invoice-shards.js';
-import { createJob, METRIC, readRun, runIdOfJob, runKeyOf, runStatus, shardJobId } from '../lib/workflow/index.js';
+import { createJob, METRIC, readRun, runIdOfJob, runKeyOf, runStatus, RunInputMismatchError, shardJobId } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { invoiceRun } from '../cli/run.js';
 import { startEffects } from '../cli/effects-env.js';
 import { streamsClient } from '../cli/streams.js';
 import { scanAll } from './support/fixtures.js';
+import { startFaultProxy } from './support/proxy.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { chargesOf, holdRequests, invariants, invoiceInput, Recorder, workflow } from './support/workflow.js';
 
-const { tables } = perTestTables(import.meta.filename);
+const { tables, cleanups } = perTestTables(import.meta.filename);
 
 describe('shard ranges and ids (pure)', () => {
   it('the K ranges of N customers tile [0, N): no gap, no overlap, sizes within one of each other', () => {
@@ -93,6 +94,41 @@ describe('a sharded run on DynamoDB Local', () => {
     expect(run).toMatchObject({ shardCount: 1, shards: [invoiceJobId('2026-08')] });
     expect(shards.map((s) => [s.job.id, s.created])).toEqual([[invoiceJobId('2026-08'), false]]);
     expect((await scanAll(t, t.names.jobs)).map((j) => j.pk).sort()).toEqual([invoiceJobId('2026-08'), runKeyOf(invoiceJobId('2026-08'))]);
+  });
+
+  // A start that wrote the record and shards 0-1, then failed (its PutItems of shards 2-3 refused
+  // by a throttle), retried for the same period with another customer count: before the fix the
+  // retry built shards 2-3 from ITS input, over [40, 80) after [0, 20) (customers 20-39 billed by
+  // nobody) or over [20, 40) after [0, 40) (20-39 billed by two shards with their own fences).
+  it.each([
+    [40, 80],
+    [80, 40],
+  ])('a start for %i customers that failed after shards 0-1, retried for %i: refused with RunInputMismatchError naming both, nothing written; the stored input completes the run', async (first, second) => {
+    const t = await tables();
+    const proxy = await startFaultProxy(t.endpoint);
+    const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 1 });
+    cleanups.push(() => viaProxy.client.destroy(), () => proxy.close());
+    const clock = new ManualClock({ wall: Date.UTC(2026, 9, 1) });
+    const stored = invoiceInput('2026-09', first, 5);
+    const refused = proxy.error({ target: 'PutItem', times: 2, when: (q) => /#shard-[23]-of-4$/.test(String(q.json?.Item?.pk?.S)) }, 'ThrottlingException');
+    await expect(startInvoiceRun(viaProxy.doc, t.names.jobs, stored, 4, clock)).rejects.toThrow(/ThrottlingException|injected/);
+    await refused.waitForHits(2);
+    // The four PutItems went out together: the first refusal ends the call before shards 0-1 are answered.
+    const jobKeys = async () => (await scanAll(t, t.names.jobs)).map((j) => String(j.pk)).sort();
+    for (let i = 0; i < 100 && (await jobKeys()).length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    const before = await jobKeys();
+    expect(before).toEqual([runKeyOf(invoiceJobId('2026-09')), ...[0, 1].map((i) => `invoice-run#2026-09#shard-${i}-of-4`)].sort());
+
+    const retry = startInvoiceRun(t.dynamo.doc, t.names.jobs, invoiceInput('2026-09', second, 5), 4, clock);
+    await expect(retry).rejects.toBeInstanceOf(RunInputMismatchError);
+    await expect(retry).rejects.toThrow(new RegExp(`"customers":${first}.*"customers":${second}`));
+    expect((await scanAll(t, t.names.jobs)).map((j) => j.pk).sort()).toEqual(before);
+
+    // The same start again (the stored input): shards 2-3 from it, the four ranges tile [0, first).
+    const done = await startInvoiceRun(t.dynamo.doc, t.names.jobs, stored, 4, clock);
+    expect(done.shards.map((s) => s.created)).toEqual([false, false, true, true]);
+    const ranges = (await scanAll(t, t.names.jobs)).filter((j) => j.kind !== 'run').map((j) => j.input as { from: number; to: number }).sort((a, b) => a.from - b.from);
+    expect(ranges.map((r) => [r.from, r.to])).toEqual([0, 1, 2, 3].map((i) => [shardRange(first, i, 4).from, shardRange(first, i, 4).to]));
   });
 
   it('K shards run to DONE; the run is recorded done once, by the check after the last shard; every invariant holds', async () => {

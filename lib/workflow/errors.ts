@@ -2,7 +2,7 @@
  * The workflow's own failures (the protocol's are in lib/protocol/errors.ts): each a FencedError
  * subclass, so callers branch on the class (or `code`), never on a message.
  */
-import { FencedError } from '../protocol/index.js';
+import { describeValue, FencedError } from '../protocol/index.js';
 
 /** A fenced write to a job found no job item: it was never created, or was removed by hand. */
 export class JobNotFoundError extends FencedError {
@@ -33,6 +33,23 @@ export class InvalidRunItemError extends FencedError {
     message: string,
   ) {
     super(`run ${runId}: ${field} ${message}`);
+  }
+}
+
+/**
+ * A start of a run that exists already, with another input than the stored one (another customer
+ * count, another seed, another unit size): a run is defined by its stored record, so its missing
+ * shards are built from the stored input, and a start that disagrees with it is refused, never
+ * reconciled. Nothing was written by the refused call.
+ */
+export class RunInputMismatchError extends FencedError {
+  readonly code = 'RUN_INPUT_MISMATCH';
+  constructor(
+    readonly runId: string,
+    readonly stored: Record<string, unknown>,
+    readonly given: Record<string, unknown>,
+  ) {
+    super(`run ${runId} exists with input ${describeValue(stored, 300)}; this start asked for ${describeValue(given, 300)}: start it with the stored input, or give the new one another run id`);
   }
 }
 

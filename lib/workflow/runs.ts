@@ -24,7 +24,7 @@
  */
 import { BatchGetCommand, GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { conditionFailureItem, describeValue, InvalidInputError, isConditionalCheckFailed, type Clock } from '../protocol/index.js';
-import { InvalidRunItemError, UnprocessedKeysError } from './errors.js';
+import { InvalidRunItemError, RunInputMismatchError, UnprocessedKeysError } from './errors.js';
 import { assertJobId, createJob, type Job, type JobStatus } from './jobs.js';
 import { METRIC, type Telemetry } from './ports.js';
 import { JOB_ATTR as J } from './schema.js';
@@ -92,21 +92,24 @@ export function runFromItem(item: Record<string, unknown>): RunRecord {
 /**
  * Creates the run record and its shard jobs, each only if it does not exist: the starter can run
  * twice, overlap itself or crash half way, and a later call completes what an earlier one began.
- * The shard count of the FIRST call is kept: a later call with another count (the setting was
- * changed, a retry runs a newer version) builds the shards the stored record names, so two calls
- * can never create overlapping shards.
+ * A run is defined by its STORED record: the missing shards are built from the stored input and
+ * the stored shard count (`shardsOf` gets both), never from this call's. A later call with another
+ * count (the setting was changed) builds the stored run's shards; a later call with another input
+ * (another customer count, a manual retry with other flags) is refused with RunInputMismatchError
+ * before it writes anything: shards built from it would leave a gap or an overlap beside the
+ * shards the first call made, and shard ids do not encode ranges, so nothing else would notice.
  */
 export async function createRun(
   doc: DynamoDBDocumentClient,
   table: string,
-  spec: { id: string; shardCount: number; input: Record<string, unknown>; shardsOf: (count: number) => ShardSpec[] },
+  spec: { id: string; shardCount: number; input: Record<string, unknown>; shardsOf: (input: Record<string, unknown>, count: number) => ShardSpec[] },
   clock: Clock,
 ): Promise<{ run: RunRecord; created: boolean; shards: { job: Job; created: boolean }[] }> {
   assertJobId(spec?.id);
   if (!Number.isSafeInteger(spec.shardCount) || spec.shardCount < 1 || spec.shardCount > MAX_SHARDS) {
     throw new InvalidInputError('shards', `must be an integer in [1, ${MAX_SHARDS}], got ${describeValue(spec.shardCount)}`);
   }
-  const wanted = spec.shardsOf(spec.shardCount);
+  const wanted = spec.shardsOf(spec.input, spec.shardCount);
   const item = {
     [RUN_ATTR.key]: runKeyOf(spec.id),
     [RUN_ATTR.kind]: RUN_KIND,
@@ -125,10 +128,24 @@ export async function createRun(
     stored = runFromItem(conditionFailureItem(e) ?? item);
     created = false;
   }
-  const shards = stored.shardCount === spec.shardCount ? wanted : spec.shardsOf(stored.shardCount);
+  if (!sameValue(stored.input, spec.input)) throw new RunInputMismatchError(stored.id, stored.input, spec.input);
+  const shards = created ? wanted : spec.shardsOf(stored.input, stored.shardCount);
   if (shards.some((s, i) => s.id !== stored.shards[i])) throw new InvalidRunItemError(stored.id, RUN_ATTR.shards, 'are not the shards this code builds for the stored count');
   const jobs = await Promise.all(shards.map((s) => createJob(doc, table, s, clock)));
   return { run: stored, created, shards: jobs };
+}
+
+/**
+ * Equal as DynamoDB stores them: maps compared key by key in any order (a map read back need not
+ * keep the order it was written in), lists in order, numbers and strings by value.
+ */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameValue(x, b[i]));
+  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
+  return ka.length === kb.length && ka.every((k) => sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
 /** A run as its shards say it is: DONE when every shard is DONE (the query above). */

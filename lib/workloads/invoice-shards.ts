@@ -7,7 +7,7 @@
 import { describeValue, InvalidInputError, type Clock } from '../protocol/index.js';
 import { createRun, MAX_SHARDS, readJob, shardJobId, type ShardSpec } from '../workflow/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from './invoices.js';
+import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from './invoices.js';
 
 /** The run id of a period: the job id of its one-shard run (invoiceJobId), so a run of one shard is the job a period always had. */
 export const invoiceRunId = invoiceJobId;
@@ -38,11 +38,14 @@ export function invoiceShards(input: InvoiceRunInput, k: number): ShardSpec[] {
  * Creates (idempotently) the period's run record and its shards. A period whose job was created
  * before runs existed (an unsharded job under the run's id, no run record) is adopted as a run of
  * one shard whatever `shards` says: shards beside it would bill its customers a second time.
+ * A period whose run exists with another input (another customer count: a manual start, then the
+ * schedule's default) is refused (RunInputMismatchError): its missing shards come from the stored
+ * input only.
  */
 export async function startInvoiceRun(doc: DynamoDBDocumentClient, jobsTable: string, input: InvoiceRunInput, shards: number, clock: Clock) {
   assertShardCount(shards, input.customers);
   const runId = invoiceRunId(input.period);
   const legacy = shards > 1 ? await readJob(doc, jobsTable, runId) : undefined;
   const count = legacy === undefined ? shards : 1;
-  return createRun(doc, jobsTable, { id: runId, shardCount: count, input: { ...input }, shardsOf: (k) => invoiceShards(input, k) }, clock);
+  return createRun(doc, jobsTable, { id: runId, shardCount: count, input: { ...input }, shardsOf: (stored, k) => invoiceShards(parseInvoiceInput(stored), k) }, clock);
 }

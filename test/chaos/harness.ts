@@ -8,10 +8,10 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { createDynamo, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
+import { createDynamo, FencedError, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../../lib/workloads/invoices.js';
-import { ensureTables, fenceKeyOf, fencesOfLease, readJob, runIdOfJob, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
-import { createStarterHandler } from '../../functions/starter-handler.js';
+import { ensureTables, fenceKeyOf, fencesOfLease, readJob, runIdOfJob, RunInputMismatchError, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
+import { createStarterHandler, type StarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
 import { FaultPlan, type PauseProbes } from '../../cli/faults.js';
@@ -46,6 +46,11 @@ export interface RunRecord {
   drill?: { sealedAtMs: number; reports: SealReport[] };
   history: string[];
   error?: string;
+}
+
+/** A chaos run that could not be carried out as scheduled (its report says why). */
+class ChaosRunError extends FencedError {
+  readonly code = 'CHAOS_RUN';
 }
 
 const isRenewal = (json: unknown) => {
@@ -168,6 +173,11 @@ export async function chaosRun(
         void queue.send({ jobId: jobIds[d.job]!, reason: 'start' });
       }, d.atMs),
     );
+    let restarting: Promise<string | undefined> | undefined;
+    const restart = schedule.restart;
+    if (restart !== undefined) {
+      timers.push(setTimeout(() => (restarting = restartWithOtherInput(starter, schedule, restart, history, at)), restart.atMs));
+    }
     let drilling: Promise<void> | undefined;
     if (schedule.drill !== undefined) {
       timers.push(
@@ -190,6 +200,8 @@ export async function chaosRun(
     await watchProgress(env.direct, tables, jobIds, schedule, history, opts.deadlineMs);
     timers.forEach(clearTimeout);
     await drilling;
+    const accepted = await restarting;
+    if (accepted !== undefined) throw new ChaosRunError(accepted);
     // Paused workers wake up and try their writes: wait for them before reading back.
     const settle = clock.monotonicNow() + schedule.leaseMs * 40;
     while (plan.activePauses > 0 && clock.monotonicNow() < settle) await clock.sleep(25);
@@ -230,6 +242,27 @@ export async function chaosRun(
     history,
     ...(error === undefined ? {} : { error }),
   };
+}
+
+/**
+ * The starter fault: a second start of a running period with another customer count must be
+ * refused (RunInputMismatchError) and write nothing; an accepted one is an error of the run (the
+ * checker's RUNS and ONCE then also see the shards it made).
+ */
+async function restartWithOtherInput(starter: StarterHandler, schedule: Schedule, restart: NonNullable<Schedule['restart']>, history: string[], at: () => number): Promise<string | undefined> {
+  const j = schedule.jobs[restart.job]!;
+  history.push(`${at()} RESTART ${j.period} with ${restart.customers} customers (stored: ${j.customers})`);
+  try {
+    await starter({ period: j.period, customers: restart.customers, seed: j.seed });
+  } catch (e) {
+    if (e instanceof RunInputMismatchError) {
+      history.push(`${at()} RESTART refused: ${e.message}`);
+      return undefined;
+    }
+    history.push(`ERROR restart ${String(e)}`);
+    return undefined;
+  }
+  return `a second start of ${j.period} with ${restart.customers} customers (stored: ${j.customers}) was accepted, not refused`;
 }
 
 function stalled(fired: readonly { name: string; owner: string }[], schedule: Schedule): { stalledOwner?: string } {

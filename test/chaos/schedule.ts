@@ -46,6 +46,12 @@ export interface Schedule {
   requeueOnPause: boolean;
   /** A disaster-recovery drill: raise the epoch and seal at this offset, while workers hold old-epoch leases. */
   drill?: { atMs: number };
+  /**
+   * A starter fault: the period of `job` started again at this offset with another customer count
+   * (a manual retry with other flags, the schedule's default after a manual start). The run is its
+   * stored record: the start must be refused and change nothing.
+   */
+  restart?: { atMs: number; job: number; customers: number };
 }
 
 const CRASH_POINTS: FaultPoint[] = ['after-acquire', 'after-fence-raise', 'before-commit', 'after-commit'];
@@ -108,7 +114,16 @@ export function makeSchedule(seed: number, opts: { leaseMode?: ChaosLeaseMode } 
     sweepBurst: pick([1, 1, 2, 4]),
     requeueOnPause: r() < 0.3,
     ...(r() < 0.15 ? { drill: { atMs: int(leaseMs, leaseMs * 6) } } : {}),
+    // Drawn last, so that every seed keeps the schedule it had before this fault existed.
+    ...restartOf(r, jobs),
   };
+}
+
+function restartOf(r: () => number, jobs: Schedule['jobs']): { restart?: Schedule['restart'] } {
+  if (r() >= 0.3) return {};
+  const job = Math.floor(r() * jobs.length);
+  const atMs = Math.floor(r() * 2_000);
+  return { restart: { atMs, job, customers: jobs[job]!.customers + 1 + Math.floor(r() * 20) } };
 }
 
 /** The incident's pause: until the successor has committed the paused unit, or has raised the fence (and then crashed). */
