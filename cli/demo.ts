@@ -208,6 +208,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
     const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
     const run = await invoiceRun({
       dynamo,
+      endpoint,
       streams,
       tables: runTables,
       effects,
@@ -256,6 +257,10 @@ function printRun(run: RunResult, out: (line: string) => void): void {
     out(`   ${r.ok ? 'PASS' : 'FAIL'}  ${name}${r.ok ? '' : ': ' + r.violations.join('; ')}${r.unchecked ? ` (not checked: ${r.unchecked.join('; ')})` : ''}`);
   }
   const s = run.invariants.stats;
+  if (s.wire !== undefined) {
+    const w = s.wire;
+    out(`   wire (structural FENCE check, from the ${w.transactions} transactions the engine applied): ${w.effectWritesChecked} effect writes each inside a transaction with its fence's action conditioned on its generation, ${w.fenceWrites} fence writes, ${w.replays} token replays; ${w.violations} violations`);
+  }
   out(`   ${s.invoices} invoices, ${s.charges} charges, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
   const { documents: d, emails: m, payments: p } = s.effects;
   out(`   documents: ${d.written} written, ${d.referenced} referenced, ${d.orphaned} orphaned, ${d.collected} collected`);

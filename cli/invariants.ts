@@ -4,8 +4,11 @@
  * recomputes what the input demands from the input alone.
  *
  * FENCE    every effect write is tied to a fence write of the same generation and updatedAt (the
- *          fence was in its transaction); no invoice write replaces a higher generation with a
- *          lower one; fences never go down; per job, committed units' generations never go down.
+ *          stream tie, which also works on AWS); no invoice write replaces a higher generation with
+ *          a lower one; fences never go down; per job, committed units' generations never go down.
+ *          Where a proxy recorded the wire (locally), the structural check of cli/wire-check.ts as
+ *          well: every applied effect write was inside a transaction with the fence's action
+ *          conditioned on its generation, and none was sent after a higher fence was answered.
  * ONCE     exactly one charge per (period, customer), inserted once, never modified or removed;
  *          invoice and charge counts and amounts match the input.
  * PROGRESS every job reached DONE with its cursor at totalUnits.
@@ -24,6 +27,7 @@ import type { TableNames } from '../lib/workflow/index.js';
 import { checkDelivery, checkDocs, type EffectsSources, type EffectsStats } from './invariants-effects.js';
 import { checkRuns, type RunsReport } from './run-invariants.js';
 import { readStream, type StreamChange } from './streams.js';
+import type { WireReport } from './wire-check.js';
 
 export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'RUNS';
 
@@ -66,16 +70,22 @@ export interface InvariantReport {
     effects: EffectsStats;
     /** Run records, the shards they list, and the runs whose every shard is DONE. */
     runs: RunsReport;
+    /** The structural FENCE check's counts, when the wire was recorded (absent: the stream tie only). */
+    wire?: Omit<WireReport, 'violations'> & { violations: number };
   };
 }
 
 const MAX_LISTED = 20;
+/** What FENCE says it could not check when no proxy recorded the wire (on AWS, or a bare checker run). */
+export const NO_WIRE = 'the wire (no proxy recorded the requests): effects tied to fence writes by the streams only, not proven to share their transaction';
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 export async function checkInvariants(
   clients: { client: DynamoDBClient; doc: DynamoDBDocumentClient; streams: DynamoDBStreamsClient },
   tables: TableNames,
   effects: EffectsSources = {},
+  /** What the proxy saw on the wire (WireCheck.report()); without it FENCE is the stream tie alone, and says so. */
+  wire?: WireReport,
 ): Promise<InvariantReport> {
   const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], RUNS: [] };
   const add = (name: InvariantName, msg: string) => {
@@ -97,6 +107,8 @@ export async function checkInvariants(
   const runRecords = jobItems.filter((j) => j.kind === 'run');
   const jobs = jobItems.filter((j) => j.kind !== 'run');
 
+  // FENCE, structurally, from the wire (first: the list is capped, and these say the most).
+  for (const msg of wire?.violations ?? []) add('FENCE', `wire: ${msg}`);
   // FENCE: the tie. A fenced unit writes its fence with (generation, updatedAt) and stamps every
   // effect with the same pair; an effect with no such fence write was written without the fence.
   // (A unit whose fence write changed nothing leaves no fence record, but then an earlier record
@@ -257,7 +269,7 @@ export async function checkInvariants(
 
   const invariants = Object.fromEntries(
     (Object.keys(v) as InvariantName[]).map((k) => {
-      const unread = (effects.unread as Partial<Record<InvariantName, string[]>> | undefined)?.[k];
+      const unread = [...((effects.unread as Partial<Record<InvariantName, string[]>> | undefined)?.[k] ?? []), ...(k === 'FENCE' && wire === undefined ? [NO_WIRE] : [])];
       return [k, { ok: v[k].length === 0, violations: v[k], ...(unread?.length ? { unchecked: unread } : {}) }];
     }),
   ) as InvariantReport['invariants'];
@@ -277,6 +289,7 @@ export async function checkInvariants(
       leaseOverlaps: overlapsOf(takeovers).length,
       effects: { documents: docStats, ...delivery },
       runs,
+      ...(wire === undefined ? {} : { wire: { ...wire, violations: wire.violations.length } }),
     },
   };
 }

@@ -10,7 +10,7 @@
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { systemClock, type Dynamo } from '../lib/protocol/index.js';
+import { createDynamo, systemClock, type Dynamo } from '../lib/protocol/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { METRIC, readJob, readRun, type Job, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
@@ -24,9 +24,14 @@ import { LocalRuntime, slotOf } from './runtime.js';
 import { RunEffects } from './run-effects.js';
 import { LocalTelemetry } from './telemetry.js';
 import { Timeline } from './timeline.js';
+import { startFaultProxy } from './fault-proxy.js';
+import { WireCheck } from './wire-check.js';
 
 export interface RunOptions {
+  /** The checker's client (direct to the engine). */
   dynamo: Dynamo;
+  /** The engine's endpoint: the run's handlers reach it through a recording proxy (the wire FENCE check). */
+  endpoint: string;
   streams: DynamoDBStreamsClient;
   tables: TableNames;
   customers: number;
@@ -90,6 +95,20 @@ export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsP
 }
 
 export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
+  // Every handler's request goes through the proxy, which tells the wire check what the engine
+  // applied; the checker itself reads the engine directly.
+  const wire = new WireCheck(opts.tables);
+  const proxy = await startFaultProxy(opts.endpoint, { onExchange: (ex) => wire.observe(ex) });
+  const viaProxy = createDynamo({ endpoint: proxy.endpoint });
+  try {
+    return await runThroughProxy(opts, viaProxy, wire);
+  } finally {
+    viaProxy.client.destroy();
+    await proxy.close();
+  }
+}
+
+async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck): Promise<RunResult> {
   const clock = systemClock;
   const invocationTimeoutMs = LEASE_MS * 8;
   const sweepIntervalMs = Math.round(LEASE_MS / 3);
@@ -104,9 +123,9 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const plan = new FaultPlan([], clock, timeline, (owner) => runtime?.crash(owner));
   const mode = opts.leaseMode === 'version-watch' ? { kind: 'version-watch' as const } : { kind: 'wall-clock' as const, maxClockSkewMs: 50 };
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
-  const base = { doc: opts.dynamo.doc, tables: opts.tables, clock, queue, telemetry };
+  const base = { doc: dynamo.doc, tables: opts.tables, clock, queue, telemetry };
 
-  const fx = new RunEffects({ dynamo: opts.dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true });
+  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true });
   const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
   const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers, shards: opts.shards ?? 1 });
@@ -172,7 +191,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
     const r = await readRun(opts.dynamo.doc, opts.tables.jobs, id);
     return { id, shards: r?.shardCount ?? 0, done: r?.doneAt !== undefined };
   }));
-  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources());
+  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources(), wire.report());
   return {
     jobs: jobs.map((j, i) => ({
       id: j?.id ?? jobIds[i]!,

@@ -50,10 +50,10 @@ describe('the chaos summary', () => {
   });
 
   it('a controls-only run prints no protocol line, and each control that ran', async () => {
-    const controls = { ...(await summary({})).controls, checkThenAct: { runs: 1, caught: 1, forced: { runs: 0, caught: 0 }, timed: { runs: 1, caught: 1 } } };
+    const controls = { ...(await summary({})).controls, checkThenAct: { runs: 1, caught: 1, forced: { runs: 0, caught: 0 }, timed: { runs: 1, caught: 1 }, byWire: { runs: 1, caught: 1 } } };
     const text = summaryLines(await summary({ controls, elapsedMs: 5_000 })).join('\n');
     expect(text).not.toContain('runs of the real protocol');
-    expect(text).toMatch(/control checkThenAct\s+caught 1\/1 \(100%\): timed 1\/1 \(100%\)$/m);
+    expect(text).toMatch(/control checkThenAct\s+caught 1\/1 \(100%\): timed 1\/1 \(100%\), on the wire 1\/1 \(100%\)$/m);
     expect(text).not.toMatch(/leaseOnly|0\/0|NaN/);
   });
 });
@@ -64,7 +64,10 @@ describe('npm run chaos -- --runs 1 --seed S', () => {
     expect(r.code, r.stderr).toBe(0);
     const s = JSON.parse(r.stdout);
     expect(s.runs).toBe(1);
-    for (const c of CONTROLS) expect(s.controls[c], c).toEqual({ runs: 0, caught: 0, forced: { runs: 0, caught: 0 }, timed: { runs: 0, caught: 0 } });
+    for (const c of CONTROLS) expect(s.controls[c], c).toEqual({ runs: 0, caught: 0, forced: { runs: 0, caught: 0 }, timed: { runs: 0, caught: 0 }, byWire: { runs: 0, caught: 0 } });
+    // The structural FENCE check ran on that run's wire, and found the protocol's transactions whole.
+    expect(s.wire).toMatchObject({ runs: 1, violations: 0 });
+    expect(s.wire.effectWritesChecked).toBeGreaterThan(s.wire.transactions);
     expect(s.failedSeeds).toEqual([]);
     // The article's incident and every fault of the external effects fired (not only armed) in that run.
     expect(s.faults).toMatchObject(

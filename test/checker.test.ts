@@ -5,7 +5,9 @@
  */
 import { TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { makeGeneration, prepareFencedUnit, raiseFence, systemClock } from '../lib/protocol/index.js';
+import { createDynamo, makeGeneration, prepareFencedUnit, raiseFence, systemClock } from '../lib/protocol/index.js';
+import { startFaultProxy } from '../cli/fault-proxy.js';
+import { WireCheck } from '../cli/wire-check.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { fenceKeyOf, tableNames, ensureTables } from '../lib/workflow/index.js';
 import { replayIncident } from '../cli/incident.js';
@@ -45,10 +47,19 @@ describe('FENCE: every effect is tied to a fence write of its generation and upd
     const t = await tables();
     const incident = tableNames(`${t.prefix}incident-`);
     await ensureTables(t.dynamo.client, incident);
-    const r = await replayIncident({ doc: t.dynamo.doc, tables: incident, clock: systemClock, fenced: true });
-    expect(r.aRejected).toBe(true);
-    const report = await invariants({ ...t, names: incident });
+    const wire = new WireCheck(incident);
+    const proxy = await startFaultProxy(t.endpoint, { onExchange: (ex) => wire.observe(ex) });
+    const via = createDynamo({ endpoint: proxy.endpoint });
+    try {
+      const r = await replayIncident({ doc: via.doc, tables: incident, clock: systemClock, fenced: true });
+      expect(r.aRejected).toBe(true);
+    } finally {
+      via.client.destroy();
+      await proxy.close();
+    }
+    const report = await invariants({ ...t, names: incident }, wire.report());
     expect(report.invariants.FENCE).toEqual({ ok: true, violations: [] });
+    expect(report.stats.wire?.effectWritesChecked).toBeGreaterThan(0);
     expect(report.ok).toBe(true);
   });
 });

@@ -25,7 +25,8 @@ import {
 } from '../lib/workflow/index.js';
 import { FullBatchFailureError } from '../functions/worker-handler.js';
 import { getItem, scanAll } from './support/fixtures.js';
-import { startFaultProxy, type ProxiedRequest } from './support/proxy.js';
+import { startFaultProxy, type ProxiedRequest } from '../cli/fault-proxy.js';
+import { WireCheck } from '../cli/wire-check.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { chargesOf, createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
 
@@ -54,6 +55,30 @@ async function expectInvariantsHold(t: TestTables) {
 }
 
 describe('recovery: crashes, pauses, time running out', () => {
+  // The outbox items are effects of the unit's own transaction: a process that dies the moment
+  // the commit is answered (before anything after it, e.g. a put of its own) leaves every one.
+  it("a crash right after the commit's answer leaves every outbox item of that unit in place, created by the unit's transaction", async () => {
+    const t = await tables();
+    const wire = new WireCheck(t.names);
+    const proxy = await startFaultProxy(t.endpoint, { onExchange: (ex) => wire.observe(ex) });
+    const via = createDynamo({ endpoint: proxy.endpoint });
+    cleanups.push(() => via.client.destroy(), () => proxy.close());
+    const w = workflow(t, { workerDoc: via.doc });
+    const input = invoiceInput('2026-04', 6, 3); // 2 units
+    const job = await createInvoiceJob(t, w.clock, input);
+    await w.queue.send({ jobId: job.id, reason: 'start' });
+    const crashed = w.hooks.crash('after-commit', { unit: 0 });
+    w.deliver('A');
+    const info = await crashed.reached;
+    // On the wire: one unit transaction carried all 12 effects (3 invoices, 3 charges, 6 outbox items) with its fence action.
+    expect(wire.report()).toMatchObject({ transactions: 1, effectWritesChecked: 12, violations: [] });
+    const outbox = await scanAll(t, t.names.outbox);
+    const unit0 = [0, 1, 2].map((i) => customerId(i));
+    expect(outbox.map((o) => String(o.pk)).sort()).toEqual(unit0.flatMap((c) => [`email#2026-04#${c}`, `payment#2026-04#${c}`]).sort());
+    const fence = await getItem(t, t.names.fences, `invoices#${job.id}`);
+    for (const o of outbox) expect(o).toMatchObject({ jobId: job.id, unit: 0, generation: info.generation, updatedAt: fence?.updatedAt, status: 'PENDING' });
+  });
+
   it('B raises the fence and crashes before any unit: the sweeper requeues, C resumes from the checkpoint, no charge is repeated', async () => {
     const t = await tables();
     const w = workflow(t, { leaseMs: 400, staleAfterMs: 800 });
@@ -552,13 +577,16 @@ describe('disaster recovery', () => {
     // The restore happened; the operator raises the epoch and seals while A is paused.
     await raiseEpoch(t.dynamo.doc, t.names.leases, 1);
     const reports = await seal(t.dynamo.doc, t.names, 1, { fencesOf: fencesOfLease });
-    expect(reports.find((r) => r.table === t.names.fences)).toMatchObject({ created: 1 });
+    // The fence exists now, at the floor, before A wakes: what A meets is the table, not a report.
+    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toMatchObject({ generation: epochFloor(1) });
 
     paused.release();
     expect(await a.done).toEqual({ batchItemFailures: [] });
-    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
+    // A's own fence raise is what refused it (a seal that skipped the missing fence lets A create
+    // it at its old generation and commit every unit: checked by hand with that line removed).
     expect(w.telemetry.of('superseded', 'A')).toEqual([expect.objectContaining({ why: 'fence-raise', by: epochFloor(1) })]);
+    expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
     expect(await scanAll(t, t.names.invoices)).toEqual([]);
-    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toMatchObject({ generation: epochFloor(1) });
+    expect(reports.find((r) => r.table === t.names.fences)).toMatchObject({ created: 1 });
   });
 });

@@ -5,11 +5,12 @@
  * which is the evidence that a clean run of the real protocol means something.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { DeleteCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   asGeneration,
   buildFencedUnit,
   decodeCancellation,
+  isConditionalCheckFailed,
   StaleGenerationError,
   type CommitOutcome,
   type FenceContext,
@@ -128,15 +129,22 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
           return send(ctx, unit, [{ Update: setFence }, ...unconditional(items)], true);
         },
       };
-    // The fence is checked and raised in its own write; the effects follow in another.
+    // The fence is checked and raised in its own write; the effects follow in another. The raise
+    // is the unit's own fence action, stamped with the unit's `now`: the stream tie (same
+    // generation, same updatedAt) holds, and only the wire shows the two requests apart.
     case 'separateFenceWrite':
       return {
         ...fencedProtocol,
         commitUnit: async (ctx, unit, opts = {}) => {
-          await once(unit, async () => {
-            await fencedProtocol.raiseFence(ctx, unit.fence, unit.generation);
-          });
           const { items } = buildFencedUnit(unit, opts.now ?? Date.now());
+          await once(unit, async () => {
+            try {
+              await ctx.doc.send(new UpdateCommand(items[0]!.Update!));
+            } catch (e) {
+              if (!isConditionalCheckFailed(e)) throw e;
+              throw new StaleGenerationError(unit.fence.resource, unit.generation, undefined);
+            }
+          });
           return send(ctx, unit, unconditional(items));
         },
       };

@@ -22,7 +22,8 @@ import { LocalTelemetry } from '../../cli/telemetry.js';
 import { startEffects } from '../../cli/effects-env.js';
 import { RunEffects } from '../../cli/run-effects.js';
 import { runsRecorded } from '../../cli/run.js';
-import { startFaultProxy, type FaultProxy } from '../support/proxy.js';
+import { startFaultProxy, type FaultProxy } from '../../cli/fault-proxy.js';
+import { WireCheck } from '../../cli/wire-check.js';
 import { controlProtocol, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
@@ -107,7 +108,9 @@ export async function chaosRun(
   const tables = tableNames(`chaos-${seed}-${variant}-`);
   const history: string[] = [];
   await ensureTables(env.direct.client, tables);
-  const proxy = await startFaultProxy(env.endpoint);
+  // The wire the structural FENCE check reads: every request of the run's handlers that reached the engine.
+  const wire = new WireCheck(tables);
+  const proxy = await startFaultProxy(env.endpoint, { onExchange: (ex) => wire.observe(ex) });
   injectFaults(proxy, schedule);
   const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
 
@@ -217,7 +220,7 @@ export async function chaosRun(
     await proxy.close();
     viaProxy.client.destroy();
   }
-  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources());
+  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources(), wire.report());
   await effects.close();
   if (!opts.keepTables) {
     await Promise.all(TABLE_ROLES.map((role) => env.direct.client.send(new DeleteTableCommand({ TableName: tables[role] })).catch(() => undefined)));

@@ -31,7 +31,7 @@ export interface ChaosSummary {
   /** Per invariant, real-protocol runs that broke it; LEASE: a lease held by two while every clock kept its bound. */
   violations: Record<InvariantName | 'LEASE', number>;
   /** Per control: all runs, and those with the incident's interleaving forced (even seeds) or left to timing (odd). */
-  controls: Record<(typeof CONTROLS)[number], Tally & { forced: Tally; timed: Tally }>;
+  controls: Record<(typeof CONTROLS)[number], Tally & { forced: Tally; timed: Tally; byWire: Tally }>;
   /** Real-protocol runs per lease mode, with clock skew beyond the bound, with a DR drill. */
   dimensions: { wallClock: number; versionWatch: number; skewed: number; drills: number; successorCrashes: number };
   /** Takeovers before the replaced holder's expiry (true time) in skewed runs: allowed, FENCE must still hold. */
@@ -42,11 +42,32 @@ export interface ChaosSummary {
   fenceRefusals: { runs: number; writes: number };
   /** The external effects of the real-protocol runs, summed: what the checker counted in the bucket, the sink and the payment provider. */
   effects: EffectsTotals;
+  /** The structural FENCE check of the real-protocol runs, summed: what the proxy saw the engine apply. */
+  wire: WireTotals;
   failedSeeds: number[];
   uncaughtControls: { variant: string; seed: number }[];
   elapsedMs: number;
   runsPerMinute: number;
 }
+
+export interface WireTotals {
+  runs: number;
+  transactions: number;
+  effectWritesChecked: number;
+  fenceWrites: number;
+  replays: number;
+  violations: number;
+}
+
+function addWire(into: WireTotals, r: RunRecord): void {
+  const w = r.report.stats.wire;
+  if (w === undefined) return;
+  into.runs++;
+  for (const f of ['transactions', 'effectWritesChecked', 'fenceWrites', 'replays', 'violations'] as const) into[f] += w[f];
+}
+
+/** A control run whose mistake the structural FENCE check found on its own. */
+const caughtOnWire = (r: RunRecord): boolean => (r.report.stats.wire?.violations ?? 0) > 0;
 
 type Counts<T> = { [K in keyof T]: { [F in keyof T[K] as T[K][F] extends number ? F : never]: number } };
 export type EffectsTotals = Counts<EffectsStats>;
@@ -92,12 +113,13 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   const summary: ChaosSummary = {
     runs: opts.runs,
     violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, DOCS: 0, DELIVERY: 0, RUNS: 0, LEASE: 0 },
-    controls: Object.fromEntries(CONTROLS.map((c) => [c, { ...tally(), forced: tally(), timed: tally() }])) as ChaosSummary['controls'],
+    controls: Object.fromEntries(CONTROLS.map((c) => [c, { ...tally(), forced: tally(), timed: tally(), byWire: tally() }])) as ChaosSummary['controls'],
     dimensions: { wallClock: 0, versionWatch: 0, skewed: 0, drills: 0, successorCrashes: 0 },
     skewOverlaps: { runs: 0, overlaps: 0 },
     faults: {},
     fenceRefusals: { runs: 0, writes: 0 },
     effects: effectsTotals(),
+    wire: { runs: 0, transactions: 0, effectWritesChecked: 0, fenceWrites: 0, replays: 0, violations: 0 },
     failedSeeds: [],
     uncaughtControls: [],
     elapsedMs: 0,
@@ -136,6 +158,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
               if (r.leaseViolation) summary.violations.LEASE++;
               countDimensions(summary, r);
               addEffects(summary.effects, r.report.stats.effects);
+              addWire(summary.wire, r);
               const refused = r.metrics[METRIC.staleGenerationRejected] ?? 0;
               summary.fenceRefusals.writes += refused;
               if (refused > 0) summary.fenceRefusals.runs++;
@@ -150,6 +173,8 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
                 t.runs++;
                 if (caught) t.caught++;
               }
+              c.byWire.runs++;
+              if (caughtOnWire(r)) c.byWire.caught++;
               if (!caught) {
                 summary.uncaughtControls.push({ variant: task.variant, seed: task.seed });
                 save(r);
@@ -252,12 +277,16 @@ export function summaryLines(s: ChaosSummary): string[] {
     const fired = Object.entries(s.faults).sort(([a], [b]) => a.localeCompare(b));
     if (fired.length > 0) out.push(`  faults fired (runs): ${fired.map(([f, n]) => `${f} ${n}`).join('; ')}`);
     const { documents: o, emails: m, payments: p } = s.effects;
+    const w = s.wire;
+    out.push(`  wire (structural FENCE, ${w.runs} runs): ${w.transactions} transactions applied, ${w.effectWritesChecked} effect writes checked, ${w.fenceWrites} fence writes, ${w.replays} token replays; ${w.violations} violations`);
     out.push(`  documents ${o.written} written, ${o.referenced} referenced, ${o.orphaned} orphaned, ${o.collected} collected; emails ${m.items} queued, ${m.delivered} received, ${m.duplicated} duplicated (${m.ambiguous} ambiguous sends); payments ${p.performed} performed for ${p.requests} requests`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
   const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;
   for (const [c, v] of ran) {
     const halves = (['forced', 'timed'] as const).filter((k) => v[k].runs > 0).map((k) => `${k} ${rate(v[k])}`);
+    // For a fence control: how many of its runs the structural check caught on its own.
+    if (BREAKS[c as (typeof CONTROLS)[number]] === 'FENCE' && v.byWire.runs > 0) halves.push(`on the wire ${rate(v.byWire)}`);
     out.push(`  control ${c.padEnd(20)} caught ${rate(v)}: ${halves.join(', ')}`);
   }
   if (ran.length === 0) out.push('  negative controls: not run (--control-runs M runs each M times; --replay CONTROL@S one of them)');
@@ -326,6 +355,7 @@ async function cli(argv: string[]): Promise<number> {
         controls: core.controls,
         fenceRefusals: core.fenceRefusals,
         effects: core.effects,
+        wire: core.wire,
         dimensions: core.dimensions,
         skewOverlaps: core.skewOverlaps,
         faults: core.faults,

@@ -7,6 +7,7 @@
  * - `Recorder`: telemetry that keeps every count and event for assertions.
  * - `workflow()`: the real handlers wired to one set of tables, a ManualClock and a LocalQueue.
  */
+import type { WireReport } from '../../cli/wire-check.js';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
 import { ManualClock, systemClock, type Clock, type Generation, type LeaseMode } from '../../lib/protocol/index.js';
@@ -242,7 +243,8 @@ export function workflow(t: TestTables, opts: WorkflowOptions = {}) {
  * does it (claim, send, mark) to a real SMTP sink and payment provider: the worker tests run no
  * sender of their own, and DELIVERY is then checked on what they created.
  */
-export async function invariants(t: TestTables): Promise<InvariantReport> {
+/** The checker on `t`'s tables, after delivering what the outbox holds; `wire`: what a recording proxy saw (else FENCE says the wire was not checked). */
+export async function invariants(t: TestTables, wire?: WireReport): Promise<InvariantReport> {
   const streams = streamsClient(t.endpoint);
   const sink = await startSmtpSink();
   const payments = await startPaymentsProvider();
@@ -257,7 +259,7 @@ export async function invariants(t: TestTables): Promise<InvariantReport> {
       from: 'billing@fenced-workflow.example',
     };
     for (const item of await scanAll(t, t.names.outbox)) if (item.status === 'PENDING') await deliver(deps, item as unknown as OutboxItem);
-    return await checkInvariants({ client: t.dynamo.client, doc: t.dynamo.doc, streams }, t.names, { mails: sink.received, payments: [...payments.records.values()] });
+    return await checkInvariants({ client: t.dynamo.client, doc: t.dynamo.doc, streams }, t.names, { mails: sink.received, payments: [...payments.records.values()] }, wire);
   } finally {
     streams.destroy();
     await Promise.all([sink.close(), payments.close()]);

@@ -1,5 +1,7 @@
 /**
- * A loopback HTTP proxy in front of DynamoDB (Local) that injects network faults per request.
+ * A loopback HTTP proxy in front of DynamoDB (Local) that injects network faults per request and
+ * hears every exchange with the engine: the local runtime's fault injection (DESIGN.md: part of
+ * the runtime, not a test-only hack) and the wire the structural FENCE check reads.
  *
  *   const proxy = await startFaultProxy(endpoint);
  *   const { doc } = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 2 });
@@ -24,6 +26,11 @@
  *   it (`error('ThrottlingException')`, a `TransactionConflict` cancellation), or an empty
  *   stream page (GetRecords with no records and a next iterator).
  *
+ * Recording: `onExchange` hears of every request that reached the engine, with its answer (also
+ * when the answer is then dropped or delayed on the way back): what the structural FENCE check
+ * (cli/wire-check.ts) reads. Requests the proxy refused itself (`respond`, `blackhole`) never
+ * reached the engine and are not heard of.
+ *
  * Keep-alive friendly: unaffected requests share kept-alive connections on both sides.
  * `close()` destroys every open connection (including blackholed ones) and every held response.
  */
@@ -35,6 +42,27 @@ export type FaultAction =
   | { kind: 'drop' }
   | { kind: 'blackhole' }
   | { kind: 'respond'; status: number; body: (req: ProxiedRequest) => unknown };
+
+/** A request that reached the engine and the engine's answer, as the proxy saw them. */
+export interface WireExchange {
+  /** The operation, e.g. `TransactWriteItems`. */
+  readonly operation: string;
+  /** The request's body as sent (DynamoDB's JSON wire format). */
+  readonly body: string;
+  /** When the whole request had reached the proxy, before it was forwarded (performance.now(), ms). */
+  readonly sentAt: number;
+  /** When the engine's whole answer had reached the proxy. */
+  readonly answeredAt: number;
+  /** The engine's HTTP status: 200 is applied. */
+  readonly status: number;
+  /** The engine's answer body. */
+  readonly answer: string;
+}
+
+export interface FaultProxyOptions {
+  /** Told of every exchange with the engine, in the order the answers arrive. */
+  onExchange?: (exchange: WireExchange) => void;
+}
 
 /** What a rule's predicate sees of a request. */
 export interface ProxiedRequest {
@@ -106,7 +134,7 @@ function targetMatches(want: string | undefined, target: string, operation: stri
 }
 
 /** Starts the proxy on a free 127.0.0.1 port in front of `upstream` (e.g. DynamoDB Local's endpoint). */
-export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
+export async function startFaultProxy(upstream: string, options: FaultProxyOptions = {}): Promise<FaultProxy> {
   const up = new URL(upstream);
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const rules: Rule[] = [];
@@ -176,12 +204,14 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
         return;
       }
       let answer;
+      const sentAt = performance.now();
       try {
         answer = await forward(req, body);
       } catch {
         res.destroy();
         return;
       }
+      options.onExchange?.({ operation, body: text, sentAt, answeredAt: performance.now(), status: answer.status, answer: answer.body.toString('utf8') });
       if (rule?.action.kind === 'drop') {
         // Applied upstream; the caller never learns it.
         req.socket.destroy();
