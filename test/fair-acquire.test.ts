@@ -352,3 +352,46 @@ describe('fair acquire: what it costs, what it does not protect', () => {
     expect(grants[0]!.lease.generation).toBe(held.generation + 1);
   });
 });
+
+describe('fair acquire: abandoned tickets', () => {
+  it('abandoned tickets never delay a grant by more than one turn: 20 waiters that gave up before the first in line, and 20 between it and the next, cost the queue nothing while the lease is free', async () => {
+    const key = 'fair#abandoned';
+    const { scene, holder, held: first, grants } = await behindHolder(key);
+    const gaveUp: unknown[] = [];
+    // Twenty contenders take a ticket each behind whoever is queued, then give up: their items
+    // leave the queue, their tickets stay unserved on the counter.
+    const abandon = async () => {
+      const done = gaveUp.length + 20;
+      for (let i = 0; i < 20; i++) {
+        void scene.start(() => contender(scene, `gone${done - 20 + i}`).acquire(key, { timeoutMs: L / 4 }).catch((e: unknown) => void gaveUp.push(e)));
+      }
+      await scene.run(() => gaveUp.length === done);
+    };
+    const join = async (who: string) => {
+      let joined = false;
+      void live(scene, grants, who, contender(scene, who, { hook: (p) => void (p === 'joined' && (joined = true)) }), key);
+      await until(() => joined, `${who} queued`);
+      await scene.settle();
+    };
+    await abandon(); // with nobody else queued: x's first promise counts from the counter
+    await join('x');
+    await abandon(); // behind x: y's first promise counts from x, the first waiter it saw
+    await join('y');
+    await join('z'); // watches y, so y's promise is what it sleeps on
+    expect(gaveUp.filter((e) => e instanceof AcquireTimeoutError)).toHaveLength(40);
+    expect((await queue(key)).map((w) => w.owner)).toEqual(['x', 'y', 'z']);
+
+    const releasedAt = scene.clock.monotonicNow();
+    await holder.release(first);
+    await scene.run(() => grants.length === 3);
+    expect(grants.map((g) => g.who)).toEqual(['x', 'y', 'z']);
+    expect(grants.map((g) => g.lease.generation)).toEqual([1, 2, 3].map((n) => first.generation + n));
+    // The lease is free from H's release on, each holder keeps it L/2: every grant comes at most
+    // one turn after the lease was free to take (H's expiry, as x saw it; the release before).
+    const turn = contender(scene, 'probe').turnMs;
+    expect(grants[0]!.at).toBeLessThanOrEqual(releasedAt + turn);
+    const idle = grants.slice(1).map((g, i) => g.at - (grants[i]!.at + L / 2));
+    expect(Math.max(...idle), `free before each next grant: ${idle.join(', ')} ms`).toBeLessThanOrEqual(turn);
+    expect(await queue(key)).toEqual([]);
+  });
+});
