@@ -5,7 +5,7 @@
  */
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { AcquireTimeoutError, FairAcquirer, type FairPoint, type Lease, type LeaseManager } from '../lib/protocol/index.js';
+import { AcquireTimeoutError, FairAcquirer, skewedClock, type Clock, type FairPoint, type Lease, type LeaseManager } from '../lib/protocol/index.js';
 import { granted, until } from './support/fixtures.js';
 import { countByTable } from './support/request-counter.js';
 import { Scene, type Gate } from './support/scene.js';
@@ -19,10 +19,10 @@ const waiters = waiterTable(env);
 
 type Hook = (point: FairPoint, ticket: number) => Promise<void> | void;
 
-/** A contender on the scene's clock: a lease manager and its fair acquirer. */
-function contender(scene: Scene, owner: string, opts: { hook?: Hook; random?: number; doc?: DynamoDBDocumentClient } = {}): FairAcquirer {
+/** A contender on the scene's clock (or one derived from it, skewed): a lease manager and its fair acquirer. */
+function contender(scene: Scene, owner: string, opts: { hook?: Hook; random?: number; doc?: DynamoDBDocumentClient; clock?: Clock } = {}): FairAcquirer {
   const random = () => opts.random ?? 0.5;
-  const leases = env.leases(owner, { clock: scene.clock, mode, durationMs: L, random, ...(opts.doc ? { doc: opts.doc } : {}) });
+  const leases = env.leases(owner, { clock: opts.clock ?? scene.clock, mode, durationMs: L, random, ...(opts.doc ? { doc: opts.doc } : {}) });
   return new FairAcquirer(leases, { doc: opts.doc ?? env.t.dynamo.doc, table: waiters.name, random, hooks: { at: (p, info) => opts.hook?.(p, info.ticket) } });
 }
 
@@ -350,5 +350,98 @@ describe('fair acquire: what it costs, what it does not protect', () => {
     await scene.run(() => grants.length === 1);
     expect(points).not.toContain('requeued');
     expect(grants[0]!.lease.generation).toBe(held.generation + 1);
+  });
+});
+
+describe('fair acquire: abandoned tickets', () => {
+  it('abandoned tickets never delay a grant by more than one turn: 20 waiters that gave up before the first in line, and 20 between it and the next, cost the queue nothing while the lease is free', async () => {
+    const key = 'fair#abandoned';
+    const { scene, holder, held: first, grants } = await behindHolder(key);
+    const gaveUp: unknown[] = [];
+    // Twenty contenders take a ticket each behind whoever is queued, then give up: their items
+    // leave the queue, their tickets stay unserved on the counter.
+    const abandon = async () => {
+      const done = gaveUp.length + 20;
+      for (let i = 0; i < 20; i++) {
+        void scene.start(() => contender(scene, `gone${done - 20 + i}`).acquire(key, { timeoutMs: L / 4 }).catch((e: unknown) => void gaveUp.push(e)));
+      }
+      await scene.run(() => gaveUp.length === done);
+    };
+    const join = async (who: string) => {
+      let joined = false;
+      void live(scene, grants, who, contender(scene, who, { hook: (p) => void (p === 'joined' && (joined = true)) }), key);
+      await until(() => joined, `${who} queued`);
+      await scene.settle();
+    };
+    await abandon(); // with nobody else queued: x's first promise counts from the counter
+    await join('x');
+    await abandon(); // behind x: y's first promise counts from x, the first waiter it saw
+    await join('y');
+    await join('z'); // watches y, so y's promise is what it sleeps on
+    expect(gaveUp.filter((e) => e instanceof AcquireTimeoutError)).toHaveLength(40);
+    expect((await queue(key)).map((w) => w.owner)).toEqual(['x', 'y', 'z']);
+
+    const releasedAt = scene.clock.monotonicNow();
+    await holder.release(first);
+    await scene.run(() => grants.length === 3);
+    expect(grants.map((g) => g.who)).toEqual(['x', 'y', 'z']);
+    expect(grants.map((g) => g.lease.generation)).toEqual([1, 2, 3].map((n) => first.generation + n));
+    // The lease is free from H's release on, each holder keeps it L/2: every grant comes at most
+    // one turn after the lease was free to take (H's expiry, as x saw it; the release before).
+    const turn = contender(scene, 'probe').turnMs;
+    expect(grants[0]!.at).toBeLessThanOrEqual(releasedAt + turn);
+    const idle = grants.slice(1).map((g, i) => g.at - (grants[i]!.at + L / 2));
+    expect(Math.max(...idle), `free before each next grant: ${idle.join(', ')} ms`).toBeLessThanOrEqual(turn);
+    expect(await queue(key)).toEqual([]);
+  });
+});
+
+describe('fair acquire: clocks further apart than the bound', () => {
+  it('a live waiter skipped by one whose wall clock runs ahead beyond the bound notices its own item is gone on its next look and re-queues behind it, though its promise is still valid on its own clock and the lease is free', async () => {
+    const key = 'fair#skewed';
+    const { scene, grants } = await behindHolder(key); // H crashes: its lease runs out at L
+    const points: string[] = [];
+    const tickets = new Map<string, number[]>();
+    const note = (who: string, p: FairPoint, ticket: number) => {
+      points.push(`${who}:${p}:${ticket}`);
+      if (p === 'joined') tickets.set(who, [...(tickets.get(who) ?? []), ticket]);
+    };
+    const pauseW1 = scene.gate();
+    const w0 = contender(scene, 'w0', { hook: (p, t) => note('w0', p, t) });
+    // w1's wall clock is 10 lease periods ahead: to it, every promise of w0's has long lapsed.
+    const w1 = contender(scene, 'w1', {
+      clock: skewedClock(scene.clock, 10 * L),
+      hook: async (p, t) => {
+        note('w1', p, t);
+        // Stop w1 where it becomes first (w0 removed), before it tries the lease.
+        if (p === 'looked' && (await queue(key)).every((w) => w.sk === t)) await pauseW1.pass();
+      },
+    });
+    void live(scene, grants, 'w0', w0, key);
+    await until(() => tickets.has('w0'), 'w0 queued');
+    await scene.settle(); // w0 is first in line, asleep until H's lease has run out
+    const w0Promise = (await queue(key))[0]!.expiresAt as number;
+    void live(scene, grants, 'w1', w1, key);
+    await scene.run(() => pauseW1.holding);
+    // w1 removed w0 at once, by its own clock; by w0's, w0 still has its promise.
+    expect(await queue(key)).toEqual([expect.objectContaining({ owner: 'w1' })]);
+    expect(scene.clock.wallNow()).toBeLessThan(w0Promise);
+
+    // w0 wakes at H's expiry, the lease free and its own promise still valid: only its own item,
+    // gone from its look, tells it that it was skipped.
+    const [first] = tickets.get('w0')!;
+    await scene.run(() => points.includes(`w0:requeued:${first}`) || grants.length > 0);
+    await scene.settle();
+    expect(grants.map((g) => g.who), 'granted ahead of the waiter that skipped it').toEqual([]);
+    expect(scene.clock.wallNow()).toBeLessThan(w0Promise);
+    const lease = (await env.t.dynamo.doc.send(new GetCommand({ TableName: env.t.names.leases, Key: { pk: key }, ConsistentRead: true }))).Item;
+    expect((lease?.expiresAt as number) + SKEW).toBeLessThan(scene.clock.wallNow()); // free: a tryAcquire by w0 would have won
+    expect(tickets.get('w0')![1]).toBeGreaterThan(tickets.get('w1')![0]!);
+    expect((await queue(key)).map((w) => w.owner)).toEqual(['w1', 'w0']);
+
+    pauseW1.open();
+    await scene.run(() => grants.length === 2);
+    expect(grants.map((g) => g.who)).toEqual(['w1', 'w0']);
+    expect(grants[1]!.at).toBeGreaterThanOrEqual(grants[0]!.at + L / 2); // after w1 released: one holder at a time
   });
 });

@@ -9,7 +9,8 @@
  *   enter    nobody queued: one ordinary tryAcquire (granted: done, 2 requests in all)
  *   join     take a ticket (one atomic counter per key, which also says how many tickets ahead
  *            are unserved) and write a waiter item whose `expiresAt` is a promise: "I will look
- *            again, or renew this, before then": one turn per ticket ahead
+ *            again, or renew this, before then": one turn per waiter ahead (tickets ahead, at
+ *            most the waiter items there: a ticket given up is no turn)
  *   look     one strongly consistent Query: my own item (gone? I was skipped: join again, at the
  *            tail) and my nearest predecessor
  *   act      only while my own promise is still valid on my monotonic clock: after a pause or a
@@ -38,7 +39,7 @@ import { AcquireTimeoutError, InvalidInputError } from './errors.js';
 import type { Lease, LeaseManager, Observation } from './lease.js';
 import { asLeaseKey } from './lease-model.js';
 import { leastPromise, validUntil, type Place } from './queue-place.js';
-import { markServed, queueState, register, removeWaiter, renewPromise, takeTicket, view, type Queue, type Waiter } from './waiters.js';
+import { markServed, queueState, register, removeWaiter, renewPromise, takeTicket, view, waitersBefore, type Queue, type Waiter } from './waiters.js';
 
 /** Where the fair acquire may be paused (or crashed, by never resolving) by fault injection. */
 export type FairPoint = 'joined' | 'looked' | 'requeued';
@@ -259,19 +260,24 @@ export class FairAcquirer {
   }
 
   /**
-   * Takes a ticket and writes my waiter item. Its first promise is one turn per ticket ahead,
+   * Takes a ticket and writes my waiter item. Its first promise is one turn per waiter ahead,
    * counted from the first waiter seen on entering, or else from the last ticket served: a crowd
    * that arrives at once is spread over the turns it will wait at once, instead of each waiter
-   * looking every turn until the spacing settles.
+   * looking every turn until the spacing settles. Tickets overcount: one given up stays unserved,
+   * and the waiter behind me sleeps on my promise, a turn per abandoned ticket with the lease
+   * free. So they are capped by the items there (one counting Query when the tickets say more
+   * than one turn). Watching only live predecessors (etcd's mutex) is what `view` does already;
+   * the promise was what overshot, and a short promise costs a renewal, never a turn.
    */
   private async join(w: Wait): Promise<void> {
     const clock = this.leases.clock;
     const { ticket, served } = await takeTicket(w.q);
     const token = randomUUID();
+    const tickets = w.head !== undefined && w.head.ticket < ticket ? ticket - w.head.ticket + 1 : ticket - served;
+    w.head = undefined; // a later join (after being skipped) counts from the counter
+    const ahead = tickets <= 1 ? tickets : Math.min(tickets, (await waitersBefore(w.q, ticket)) + 1);
     const sendMono = clock.monotonicNow();
     const sendWall = clock.wallNow();
-    const ahead = w.head !== undefined && w.head.ticket < ticket ? ticket - w.head.ticket + 1 : ticket - served;
-    w.head = undefined; // a later join (after being skipped) counts from the counter
     const expiresAt = sendWall + Math.max(1, ahead) * this.turnMs;
     await register(w.q, { ticket, owner: this.leases.owner, token, expiresAt });
     w.place = { ticket, token, expiresAt, validUntil: validUntil(this.leases.rule, sendMono, sendWall, expiresAt) };

@@ -7,7 +7,8 @@
  *
  * Table: partition key `pk` (S, the lease key), sort key `sk` (N). Per lease key:
  *   sk = 0     the ticket counter: `last` (N), the last ticket handed out (atomic ADD), and
- *              `served` (N), the last ticket granted the lease: `last - served` waiters ahead
+ *              `served` (N), the last ticket granted the lease: `last - served` tickets ahead,
+ *              some perhaps given up (their waiters gone), so at most that many waiters
  *   sk = t > 0 the waiter holding ticket t: `owner`, `token` (random, one per registration:
  *              it tells a waiter's own item from a successor's), `expiresAt` (N, wall-clock
  *              ms): the waiter's promise to act again (look, or renew this promise) before then.
@@ -115,6 +116,26 @@ export async function takeTicket(q: Queue): Promise<{ ticket: number; served: nu
   const served = out.Attributes?.[A.served];
   if (typeof last !== 'number') throw new TypeError(`${q.table}: the ticket counter of ${q.key} returned no number`);
   return { ticket: last, served: typeof served === 'number' ? served : 0 };
+}
+
+/**
+ * How many waiter items hold a ticket below `ticket`: one strongly consistent Query that counts
+ * (Select COUNT: no item comes back). A short count (an item not yet written, a second page past
+ * 1 MB) only makes a promise short, which its waiter renews before it sleeps.
+ */
+export async function waitersBefore(q: Queue, ticket: number): Promise<number> {
+  if (ticket <= COUNTER_SK + 1) return 0;
+  const out = await q.doc.send(
+    new QueryCommand({
+      TableName: q.table,
+      KeyConditionExpression: '#pk = :k AND #sk BETWEEN :first AND :before',
+      ExpressionAttributeNames: { '#pk': A.key, '#sk': A.ticket },
+      ExpressionAttributeValues: { ':k': q.key, ':first': COUNTER_SK + 1, ':before': ticket - 1 },
+      ConsistentRead: true,
+      Select: 'COUNT',
+    }),
+  );
+  return out.Count ?? 0;
 }
 
 /** Records that `ticket` was granted the lease (never moving the mark back). False when a later ticket was recorded first. */
