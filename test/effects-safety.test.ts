@@ -183,6 +183,31 @@ describe('the document put: a 412 is resolved by the existing object, not assume
     expect(again.etag).toBe(s3.buckets.get('docs')!.get(key)![0]!.etag);
     expect(s3.buckets.get('docs')!.get(key)).toHaveLength(1);
   });
+
+  it("a put whose answer is lost after the endpoint applied it is retried by the SDK, refused 412, and resolved by the HEAD as our own put", async () => {
+    const key = 'put-412/lost/3.json';
+    const c = client();
+    // The connection resets after the answer left the endpoint (the request was applied), once:
+    // the SDK's retry strategy resends the put, and the resend meets our own object.
+    let lost = 0;
+    c.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const req = args.request as { method?: string; path?: string };
+        if (lost === 0 && req.method === 'PUT' && req.path?.endsWith(key)) {
+          lost++;
+          throw Object.assign(new TypeError('socket hang up (the answer was lost)'), { code: 'ECONNRESET' });
+        }
+        return out;
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'loseFirstPutAnswer' },
+    );
+    const { etag } = await new S3ObjectStore(c, 'docs').putNew(key, Buffer.from('{"generation":3}'), 'application/json');
+    expect(lost).toBe(1);
+    expect(s3.buckets.get('docs')!.get(key)).toHaveLength(1);
+    expect(etag).toBe(s3.buckets.get('docs')!.get(key)![0]!.etag);
+    c.destroy();
+  });
 });
 
 describe('the collector', () => {
