@@ -144,7 +144,7 @@ export class RunEffects {
       hooks: undefined,
       // Well past the stream's retries: the reconciler is for what the stream gave up on.
       pendingAfterMs: this.o.leaseMs * 6,
-      claimTimeoutMs: this.o.leaseMs * 2,
+      claimTimeoutMs: this.claimTimeoutMs,
       // The embedded sink records as it receives; an external SMTP server keeps no record we can read.
       recordLagMs: this.o.effects.sink === undefined ? undefined : Math.round(this.o.leaseMs / 2),
     });
@@ -224,11 +224,17 @@ export class RunEffects {
     };
   }
 
-  /** What the checker reads: the bucket, and the providers' own records. */
+  /** How old a SENDING claim must be before the reconciler may take it over (the checker holds it to this). */
+  private get claimTimeoutMs(): number {
+    return this.o.leaseMs * 2;
+  }
+
+  /** What the checker reads: the bucket, the providers' own records, and the claim timeout takeovers must respect. */
   sources(): EffectsSources {
     const e = this.o.effects;
     return {
       s3: { client: e.s3, bucket: e.bucket, set: this.o.set },
+      claimTimeoutMs: this.claimTimeoutMs,
       ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],
     };
