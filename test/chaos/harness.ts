@@ -49,6 +49,9 @@ export interface RunRecord {
   error?: string;
 }
 
+/** The starter fault's name in the summary: it fired when its start was refused. */
+export const RESTART_FAULT = 'a running period started again with another input (refused)';
+
 /** A chaos run that could not be carried out as scheduled (its report says why). */
 class ChaosRunError extends FencedError {
   readonly code = 'CHAOS_RUN';
@@ -238,7 +241,12 @@ export async function chaosRun(
     overlaps,
     leaseViolation,
     schedule,
-    faultsFired: [...plan.fired.map((f) => f.name), ...fx.fired, ...(fx.senderKilled ? ['sender killed after the provider accepted'] : [])],
+    faultsFired: [
+      ...plan.fired.map((f) => f.name),
+      ...fx.fired,
+      ...(fx.senderKilled ? ['sender killed after the provider accepted'] : []),
+      ...(history.some((h) => h.includes('RESTART refused')) ? [RESTART_FAULT] : []),
+    ],
     ...stalled(plan.fired, schedule),
     metrics: Object.fromEntries(telemetry.counts),
     ...(drill === undefined ? {} : { drill }),
