@@ -3,6 +3,7 @@ import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynam
 import {
   DescribeStreamCommand,
   DynamoDBStreamsClient,
+  ExpiredIteratorException,
   GetRecordsCommand,
   GetShardIteratorCommand,
   type _Record,
@@ -93,6 +94,21 @@ const iteratorOf = async (streams: DynamoDBStreamsClient, arn: string, shard: Sh
 
 const sequenceOf = (r: _Record): bigint => BigInt(r.dynamodb?.SequenceNumber ?? '0');
 
+/**
+ * One page of the tip iterator. An iterator expires 15 minutes after it was handed out: then a
+ * fresh LATEST one, whose records are written later still, so still after reading began.
+ */
+async function probeTip(streams: DynamoDBStreamsClient, arn: string, shard: Shard, tip: string): Promise<{ first?: _Record; next?: string }> {
+  try {
+    const probe = await streams.send(new GetRecordsCommand({ ShardIterator: tip, Limit: 1 }));
+    return { ...(probe.Records?.[0] === undefined ? {} : { first: probe.Records[0] }), ...(probe.NextShardIterator === undefined ? {} : { next: probe.NextShardIterator }) };
+  } catch (e) {
+    if (!(e instanceof ExpiredIteratorException)) throw e;
+    const next = await iteratorOf(streams, arn, shard, 'LATEST');
+    return next === undefined ? {} : { next };
+  }
+}
+
 /** One shard from TRIM_HORIZON to its end: a closed one to its null iterator, an open one until caught up (see above). */
 async function readShard(streams: DynamoDBStreamsClient, arn: string, shard: Shard, opts: ReadStreamOptions): Promise<_Record[]> {
   const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
@@ -113,10 +129,9 @@ async function readShard(streams: DynamoDBStreamsClient, arn: string, shard: Sha
     if (closed || records.length > 0) continue;
     if (pastTip === undefined && tip !== undefined) {
       // The first record written since reading began, if there is one yet.
-      const probe = await streams.send(new GetRecordsCommand({ ShardIterator: tip, Limit: 1 }));
-      const first = probe.Records?.[0];
-      if (first !== undefined) pastTip = sequenceOf(first);
-      tip = probe.NextShardIterator;
+      const probe = await probeTip(streams, arn, shard, tip);
+      if (probe.first !== undefined) pastTip = sequenceOf(probe.first);
+      tip = probe.next;
     }
     if (pastTip !== undefined) {
       if (highest !== undefined && highest >= pastTip) break;
