@@ -13,6 +13,7 @@ import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
 import type { Effects } from './effects-env.js';
 import type { S3Request } from './s3-endpoint.js';
+import { headerOf } from './smtp-sink.js';
 import type { EffectsSources } from './invariants-effects.js';
 import { OutboxStream } from './outbox-stream.js';
 import type { Timeline } from './timeline.js';
@@ -38,10 +39,13 @@ export const inLane = (t: Telemetry, lane: string): Telemetry => ({ count: (m, n
 /** Kills the first sender whose email the provider accepted, before it marks the item SENT. */
 class SenderKill implements SenderHooks {
   fired = false;
+  /** The outbox item whose sender was killed. */
+  pk: string | undefined;
   constructor(private readonly timeline?: Timeline) {}
   async at(point: 'after-claim' | 'after-send', info: { pk: string; result?: string }): Promise<void> {
     if (this.fired || point !== 'after-send' || info.result !== 'accepted' || !info.pk.startsWith('email#')) return;
     this.fired = true;
+    this.pk = info.pk;
     this.timeline?.add('sender', 'crash', `CRASH sender after the provider accepted ${info.pk}, before SENT`);
     return new Promise<void>(() => undefined);
   }
@@ -150,8 +154,15 @@ export class RunEffects {
     setTimeout(() => this.o.timeline?.add('sender', 'resume', 'providers back'), ms).unref();
   }
 
+  /**
+   * The kill took effect: the provider accepted the email (the sink's own record has it; with an
+   * external SMTP server only the client's 250 says so) and the killed sender never marked it.
+   */
   get senderKilled(): boolean {
-    return this.kill?.fired ?? false;
+    const { kill } = this;
+    const sink = this.o.effects.sink;
+    if (kill?.fired !== true) return false;
+    return sink === undefined || sink.received.some((m) => headerOf(m.raw, 'X-Outbox-Id') === kill.pk && headerOf(m.raw, 'X-Outbox-Table') === this.o.tables.outbox);
   }
 
   start(): void {

@@ -15,7 +15,7 @@ import { OutboxStream } from '../cli/outbox-stream.js';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { systemClock } from '../lib/protocol/index.js';
-import { silentTelemetry, type OutboundEmail } from '../lib/workflow/index.js';
+import { readOutboxItem, silentTelemetry, type OutboundEmail } from '../lib/workflow/index.js';
 import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
@@ -132,6 +132,26 @@ describe('the stream faults, proven from the sender handler\'s side', () => {
     } finally {
       await stream.stop();
       streams.destroy();
+    }
+  });
+});
+
+describe('the sender killed after the provider accepted, proven from the provider\'s record and the item', () => {
+  it('the sink has the email; the outbox item stays SENDING (never SENT by the killed sender); the report says killed only then', async () => {
+    const fx = new RunEffects({ dynamo: t.dynamo, streams: streamsClient(t.endpoint), tables: t.names, set: 'evidence-kill', effects, clock: systemClock, telemetry: silentTelemetry, leaseMs: 500, faults: true });
+    const pk = 'email#evidence-kill';
+    const item = { pk, kind: 'email', jobId: 'j', generation: 1, unit: 0, updatedAt: Date.now(), status: 'PENDING', attempts: 0, unsent: 'open', to: 'c@customers.example', subject: 's', body: 'b' };
+    expect(fx.senderKilled).toBe(false);
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item: item }));
+    try {
+      // The killed invocation never returns: the stream abandons it after its invocation timeout.
+      await fx.stream.drain(2);
+      const mails = effects.sink!.received.filter((m) => headerOf(m.raw, 'X-Outbox-Id') === pk && headerOf(m.raw, 'X-Outbox-Table') === t.names.outbox);
+      expect(mails).toHaveLength(1);
+      expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENDING' });
+      expect(fx.senderKilled).toBe(true);
+    } finally {
+      await fx.stop();
     }
   });
 });
