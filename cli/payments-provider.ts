@@ -32,6 +32,10 @@ export interface PaymentsProvider {
   loseResponses(n: number): void;
   /** Requests performed whose answer was lost so far (loseResponses that fired). */
   readonly responsesLost: number;
+  /** The Idempotency-Keys of those requests, in order: each has its record, its first answer never written. */
+  readonly lostKeys: readonly string[];
+  /** Requests refused with 503 while down (nothing performed). */
+  readonly refused: number;
   close(): Promise<void>;
 }
 
@@ -40,6 +44,8 @@ export async function startPaymentsProvider(opts: { port?: number } = {}): Promi
   let downUntil = 0;
   let lose = 0;
   let lost = 0;
+  let refused = 0;
+  const lostKeys: string[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -50,7 +56,7 @@ export async function startPaymentsProvider(opts: { port?: number } = {}): Promi
       };
       if (req.method === 'GET' && req.url === '/_record') return json(200, [...records.values()]);
       if (req.method !== 'POST' || req.url !== '/charges') return json(404, { error: { type: 'invalid_request_error', message: 'unknown route' } });
-      if (Date.now() < downUntil) return json(503, { error: { type: 'api_error', message: 'temporarily unavailable' } });
+      if (Date.now() < downUntil) return refused++, json(503, { error: { type: 'api_error', message: 'temporarily unavailable' } });
       const key = req.headers['idempotency-key'];
       if (typeof key !== 'string' || key === '') return json(400, { error: { type: 'invalid_request_error', message: 'Idempotency-Key is required' } });
       const bodyHash = createHash('sha256').update(Buffer.concat(chunks)).digest('hex');
@@ -70,6 +76,7 @@ export async function startPaymentsProvider(opts: { port?: number } = {}): Promi
       if (lose > 0) {
         lose--;
         lost++;
+        lostKeys.push(key);
         return void req.socket.destroy();
       }
       json(200, { id: r.chargeId, object: 'charge' }, replayed ? { 'idempotent-replayed': 'true' } : {});
@@ -84,6 +91,10 @@ export async function startPaymentsProvider(opts: { port?: number } = {}): Promi
     loseResponses: (n) => void (lose += n),
     get responsesLost() {
       return lost;
+    },
+    lostKeys,
+    get refused() {
+      return refused;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -12,6 +12,8 @@ import { collect, reconcile, type CollectReport, type DocumentTarget, type Recon
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
 import type { Effects } from './effects-env.js';
+import type { S3Request } from './s3-endpoint.js';
+import { headerOf } from './smtp-sink.js';
 import type { EffectsSources } from './invariants-effects.js';
 import { OutboxStream } from './outbox-stream.js';
 import type { Timeline } from './timeline.js';
@@ -37,22 +39,40 @@ export const inLane = (t: Telemetry, lane: string): Telemetry => ({ count: (m, n
 /** Kills the first sender whose email the provider accepted, before it marks the item SENT. */
 class SenderKill implements SenderHooks {
   fired = false;
+  /** The outbox item whose sender was killed. */
+  pk: string | undefined;
   constructor(private readonly timeline?: Timeline) {}
   async at(point: 'after-claim' | 'after-send', info: { pk: string; result?: string }): Promise<void> {
     if (this.fired || point !== 'after-send' || info.result !== 'accepted' || !info.pk.startsWith('email#')) return;
     this.fired = true;
+    this.pk = info.pk;
     this.timeline?.add('sender', 'crash', `CRASH sender after the provider accepted ${info.pk}, before SENT`);
     return new Promise<void>(() => undefined);
   }
 }
 
+/**
+ * The lost S3 put answer took effect, read from the endpoint's own log: a PUT applied (200) whose
+ * answer was never written, then the client's resend of that key refused (412), then the HEAD
+ * that resolved it.
+ */
+export function lostPutResolved(log: readonly S3Request[]): boolean {
+  const i = log.findIndex((r) => r.method === 'PUT' && r.status === 200 && !r.answered);
+  if (i < 0) return false;
+  const after = log.slice(i + 1).filter((r) => r.key === log[i]!.key);
+  const resent = after.findIndex((r) => r.method === 'PUT' && r.status === 412);
+  return resent >= 0 && after.slice(resent + 1).some((r) => r.method === 'HEAD');
+}
+
 export class RunEffects {
   readonly documents: DocumentTarget;
   readonly stream: OutboxStream;
-  /** Faults armed before the run, each with how to tell it fired: the report lists only those that did. */
+  /**
+   * Faults armed (before the run, or when triggered: the providers' outage), each with how to
+   * tell from the far side that it took effect (the server's own record, the client's resend):
+   * the report lists only those that did.
+   */
   private readonly armed: { text: string; hit: () => boolean }[] = [];
-  /** Faults that fired when they were triggered (the providers' outage). */
-  private readonly happened: string[] = [];
   /** Faults this run could not inject (an external server's behaviour is not ours to change), said in the report. */
   private readonly cannot: string[] = [];
   private readonly senderDeps: SenderDeps;
@@ -94,8 +114,9 @@ export class RunEffects {
       this.o.timeline?.add(lane, 'note', `armed: ${text}`);
     };
     if (e.embeddedS3 !== undefined) {
-      const drop = e.embeddedS3.dropResponses(1, (r) => r.method === 'PUT');
-      arm('s3', 'an S3 put answer lost (the retry meets 412, resolved by HEAD)', () => drop.hits > 0);
+      const s3 = e.embeddedS3;
+      s3.dropResponses(1, (r) => r.method === 'PUT');
+      arm('s3', 'an S3 put answer lost (the retry meets 412, resolved by HEAD)', () => lostPutResolved(s3.requests));
     } else this.cannot.push(`a lost S3 put answer (the S3 endpoint ${e.s3Url} is not the embedded one)`);
     this.stream.duplicateNext(1);
     this.stream.raceNext(1);
@@ -106,12 +127,13 @@ export class RunEffects {
       arm('sender', 'an SMTP acknowledgement lost (an ambiguous send)', () => e.sink!.acksLost > 0);
     } else this.cannot.push(`a lost SMTP acknowledgement and the email provider's outage (${e.emailName} is not the embedded sink)`);
     e.payments.loseResponses(1);
-    arm('sender', "a payment provider's answer lost (the resend with its Idempotency-Key is replayed)", () => e.payments.responsesLost > 0);
+    // Performed, its answer lost, and the same key sent again (the provider replayed its answer).
+    arm('sender', "a payment provider's answer lost (the resend with its Idempotency-Key is replayed)", () => e.payments.lostKeys.some((k) => (e.payments.records.get(k)?.requests ?? 0) >= 2));
   }
 
-  /** The effect faults that fired, in the order they were armed, then the triggered ones. */
+  /** The effect faults that took effect, in the order they were armed. */
   get fired(): string[] {
-    return [...this.armed.filter((a) => a.hit()).map((a) => a.text), ...this.happened];
+    return this.armed.filter((a) => a.hit()).map((a) => a.text);
   }
 
   /** What was not injected: what an external server does not let us inject, and what was armed and never met its occasion. */
@@ -122,15 +144,25 @@ export class RunEffects {
   /** The providers go down for a while once the first units are in (called by the run). */
   providersDown(ms: number): void {
     if (!this.o.faults) return;
-    this.o.effects.sink?.down(ms);
-    this.o.effects.payments.down(ms);
-    this.happened.push(`${this.o.effects.sink === undefined ? 'the payment provider' : 'email and payment providers'} down for ${ms} ms`);
+    const { sink, payments } = this.o.effects;
+    const before = { sink: sink?.refused ?? 0, payments: payments.refused };
+    sink?.down(ms);
+    payments.down(ms);
+    // It took effect if a provider refused something while down (421, 503: nothing taken).
+    this.armed.push({ text: `${sink === undefined ? 'the payment provider' : 'email and payment providers'} down for ${ms} ms`, hit: () => (sink?.refused ?? 0) > before.sink || payments.refused > before.payments });
     this.o.timeline?.add('sender', 'pause', `PROVIDERS DOWN for ${ms} ms`);
     setTimeout(() => this.o.timeline?.add('sender', 'resume', 'providers back'), ms).unref();
   }
 
+  /**
+   * The kill took effect: the provider accepted the email (the sink's own record has it; with an
+   * external SMTP server only the client's 250 says so) and the killed sender never marked it.
+   */
   get senderKilled(): boolean {
-    return this.kill?.fired ?? false;
+    const { kill } = this;
+    const sink = this.o.effects.sink;
+    if (kill?.fired !== true) return false;
+    return sink === undefined || sink.received.some((m) => headerOf(m.raw, 'X-Outbox-Id') === kill.pk && headerOf(m.raw, 'X-Outbox-Table') === this.o.tables.outbox);
   }
 
   start(): void {

@@ -14,10 +14,16 @@
  *
  * Fault injection: `dropResponses(n, match)` applies the next n matching requests and then
  * destroys the connection before any byte of the answer: a lost response, as the fault proxy
- * does for DynamoDB.
+ * does for DynamoDB. The answer is built into a response attached to no socket, so not even a
+ * status line goes out (ending the real response first, then destroying the socket, would have
+ * put a small answer on the wire before the cut: a fault that loses nothing).
+ *
+ * `requests` is the endpoint's own log, one entry per request handled: what a test or a run's
+ * report reads to prove from this side that a fault took effect (the write applied, its answer
+ * never written, the client's resend, the HEAD that resolved it).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface StoredVersion {
@@ -31,8 +37,21 @@ export interface StoredVersion {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
+/** One request as the endpoint handled it. */
+export interface S3Request {
+  readonly method: string;
+  readonly bucket: string;
+  readonly key: string;
+  /** The status the endpoint decided on (also for a request whose answer was lost). */
+  readonly status: number;
+  /** False when the fault cut the connection before any byte of the answer was written. */
+  readonly answered: boolean;
+}
+
 export interface S3Endpoint {
   readonly url: string;
+  /** Every request handled, in order (the endpoint's request log). */
+  readonly requests: S3Request[];
   /** Versions per bucket and key, oldest first (what ListObjectVersions reports). */
   readonly buckets: Map<string, Map<string, StoredVersion[]>>;
   /** Apply the next `times` requests matching `match`, then lose their responses. */
@@ -102,8 +121,9 @@ function objectHeaders(res: ServerResponse, v: StoredVersion, req: IncomingMessa
 export async function startS3Endpoint(opts: { port?: number; host?: string } = {}): Promise<S3Endpoint> {
   const buckets = new Map<string, Map<string, StoredVersion[]>>();
   const drops: { left: number; hits: number; match: (r: { method: string; key: string }) => boolean }[] = [];
+  const requests: S3Request[] = [];
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handle = async (req: IncomingMessage, wire: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://local');
     const method = req.method ?? 'GET';
     const [, bucketName = '', ...rest] = url.pathname.split('/');
@@ -115,11 +135,14 @@ export async function startS3Endpoint(opts: { port?: number; host?: string } = {
       drop.left--;
       drop.hits++;
     }
+    // A lost answer: the request is applied against a response attached to no socket (it buffers
+    // and sends nothing), then the connection is cut before any byte of the answer.
+    const res = drop === undefined ? wire : new ServerResponse(req);
     const bucket = buckets.get(bucketName);
     if (key === '') bucketRequest(req, res, method, url, bucketName, buckets);
     else if (bucket === undefined) sendError(res, method, 404, 'NoSuchBucket', `/${bucketName}`);
     else objectRequest(req, res, method, url, bucket, key, body, `/${bucketName}/${key}`);
-    // The request was applied; its answer never arrives.
+    requests.push({ method, bucket: bucketName, key, status: res.statusCode, answered: drop === undefined });
     if (drop !== undefined) req.socket.destroy();
   };
 
@@ -134,6 +157,7 @@ export async function startS3Endpoint(opts: { port?: number; host?: string } = {
   return {
     url: `http://127.0.0.1:${port}`,
     buckets,
+    requests,
     dropResponses(times, match) {
       const d = { left: times, hits: 0, match };
       drops.push(d);

@@ -24,8 +24,10 @@ export interface SmtpSink {
   readonly received: ReceivedMessage[];
   down(ms: number): void;
   loseAcks(n: number): void;
-  /** Messages taken whose acknowledgement was lost so far (loseAcks that fired). */
+  /** Messages taken whose acknowledgement was lost so far (loseAcks that fired): each is in `received`, its 250 never written. */
   readonly acksLost: number;
+  /** Connections refused with 421 while down (nothing taken from them). */
+  readonly refused: number;
   close(): Promise<void>;
 }
 
@@ -42,13 +44,14 @@ export async function startSmtpSink(opts: { port?: number; host?: string; onRece
   let downUntil = 0;
   let acksToLose = 0;
   let acksLost = 0;
+  let refused = 0;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
     banner: 'fenced-workflow local sink',
     onConnect(_session, callback) {
-      if (Date.now() < downUntil) return callback(Object.assign(new Error('service not available, try again later'), { responseCode: 421 }));
+      if (Date.now() < downUntil) return refused++, callback(Object.assign(new Error('service not available, try again later'), { responseCode: 421 }));
       callback();
     },
     onData(stream, session, callback) {
@@ -85,6 +88,9 @@ export async function startSmtpSink(opts: { port?: number; host?: string; onRece
     loseAcks: (n) => void (acksToLose += n),
     get acksLost() {
       return acksLost;
+    },
+    get refused() {
+      return refused;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -151,3 +151,45 @@ describe('updateOptimistic when a resend meets another writer', () => {
     expect(count(await getItem(env.t, table, key))).toBe(3); // 1 + ours (applied) + the other writer's: not 4
   });
 });
+
+describe('updateOptimistic when the SDK does not resend a write that got no answer', () => {
+  // One attempt and a short request timeout: the SDK gives up at once, with an error of its own.
+  const once = () => env.dynamo({ viaProxy: true, maxAttempts: 1, requestTimeoutMs: 300 });
+
+  it('a put applied and its connection cut (no resend): OptimisticWriteUncertainError, not the raw network error a caller would retry into a second apply', async () => {
+    const table = env.t.names.invoices;
+    const key = 'counter#cut-once';
+    await updateOptimistic({ doc: env.dynamo().doc, table, key }, increment); // count 1
+    const lost = env.proxy.drop({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key });
+    let runs = 0;
+    const error = await updateOptimistic({ doc: once().doc, table, key }, (c) => (runs++, increment(c))).catch((e: unknown) => e);
+    expect(lost.hits).toBe(1);
+    expect(runs).toBe(1);
+    expect(error).toBeInstanceOf(OptimisticWriteUncertainError);
+    expect((error as OptimisticWriteUncertainError).cause).toMatchObject({ $metadata: { attempts: 1 } });
+    // It did apply: a caller that took the raw error as "not written" and ran it again would make this 3.
+    expect(count(await getItem(env.t, table, key))).toBe(2);
+  });
+
+  it('a put applied and its answer held past the request timeout (no resend): OptimisticWriteUncertainError', async () => {
+    const table = env.t.names.invoices;
+    const key = 'counter#timeout-once';
+    await updateOptimistic({ doc: env.dynamo().doc, table, key }, increment); // count 1
+    const slow = env.proxy.delay({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key }, 3_000);
+    const error = await updateOptimistic({ doc: once().doc, table, key }, increment).catch((e: unknown) => e);
+    expect(slow.hits).toBe(1);
+    expect(error).toBeInstanceOf(OptimisticWriteUncertainError);
+    expect((error as OptimisticWriteUncertainError).cause).toMatchObject({ name: 'TimeoutError' });
+    expect(count(await getItem(env.t, table, key))).toBe(2);
+  });
+
+  it('a definite refusal stays what it is: a throttled put (refused before it applied) and a validation error are thrown as the SDK reports them', async () => {
+    const table = env.t.names.invoices;
+    const key = 'counter#refused-once';
+    await updateOptimistic({ doc: env.dynamo().doc, table, key }, increment); // count 1
+    env.proxy.error({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key }, 'ThrottlingException');
+    await expect(updateOptimistic({ doc: once().doc, table, key }, increment)).rejects.toMatchObject({ name: 'ThrottlingException' });
+    await expect(updateOptimistic({ doc: once().doc, table, key }, (c) => ({ ...c, big: 'x'.repeat(410 * 1024) }))).rejects.toMatchObject({ name: 'ValidationException' });
+    expect(count(await getItem(env.t, table, key))).toBe(1);
+  });
+});

@@ -216,17 +216,24 @@ export class VersionConflictError extends FencedError {
 
 /**
  * An optimistic write whose outcome cannot be told: the SDK resent it after a lost response, and
- * by then another writer had changed the record. Ours may have applied before theirs; applying
- * the change again could apply it twice. Re-read and decide (or make the change idempotent).
+ * by then another writer had changed the record; or it got no answer at all (a timeout, a cut
+ * connection, a server error: `cause`) and the SDK did not resend it. Ours may have applied;
+ * applying the change again could apply it twice. Re-read and decide (or make the change idempotent).
  */
 export class OptimisticWriteUncertainError extends FencedError {
   readonly code = 'OPTIMISTIC_WRITE_UNCERTAIN';
   constructor(
     readonly table: string,
     readonly key: string,
-    /** The record as the refusal found it (another writer's version). */
+    /** The record as the refusal found it (another writer's version); undefined when no answer came. */
     readonly current: Readonly<Record<string, unknown>> | undefined,
+    options?: { cause?: unknown },
   ) {
-    super(`record ${key} in ${table}: a resent optimistic write met another writer's version; it may or may not have applied`);
+    super(
+      options?.cause === undefined
+        ? `record ${key} in ${table}: a resent optimistic write met another writer's version; it may or may not have applied`
+        : `record ${key} in ${table}: an optimistic write got no answer (${describeValue((options.cause as { name?: unknown }).name)}); it may or may not have applied`,
+      options,
+    );
   }
 }

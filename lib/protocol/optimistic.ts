@@ -13,6 +13,8 @@
  * written. Re-reading and re-applying instead would apply the change twice (an increment, a
  * debit). When another writer changed the record between the lost response and the resend,
  * nothing can tell whether ours applied: OptimisticWriteUncertainError, never a second apply.
+ * So is a write that got no answer and was not resent (a timeout or a cut connection on the last
+ * attempt, a server error): the error says "maybe applied", never a raw error a caller retries.
  * A refusal's ALL_OLD is also the next attempt's starting point: no extra read.
  *
  * Cost per attempt: 1 PutItem (1 WCU up to 1 KB; a refused one costs its WCU too), plus one
@@ -24,7 +26,7 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { defaultBackoff, fullJitter, type BackoffPolicy, type Random } from './backoff.js';
 import { systemClock, type Clock } from './clock.js';
-import { conditionFailureItem, isConditionalCheckFailed } from './dynamo.js';
+import { conditionFailureItem, isConditionalCheckFailed, isUnanswered } from './dynamo.js';
 import { InvalidInputError, OptimisticWriteUncertainError, VersionConflictError } from './errors.js';
 
 /** The attribute that carries a record's version. */
@@ -100,13 +102,34 @@ async function writeIfUnchanged(opts: OptimisticOptions, seen: VersionedRecord |
     );
     return { ok: true, record };
   } catch (e) {
-    if (!isConditionalCheckFailed(e)) throw e;
+    if (!isConditionalCheckFailed(e)) {
+      if (mayHaveApplied(e)) throw new OptimisticWriteUncertainError(opts.table, opts.key, undefined, { cause: e });
+      throw e;
+    }
     const current = conditionFailureItem(e);
     // A resend of a put that was applied (its response lost): the refusal shows our own version.
     if (current?.[VERSION_ATTR] === version) return { ok: true, record };
     // A resend refused with another writer's version: ours may have applied before theirs.
     // Retrying would apply the change a second time; only the caller can decide.
-    if (((e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) > 1) throw new OptimisticWriteUncertainError(opts.table, opts.key, current);
+    if (attemptsOf(e) > 1) throw new OptimisticWriteUncertainError(opts.table, opts.key, current);
     return { ok: false, current };
   }
+}
+
+const attemptsOf = (e: unknown): number => (e as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1;
+
+/**
+ * May a put that failed with `e` (other than a condition refusal) have been applied? The
+ * classification the fair queue uses (isUnanswered, dynamo.ts), minus what is a refusal here:
+ * - no `$metadata`: thrown before any request went out (marshalling, the SDK's own checks): no;
+ * - more than one attempt: an earlier attempt's answer may be the one that was lost: yes;
+ * - one attempt without an answer (a timeout, a cut connection) or a server fault (a 5xx, which
+ *   DynamoDB documents as possibly applied): yes;
+ * - one attempt answered with a client fault (validation, a missing table, throttling: refused
+ *   before anything was applied): no.
+ */
+function mayHaveApplied(e: unknown): boolean {
+  if (!(e instanceof Error) || !('$metadata' in e)) return false;
+  if (attemptsOf(e) > 1) return true;
+  return isUnanswered(e) && (e as { $fault?: string }).$fault !== 'client';
 }
