@@ -141,17 +141,27 @@ export class RunEffects {
     return [...this.cannot, ...this.armed.filter((a) => !a.hit()).map((a) => `${a.text}: armed, never met its occasion`)];
   }
 
-  /** The providers go down for a while once the first units are in (called by the run). */
-  providersDown(ms: number): void {
+  /**
+   * The providers go down for `ms` (called by the run once it is under way), and stay down, `ms`
+   * at a time, until they have refused something or `maxMs` has passed: on a loaded machine the
+   * first sends may come later than the outage would have, and an outage that refused nothing
+   * tested nothing.
+   */
+  providersDown(ms: number, maxMs = ms * 10): void {
     if (!this.o.faults) return;
     const { sink, payments } = this.o.effects;
     const before = { sink: sink?.refused ?? 0, payments: payments.refused };
-    sink?.down(ms);
-    payments.down(ms);
     // It took effect if a provider refused something while down (421, 503: nothing taken).
-    this.armed.push({ text: `${sink === undefined ? 'the payment provider' : 'email and payment providers'} down for ${ms} ms`, hit: () => (sink?.refused ?? 0) > before.sink || payments.refused > before.payments });
+    const hit = () => (sink?.refused ?? 0) > before.sink || payments.refused > before.payments;
+    this.armed.push({ text: `${sink === undefined ? 'the payment provider' : 'email and payment providers'} down for ${ms} ms`, hit });
     this.o.timeline?.add('sender', 'pause', `PROVIDERS DOWN for ${ms} ms`);
-    setTimeout(() => this.o.timeline?.add('sender', 'resume', 'providers back'), ms).unref();
+    const started = Date.now();
+    const goDown = () => {
+      sink?.down(ms);
+      payments.down(ms);
+      setTimeout(() => (hit() || Date.now() - started + ms > maxMs ? this.o.timeline?.add('sender', 'resume', 'providers back') : goDown()), ms).unref();
+    };
+    goDown();
   }
 
   /**
