@@ -45,6 +45,9 @@ describe('the main job (--json)', () => {
       expect(report.invariants[name], name).toEqual({ ok: true, violations: [] });
     }
     expect(report.stats).toMatchObject({ jobs: 3, invoices: 90, charges: 90, expectedInvoices: 90 });
+    // The structural FENCE check ran on the run's wire: every unit's effects inside its fenced transaction.
+    expect(report.stats.wire).toMatchObject({ violations: 0 });
+    expect(report.stats.wire.effectWritesChecked).toBeGreaterThanOrEqual(90 * 4);
     expect(report.stats.totalCents).toBe(report.stats.expectedTotalCents);
     expect(report.run.jobs).toHaveLength(3);
     for (const j of report.run.jobs) expect(j).toMatchObject({ status: 'DONE', cursor: j.totalUnits });
