@@ -1,17 +1,22 @@
 /** Renders a run: the terminal table, docs/benchmarks.md and its two SVG charts (hand-written SVG). */
 import { fairnessMarkdown } from './fairness.js';
-import { fmt as f, goals, type BenchRun, type Goal } from './results.js';
+import { fmt as f, goals, retriesLine, type BenchRun, type Goal } from './results.js';
 import { goalSections, goalTableLines } from './report-goals.js';
 
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const verdict = (g: Goal): string => (g.met === undefined ? '–' : g.met ? 'met' : 'MISSED');
 
+/** The first line of a quick run's table: its figures show the bench runs, they measure nothing. */
+export const SMOKE_HEADER =
+  'SMOKE FIGURES (--quick): reduced rounds and trials, to show that every step runs; not measurements, so no goal is judged. `npm run bench` measures.';
+
 export function renderTable(run: BenchRun): string {
-  const rows = goals(run).map((g) => [g.label, g.goal, g.display, verdict(g)]);
-  const head = ['figure', 'goal', 'measured', ''];
+  // A quick run's few rounds on a shared machine are noise: a verdict on them would be noise too.
+  const rows = goals(run).map((g) => [g.label, g.goal, g.display, run.quick ? 'smoke' : verdict(g)]);
+  const head = ['figure', 'goal', run.quick ? 'smoke figure' : 'measured', ''];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-  const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+  const out = [...(run.quick ? [SMOKE_HEADER, ''] : []), line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
   const t = run.throughput;
   if (t) {
     out.push('');
@@ -32,6 +37,8 @@ export function renderTable(run: BenchRun): string {
   }
   if (run.takeover) out.push(`takeover: median ${f(run.takeover.medianMs, 0)} ms, max ${f(run.takeover.maxMs, 0)} ms, lease ${run.takeover.leaseMs} ms, skew bound ${run.takeover.maxClockSkewMs} ms, ${run.takeover.trials} trials`);
   out.push(...goalTableLines(run));
+  const retried = retriesLine(run);
+  if (retried) out.push(retried);
   const fr = run.fairness;
   if (fr) {
     const side = (name: string, s: typeof fr.plain) =>
@@ -150,6 +157,11 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   L.push('| --- | --- | --- | --- |');
   for (const g of goals(run)) L.push(`| ${g.label} | ${g.goal} | ${g.display} | ${verdict(g)} |`);
   L.push('');
+  const retried = retriesLine(run);
+  if (retried) {
+    L.push(`${retried[0]!.toUpperCase()}${retried.slice(1)}.`);
+    L.push('');
+  }
 
   if (t) {
     L.push('## Fenced vs unsafe');
@@ -372,7 +384,7 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   L.push('npm run bench                 # table on stdout, progress on stderr; writes no file');
   L.push('npm run bench -- --write-docs # the same, and rewrites docs/benchmarks.md and docs/img/bench-*.svg');
   L.push('npm run -s bench -- --json    # one JSON object on stdout (-s keeps npm\'s banner off stdout)');
-  L.push('npm run bench -- --quick      # reduced rounds (a smoke run, figures noisier)');
+  L.push('npm run bench -- --quick      # a smoke run, about a minute: every step with the least work, smoke figures, no verdicts');
   L.push('npm run bench -- --only throughput,floor   # a subset: bundle,client,leases,contention,fairness,takeover,peers,throughput,floor,streams,idempotency,sharding');
   L.push('node --cpu-prof --import tsx bench/main.ts --only throughput --quick   # profile the hot path');
   L.push('```');
