@@ -1,17 +1,22 @@
 /** Renders a run: the terminal table, docs/benchmarks.md and its two SVG charts (hand-written SVG). */
 import { fairnessMarkdown } from './fairness.js';
-import { fmt as f, goals, type BenchRun, type Goal } from './results.js';
+import { fmt as f, goals, retriesLine, type BenchRun, type Goal } from './results.js';
 import { goalSections, goalTableLines } from './report-goals.js';
 
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const verdict = (g: Goal): string => (g.met === undefined ? '–' : g.met ? 'met' : 'MISSED');
 
+/** The first line of a quick run's table: its figures show the bench runs, they measure nothing. */
+export const SMOKE_HEADER =
+  'SMOKE FIGURES (--quick): reduced rounds and trials, to show that every step runs; not measurements, so no goal is judged. `npm run bench` measures.';
+
 export function renderTable(run: BenchRun): string {
-  const rows = goals(run).map((g) => [g.label, g.goal, g.display, verdict(g)]);
-  const head = ['figure', 'goal', 'measured', ''];
+  // A quick run's few rounds on a shared machine are noise: a verdict on them would be noise too.
+  const rows = goals(run).map((g) => [g.label, g.goal, g.display, run.quick ? 'smoke' : verdict(g)]);
+  const head = ['figure', 'goal', run.quick ? 'smoke figure' : 'measured', ''];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-  const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+  const out = [...(run.quick ? [SMOKE_HEADER, ''] : []), line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
   const t = run.throughput;
   if (t) {
     out.push('');
@@ -32,6 +37,8 @@ export function renderTable(run: BenchRun): string {
   }
   if (run.takeover) out.push(`takeover: median ${f(run.takeover.medianMs, 0)} ms, max ${f(run.takeover.maxMs, 0)} ms, lease ${run.takeover.leaseMs} ms, skew bound ${run.takeover.maxClockSkewMs} ms, ${run.takeover.trials} trials`);
   out.push(...goalTableLines(run));
+  const retried = retriesLine(run);
+  if (retried) out.push(retried);
   const fr = run.fairness;
   if (fr) {
     const side = (name: string, s: typeof fr.plain) =>
@@ -150,6 +157,11 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   L.push('| --- | --- | --- | --- |');
   for (const g of goals(run)) L.push(`| ${g.label} | ${g.goal} | ${g.display} | ${verdict(g)} |`);
   L.push('');
+  const retried = retriesLine(run);
+  if (retried) {
+    L.push(`${retried[0]!.toUpperCase()}${retried.slice(1)}.`);
+    L.push('');
+  }
 
   if (t) {
     L.push('## Fenced vs unsafe');
@@ -185,8 +197,8 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
     L.push('');
     if (run.client) {
       L.push(`Client CPU per unit with the network taken out (a request handler that answers at once): fenced commit`);
-      L.push(`${f(run.client.fencedUs, 0)} µs, the same unit through the document client's \`TransactWriteCommand\` (how the library sent it`);
-      L.push(`before) ${f(run.client.documentClientUs, 0)} µs, the unsafe batch ${f(run.client.unsafeUs, 0)} µs.`);
+      L.push(`${f(run.client.fencedUs, 0)} µs, the same unit through the document client's \`TransactWriteCommand\` (its own`);
+      L.push(`marshalling pass) ${f(run.client.documentClientUs, 0)} µs, the unsafe batch ${f(run.client.unsafeUs, 0)} µs.`);
       L.push('');
     }
     if (fl) {
@@ -275,7 +287,7 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
     L.push('Why not 1.5×: three requests against four caps the ratio at 4/3 = 1.33 when every request costs the same, so 1.5× needs each');
     L.push('of our requests to be cheaper than each of theirs. They are not on DynamoDB Local: our three conditional `UpdateItem`s');
     L.push('(acquire returns the whole item and checks the epoch bound) cost DynamoDB Local about what their `GetItem` + three');
-    L.push('`PutItem`s cost (measured without any SDK while writing this: 8.9 ms vs 9.1 ms per cycle), and AWS SDK v3 spends more per');
+    L.push('`PutItem`s cost (measured without any SDK: 8.9 ms vs 9.1 ms per cycle), and AWS SDK v3 spends more per');
     L.push('request than dynamodb-lock-client\'s SDK v2 (a simple UpdateItem: 3.0 ms v3 low-level, 2.6–2.9 ms v2, 1.7 ms without an SDK).');
     L.push('');
   }
@@ -349,8 +361,8 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   L.push('');
   L.push('- It slows down with every stream record it holds: each write to a table with a stream runs `getStreamDescription`, a');
   L.push('  query with a `MIN()` subquery over the stream records, and deleting tables does not give the time back (stream records');
-  L.push('  outlive their table). Seen while building this bench: lease cycles took 91–95 s after the throughput and floor');
-  L.push('  measurements against 20 s on a fresh instance (same ratios), and concurrent `DeleteTable`s of stream tables once kept its');
+  L.push('  outlive their table). Measured: lease cycles take 91–95 s after the throughput and floor');
+  L.push('  measurements against 20 s on a fresh instance (same ratios), and concurrent `DeleteTable`s of stream tables can keep its');
   L.push('  SQLite thread busy for 15 minutes. So the light measurements run first, the heavy writers last, volumes stay small, and');
   L.push('  every comparison interleaves its sides.');
   L.push('- Its JIT takes seconds to settle on a new code path: each throughput mode starts with one discarded round.');
@@ -362,17 +374,13 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   L.push('');
   L.push(PROFILE);
   L.push('');
-  L.push('## What changed in lib/ for these figures');
-  L.push('');
-  L.push(CHANGES);
-  L.push('');
   L.push('## Reproduce');
   L.push('');
   L.push('```');
   L.push('npm run bench                 # table on stdout, progress on stderr; writes no file');
   L.push('npm run bench -- --write-docs # the same, and rewrites docs/benchmarks.md and docs/img/bench-*.svg');
   L.push('npm run -s bench -- --json    # one JSON object on stdout (-s keeps npm\'s banner off stdout)');
-  L.push('npm run bench -- --quick      # reduced rounds (a smoke run, figures noisier)');
+  L.push('npm run bench -- --quick      # a smoke run, about a minute: every step with the least work, smoke figures, no verdicts');
   L.push('npm run bench -- --only throughput,floor   # a subset: bundle,client,leases,contention,fairness,takeover,peers,throughput,floor,streams,idempotency,sharding');
   L.push('node --cpu-prof --import tsx bench/main.ts --only throughput --quick   # profile the hot path');
   L.push('```');
@@ -380,46 +388,15 @@ export function renderMarkdown(run: BenchRun, images: { goals: string; split?: s
   return L.join('\n');
 }
 
-/** What \`node --cpu-prof\` showed while the changes were made (same machine); kept with the figures. */
+/** What \`node --cpu-prof\` and request-level timing show on the hot path (same machine); kept with the figures. */
 export const PROFILE = `\`node --cpu-prof --import tsx bench/main.ts --only throughput --quick\` and request-level timing (bench/requests.ts):
 
 - In the fenced loop the Node process is about 75 % idle: it waits for DynamoDB Local. Of the rest, \`writev\` (the socket write,
   which on loopback also pays for the receiving side) is the largest single item, then the SDK.
 - Per \`TransactWriteItems\` sent against an instant stub (bench/client.ts), the SDK's own CPU is ~0.6–0.9 ms: \`@smithy/core\`
   ~40 % (resolving the middleware stack on every send ~7 %, the endpoint middleware copying the whole client config on every
-  request ~7 %, schema-based JSON serialisation), \`@aws-sdk/util-dynamodb\` marshalling ~9 % (the document client's pass, now
-  done once by the library), SigV4 hashing ~9 %, garbage collection ~8 %.
+  request ~7 %, schema-based JSON serialisation), \`@aws-sdk/util-dynamodb\` marshalling ~9 % (the document client's pass, which
+  the library's pre-marshalled unit skips), SigV4 hashing ~9 %, garbage collection ~8 %.
 - Per request on DynamoDB Local (a small \`UpdateItem\`): 1.7 ms without an SDK, 3.0 ms with AWS SDK v3 low-level, 3.4 ms through
   the v3 document client, 2.6–2.9 ms with SDK v2. For a fenced unit the SDK is 1–2 ms of 20–70 ms: DynamoDB Local's
   transaction is the rest (see the floor above).`;
-
-/** Measured while the changes were made (before → after, same machine, alternating runs); kept with the figures. */
-export const CHANGES = `Each change keeps every protection: the fence condition, the checkpoint condition, the once-only conditions and the
-ClientRequestToken are in every unit exactly as before (the protocol tests, the chaos harness and its negative controls pass).
-
-1. **Pre-marshalled low-level \`TransactWriteItems\`** (\`prepareFencedUnit\`, \`commitFencedUnit\`, \`sendLowLevel\` in
-   \`lib/protocol/fence.ts\`, \`lib/protocol/dynamo.ts\`). The unit is marshalled once into DynamoDB's wire form and sent as the low-level
-   command through the document client's own stack (same connection pool, signing, retries, caller middleware), skipping the
-   document client's marshalling pass. Bought: client CPU per unit 874 → 826, 723 → 681, 1028 → 894 µs (three
-   interleaved runs, bench/client.ts), about 5–13 %.
-2. **The next unit is drafted while the current one commits** (\`lib/workflow/run-job.ts\`): effects, validation, marshalling and token of
-   unit n+1 are built once unit n's request has left, and reused if still fresh (a draft older than min(1 s, lease/10), e.g.
-   after a pause, is drafted again). Bought, with 1: the client's critical path between two units (response → next request)
-   2.0–2.6 ms → 1.3–1.9 ms in alternating before/after runs, now the same as the unsafe loop's (1.2–2.0 ms).
-3. **Heartbeat stamped when due, not with every unit** (\`heartbeatEveryMs\`, default lease/4; the first and last unit of a run
-   always stamp). \`heartbeatAt\` is the sort key of the sweeper's index: each stamp moved the job in the index, two index writes
-   per unit. The sweeper reads progress from the cursor (its requeue is conditional on cursor and heartbeat) and acts only on a
-   heartbeat older than \`staleAfterMs\` > lease. Bought: WCU per effect 2.244–2.249 → 2.173–2.193 with the bench's short
-   jobs (the goal is 2.2), 2.24 → 2.16 in steady state.
-4. **Lease operations and the fence raise as low-level \`UpdateItem\`s** (\`lib/protocol/lease.ts\`, \`lib/protocol/fence.ts\`): same expressions and
-   conditions, marshalled once. Bought: about 0.35 ms per request on a simple update (3.40 → 3.04 ms, bench loop); within the
-   noise of the lease-cycle figure.
-5. **Contender jitter min(100 ms, lease/20)** instead of min(250 ms, lease/10) (\`lib/protocol/lease.ts\`). A sleeping contender makes one
-   attempt per lease period whatever the jitter, so the larger jitter saved no request; it only delayed takeovers. Bought
-   (5 s lease, 100 ms skew bound, 24 trials, alternating runs): takeover median 1.058–1.068 → 1.039–1.052 × lease, max
-   1.10–1.20 → 1.06–1.12 (the 1.12 at a load average of 11, when the takeover's own four requests took 0.4 s).
-
-Tried and left out: \`cacheMiddleware\` (refused by the document client; on a separate low-level client it would bypass
-middleware callers add, and it bought nothing measurable: 3.02 vs 3.04 ms), removing SDK middleware (the stack is 9 entries,
-user agent and recursion detection are worth a few percent at most), true pipelining of unit n+1 before n's response (the
-checkpoint condition would reject it: n+1 must follow n).`;

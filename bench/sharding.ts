@@ -96,12 +96,15 @@ async function measuredRun(env: BenchEnv, streams: DynamoDBStreamsClient, k: num
 }
 
 /** `open`: a fresh environment per run (a DynamoDB Local of its own, or the --endpoint given). */
-export async function measureSharding(open: () => Promise<BenchEnv>, opts: { rounds: number; customers: number; shardCounts?: readonly number[]; onProgress?: (label: string) => void }): Promise<ShardingResult> {
+export async function measureSharding(
+  open: () => Promise<BenchEnv>,
+  opts: { rounds: number; customers: number; shardCounts?: readonly number[]; /** One discarded run first (default true). */ warmup?: boolean; onProgress?: (label: string) => void },
+): Promise<ShardingResult> {
   const counts = opts.shardCounts ?? SHARD_COUNTS;
   const rates = new Map<number, number[]>(counts.map((k) => [k, []]));
   const held = new Map<number, boolean>(counts.map((k) => [k, true]));
   const again = new Map<number, number>(counts.map((k) => [k, 0]));
-  await oneRun(open, 2, 'sh-warm', opts.customers);
+  if (opts.warmup ?? true) await oneRun(open, 2, 'sh-warm', opts.customers);
   for (let r = 0; r < opts.rounds; r++) {
     const order = counts.map((_, i) => counts[(i + r) % counts.length]!);
     for (const k of order) {

@@ -18,6 +18,8 @@ export interface StreamsResult {
   /** With ÷ without, median of the rounds' ratios. */
   ratio: number;
   roundRatios: number[];
+  /** Fenced attempts run again because a job ended uncertain, warm-up included (fencedPhase). */
+  uncertainRetries: number;
 }
 
 export async function measureStreams(env: BenchEnv, opts: { rounds: number; jobs: number; units: number; onProgress?: (label: string) => void }): Promise<StreamsResult> {
@@ -29,15 +31,21 @@ export async function measureStreams(env: BenchEnv, opts: { rounds: number; jobs
   const off = await side(false);
   const w: number[] = [];
   const wo: number[] = [];
-  await fencedPhase(on, 'warm-on', opts.jobs, opts.units);
-  await fencedPhase(off, 'warm-off', opts.jobs, opts.units);
+  let uncertainRetries = 0;
+  const phase = async (s: Side, tag: string): Promise<number> => {
+    const p = await fencedPhase(s, tag, opts.jobs, opts.units);
+    uncertainRetries += p.retries ?? 0;
+    return p.effectsPerSec;
+  };
+  await phase(on, 'warm-on');
+  await phase(off, 'warm-off');
   for (let r = 0; r < opts.rounds; r++) {
-    const runs = [async () => w.push((await fencedPhase(on, `on${r}`, opts.jobs, opts.units)).effectsPerSec), async () => wo.push((await fencedPhase(off, `off${r}`, opts.jobs, opts.units)).effectsPerSec)];
+    const runs = [async () => w.push(await phase(on, `on${r}`)), async () => wo.push(await phase(off, `off${r}`))];
     for (const run of r % 2 === 0 ? runs : [...runs].reverse()) await run();
     on.log.reset();
     off.log.reset();
     opts.onProgress?.(`streams round ${r + 1}/${opts.rounds}`);
   }
   const ratios = w.map((x, i) => x / wo[i]!);
-  return { rounds: opts.rounds, withStreamsEffectsPerSec: median(w), withoutStreamsEffectsPerSec: median(wo), ratio: median(ratios), roundRatios: ratios };
+  return { rounds: opts.rounds, withStreamsEffectsPerSec: median(w), withoutStreamsEffectsPerSec: median(wo), ratio: median(ratios), roundRatios: ratios, uncertainRetries };
 }

@@ -9,9 +9,12 @@ import { stackBundlingOptions } from '../bench/bundle.js';
 import { openEnv, type BenchEnv } from '../bench/env.js';
 import { measureFairness } from '../bench/fairness.js';
 import { measureIdempotency } from '../bench/idempotency.js';
+import { BenchError } from '../bench/errors.js';
+import { renderTable, SMOKE_HEADER } from '../bench/report.js';
+import { recordRequests } from '../bench/requests.js';
 import { jsonReport, type BenchRun } from '../bench/results.js';
 import { measureSharding } from '../bench/sharding.js';
-import { measureThroughput } from '../bench/throughput.js';
+import { fencedPhase, MAX_UNCERTAIN_RETRIES, measureThroughput, type Side } from '../bench/throughput.js';
 import { bill, itemSize, updatedAttributes } from '../bench/wcu.js';
 
 let env: BenchEnv;
@@ -93,6 +96,70 @@ describe('bench (smoke)', () => {
     expect(o.format).toMatch(/esm|cjs/);
     expect(o.target).toMatch(/^node\d+/);
     expect(typeof o.bundleAwsSdk).toBe('boolean');
+  });
+});
+
+/** What a loaded machine does to a commit: no answer in time. Neither transient nor permanent to the library, so ambiguous. */
+class InjectedLostResponse extends Error {
+  override readonly name = 'InjectedLostResponse';
+}
+
+/** A side whose TransactWriteItems fail, ambiguously, whenever `fails` says so for the request's input. */
+async function sideFailingCommits(tag: string, fails: (input: string) => boolean): Promise<Side & { failed: () => number }> {
+  const dynamo = env.dynamo();
+  let failed = 0;
+  dynamo.client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'TransactWriteItemsCommand' && fails(JSON.stringify(args.input))) {
+        failed++;
+        throw new InjectedLostResponse('no response in time');
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'injectLostCommitResponse' },
+  );
+  return { dynamo, tables: await env.tables(tag), log: recordRequests(dynamo.client), failed: () => failed };
+}
+
+describe('bench: a job that ends uncertain', () => {
+  it('is run again with fresh jobs, counted, and the figure comes from the clean attempt', async () => {
+    // Every commit of the first attempt's job (id bench-unc-0) fails: the worker resends, then stops uncertain.
+    const side = await sideFailingCommits('unc1', (input) => input.includes('bench-unc-0'));
+    const r = await fencedPhase(side, 'unc', 1, 2);
+    expect(side.failed()).toBeGreaterThan(0);
+    expect(r.retries).toBe(1);
+    expect(r.effectsPerSec).toBeGreaterThan(0);
+    // The thrown-away attempt's requests are not in the log the request mix is computed from.
+    expect(side.log.entries.filter((e) => e.operation === 'TransactWriteItems')).toHaveLength(2);
+  }, 60_000);
+
+  it(`is run again at most ${MAX_UNCERTAIN_RETRIES} times, then the bench stops with a BenchError that says so`, async () => {
+    const side = await sideFailingCommits('unc2', () => true);
+    const err = await fencedPhase(side, 'always', 1, 1).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(BenchError);
+    expect(String(err)).toMatch(new RegExp(`ended uncertain in ${MAX_UNCERTAIN_RETRIES + 1} attempts`));
+  }, 60_000);
+});
+
+describe('bench --quick output', () => {
+  const machine = { cpu: 'x', cores: 2, memoryGB: 1, node: 'v20', dynamoDbLocal: 'x', loadAverage: { start: [9] }, date: '' };
+  // Figures that miss their goals, as a few rounds on a loaded machine do.
+  const missing = { trials: 2, leaseMs: 1_000, maxClockSkewMs: 100, medianMs: 1_300, maxMs: 1_400, medianRatio: 1.3, maxRatio: 1.4 };
+
+  it('labels a quick run\'s rows smoke figures and judges none: no MISSED, a header that says so', () => {
+    const quick = renderTable({ machine, quick: true, seconds: 1, takeover: missing });
+    expect(quick).not.toMatch(/MISSED/);
+    expect(quick.split('\n')[0]).toBe(SMOKE_HEADER);
+    expect(quick).toMatch(/Takeover ÷ lease duration, median\s+≤ 1.1\s+1.300\s+smoke/);
+  });
+
+  it('judges the same figures in a full run', () => {
+    const full = renderTable({ machine, quick: false, seconds: 1, takeover: missing });
+    expect(full).toMatch(/Takeover ÷ lease duration, median\s+≤ 1.1\s+1.300\s+MISSED/);
+    expect(full).not.toContain(SMOKE_HEADER);
   });
 });
 
