@@ -246,7 +246,8 @@ function printIncidentEffects(r: IncidentResult, out: (line: string) => void): v
 
 function printRun(run: RunResult, out: (line: string) => void): void {
   for (const f of run.faults) out(`   fault: ${f.name} (${f.lane}, t=${f.atMs} ms)`);
-  out(`   ${run.units} units committed in ${run.elapsedMs} ms; ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
+  out(`   ${stageTimes(run)}`);
+  out(`   ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
   out(`   metrics: ${Object.entries(run.metrics).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   for (const j of run.jobs) out(`   ${j.id}: ${j.status} ${j.cursor}/${j.totalUnits} units, requeued ${j.requeues}x`);
   for (const r of run.runs) if (r.shards > 1) out(`   run ${r.id}: ${r.shards} shards, ${r.done ? 'DONE (every shard DONE, recorded once)' : 'not done'}`);
@@ -271,6 +272,15 @@ function printRun(run: RunResult, out: (line: string) => void): void {
   out(`   effect faults: ${x.faults.join('; ')}${x.senderKilled ? '; a sender killed after the provider accepted' : ''}`);
   if (x.notInjected.length > 0) out(`   effect faults not injected: ${x.notInjected.join('; ')}`);
   out(`   reconciler: ${x.reconciled.fromRecord} from the provider's record, ${x.reconciled.resent} resent, ${x.reconciled.delivered} delivered late, ${x.reconciled.unknown} unknown; collector: ${x.collected} orphans removed`);
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** The units' time and the delivery's apart: the delivery after the last unit can take longer than the units did. */
+export function stageTimes(run: Pick<RunResult, 'units' | 'unitsMs' | 'delivery' | 'elapsedMs'>): string {
+  const d = run.delivery;
+  const delivered = d.unsent === 0 ? `${d.items} outbox items delivered in ${seconds(d.ms)}` : `${d.items - d.unsent}/${d.items} outbox items delivered in ${seconds(d.ms)}, ${d.unsent} left unsent`;
+  return `${run.units} units committed in ${seconds(run.unitsMs)}; then ${delivered} (the run took ${seconds(run.elapsedMs)})`;
 }
 
 function printVerdict(flags: DemoFlags, failed: string[], out: (line: string) => void): void {
@@ -317,6 +327,8 @@ function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcom
       seed: flags.seed,
       leaseMode: flags.leaseMode,
       elapsedMs: run.elapsedMs,
+      unitsMs: run.unitsMs,
+      delivery: run.delivery,
       unitsCommitted: run.units,
       invocations: run.invocations,
       crashed: run.crashes,

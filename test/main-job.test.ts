@@ -47,6 +47,11 @@ describe('the main job (--json)', () => {
     expect(report.stats).toMatchObject({ jobs: 3, invoices: 90, charges: 90, expectedInvoices: 90 });
     expect(report.stats.totalCents).toBe(report.stats.expectedTotalCents);
     expect(report.run.jobs).toHaveLength(3);
+    // The units' time and the delivery's apart: every outbox item (an email and a payment per customer) delivered after the last unit.
+    expect(report.run.delivery).toMatchObject({ items: 180, unsent: 0 });
+    expect(report.run.unitsMs).toBeGreaterThan(0);
+    expect(report.run.delivery.ms).toBeGreaterThanOrEqual(0);
+    expect(report.run.unitsMs + report.run.delivery.ms).toBeLessThanOrEqual(report.run.elapsedMs);
     for (const j of report.run.jobs) expect(j).toMatchObject({ status: 'DONE', cursor: j.totalUnits });
     // The incident: with the fence A's late write is rejected; without it, A overwrites B.
     expect(report.incident.fenced.staleWriteRejected).toBe(true);
