@@ -17,7 +17,7 @@ import { checkEndpoint } from './endpoint.js';
 import { intFlag, outFileFlag, parseFlags, urlFlag } from './flags.js';
 import { replayIncident, type IncidentResult } from './incident.js';
 import { invoiceRun, PERIODS, type RunResult } from './run.js';
-import { renderSvg } from './timeline.js';
+import { renderSvg, splitDelivery } from './timeline.js';
 import { streamsClient } from './streams.js';
 import { progressReporter } from './progress.js';
 import { requireTools } from './prerequisites.js';
@@ -303,7 +303,10 @@ function writeTimeline(flags: DemoFlags, safe: IncidentResult, unsafe: IncidentR
     renderSvg('Fenced workflows on DynamoDB: what happened', [
       { title: 'The incident, with the fence', subtitle: "A's stale write is rejected; B's invoices stand", events: safe.timeline.events, labels: 'all' },
       { title: 'The same schedule without the fence (UNSAFE)', subtitle: "A overwrites B's invoices", events: unsafe.timeline.events, labels: 'all' },
-      { title: `Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, faults`, events: run.timeline.events, labels: 'story' },
+      ...splitDelivery(
+        { title: `Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, faults`, subtitle: 'the workers and the sweeper, up to the last unit', events: run.timeline.events, labels: 'story' },
+        { title: "The same run's outbox delivery and effects, on their own time axis", subtitle: `the sender, the reconciler, the collector: ${run.delivery.items} outbox items, most delivered after the last unit` },
+      ),
     ]),
   );
 }
