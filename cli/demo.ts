@@ -21,6 +21,7 @@ import { renderSvg, splitDelivery } from './timeline.js';
 import { streamsClient } from './streams.js';
 import { progressReporter } from './progress.js';
 import { requireTools } from './prerequisites.js';
+import { leaveUnfinished, type LeftJob } from './leave-unfinished.js';
 
 export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local (embedded unless --endpoint).
 
@@ -41,6 +42,9 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
                         checker then cannot read what was received, and says so);
                         npm run cli -- smtp-sink runs one on its own
   --out FILE            where to write the timeline SVG (default out/timeline.svg)
+  --leave-unfinished    (with --endpoint) after the checked run, start one more period's job and
+                        crash its worker after its first commit, with no sweeper left to recover
+                        it: the report names the job and the requeue command that finishes it
   --json                print one JSON report on stdout and nothing else there
   --help                this text
 `;
@@ -59,6 +63,8 @@ export interface DemoFlags {
   /** Absolute path, checked writable. */
   out: string;
   json: boolean;
+  /** Leave one job part way for the ops loop (cli/leave-unfinished.ts). */
+  leaveUnfinished: boolean;
 }
 
 export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
@@ -77,6 +83,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
       smtp: { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
+      'leave-unfinished': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     allowPositionals: false,
@@ -84,6 +91,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
   if (values.help) return 'help';
   urlFlag('endpoint', values.endpoint);
   urlFlag('s3-endpoint', values['s3-endpoint']);
+  if (values['leave-unfinished'] && values.endpoint === undefined) throw new InvalidInputError('--leave-unfinished', 'needs --endpoint: the embedded DynamoDB Local stops with the run, and the job left with it');
   if (values.bucket !== undefined && values['s3-endpoint'] === undefined) throw new InvalidInputError('--bucket', 'names a bucket of --s3-endpoint URL; the embedded endpoint has its own');
   const bucket = bucketFlag(values.bucket);
   const smtp = smtpFlag(values.smtp);
@@ -105,6 +113,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     ...(smtp === undefined ? {} : { smtp }),
     out: outFileFlag('out', values.out ?? 'out/timeline.svg'),
     json: values.json,
+    leaveUnfinished: values['leave-unfinished'],
   };
 }
 
@@ -222,12 +231,13 @@ export async function demo(flags: DemoFlags): Promise<number> {
     });
     progress.stop();
     printRun(run, out);
+    const left = flags.leaveUnfinished ? await leaveUnfinished({ doc: dynamo.doc, tables: runTables, customers: flags.customers, seed: flags.seed }) : undefined;
     writeTimeline(flags, safe, unsafe, run);
     out(`\nTimeline picture: ${flags.out}`);
 
     const failed = failures({ safe, unsafe, run });
-    if (flags.json) process.stdout.write(JSON.stringify(report(flags, started, { safe, unsafe, run }, failed)) + '\n');
-    else printVerdict(flags, failed, out);
+    if (flags.json) process.stdout.write(JSON.stringify({ ...report(flags, started, { safe, unsafe, run }, failed), ...(left === undefined ? {} : { leftUnfinished: { ...left, finish: requeueCommand(flags, left) } }) }) + '\n');
+    else printVerdict(flags, failed, out, left);
     return failed.length === 0 ? 0 : 1;
   } finally {
     await stop();
@@ -283,12 +293,19 @@ export function stageTimes(run: Pick<RunResult, 'units' | 'unitsMs' | 'delivery'
   return `${run.units} units committed in ${seconds(run.unitsMs)}; then ${delivered} (the run took ${seconds(run.elapsedMs)})`;
 }
 
-function printVerdict(flags: DemoFlags, failed: string[], out: (line: string) => void): void {
+/** The ops CLI's command that finishes the job left unfinished (quoted for a shell: `#` starts a comment). */
+const requeueCommand = (flags: DemoFlags, left: LeftJob) => `npm run cli -- requeue '${left.jobId}' --endpoint ${flags.endpoint} --table-prefix ${flags.prefix}`;
+
+function printVerdict(flags: DemoFlags, failed: string[], out: (line: string) => void, left?: LeftJob): void {
   if (failed.length === 0) out('\nAll invariants hold.');
   else for (const f of failed) out(`\nFAILED: ${f}`);
   if (flags.endpoint !== undefined) {
     out(`\nThe tables stay at ${flags.endpoint}. Look at them:`);
     out(`  npm run cli -- status --endpoint ${flags.endpoint} --table-prefix ${flags.prefix}`);
+    if (left !== undefined) {
+      out(`\nLeft unfinished (--leave-unfinished): ${left.jobId}, ${left.status} ${left.cursor}/${left.totalUnits} units: ${left.how}. Finish it:`);
+      out(`  ${requeueCommand(flags, left)}`);
+    }
   } else {
     out('\nThe embedded DynamoDB Local stops now, and its tables with it. To keep them for the ops CLI:');
     out('  npm run dynamodb                                   (in another terminal: it stays until Ctrl-C)');

@@ -75,7 +75,7 @@ export interface RunResult {
 
 /** One job per billing period. */
 export const PERIODS = ['2026-09', '2026-10', '2026-11'];
-const UNIT_SIZE = 10;
+export const UNIT_SIZE = 10;
 export const LEASE_MS = 1_500;
 /**
  * The run gives up waiting for its jobs (then reports what it found) when no unit has committed

@@ -135,6 +135,7 @@ describe('the ops CLI against the tables the main job left', () => {
       [['demo', '--customers', 'many'], /--customers: must be an integer/],
       [['demo', '--customers', '3', '--shards', '4'], /--shards: must be an integer in \[1, 3\]/],
       [['demo', '--workers', '0'], /--workers: must be an integer/],
+      [['demo', '--leave-unfinished'], /--leave-unfinished: needs --endpoint/],
       [['demo', '--endpoint', 'localhost:8000'], /--endpoint: must be an http\(s\) URL/],
     ];
     for (const [args, message] of cases) {
