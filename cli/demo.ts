@@ -17,10 +17,11 @@ import { checkEndpoint } from './endpoint.js';
 import { intFlag, outFileFlag, parseFlags, urlFlag } from './flags.js';
 import { replayIncident, type IncidentResult } from './incident.js';
 import { invoiceRun, PERIODS, type RunResult } from './run.js';
-import { renderSvg } from './timeline.js';
+import { renderSvg, splitDelivery } from './timeline.js';
 import { streamsClient } from './streams.js';
 import { progressReporter } from './progress.js';
 import { requireTools } from './prerequisites.js';
+import { leaveUnfinished, type LeftJob } from './leave-unfinished.js';
 
 export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local (embedded unless --endpoint).
 
@@ -41,6 +42,9 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
                         checker then cannot read what was received, and says so);
                         npm run cli -- smtp-sink runs one on its own
   --out FILE            where to write the timeline SVG (default out/timeline.svg)
+  --leave-unfinished    (with --endpoint) after the checked run, start one more period's job and
+                        crash its worker after its first commit, with no sweeper left to recover
+                        it: the report names the job and the requeue command that finishes it
   --json                print one JSON report on stdout and nothing else there
   --help                this text
 `;
@@ -59,6 +63,8 @@ export interface DemoFlags {
   /** Absolute path, checked writable. */
   out: string;
   json: boolean;
+  /** Leave one job part way for the ops loop (cli/leave-unfinished.ts). */
+  leaveUnfinished: boolean;
 }
 
 export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
@@ -77,6 +83,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
       smtp: { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
+      'leave-unfinished': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     allowPositionals: false,
@@ -84,6 +91,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
   if (values.help) return 'help';
   urlFlag('endpoint', values.endpoint);
   urlFlag('s3-endpoint', values['s3-endpoint']);
+  if (values['leave-unfinished'] && values.endpoint === undefined) throw new InvalidInputError('--leave-unfinished', 'needs --endpoint: the embedded DynamoDB Local stops with the run, and the job left with it');
   if (values.bucket !== undefined && values['s3-endpoint'] === undefined) throw new InvalidInputError('--bucket', 'names a bucket of --s3-endpoint URL; the embedded endpoint has its own');
   const bucket = bucketFlag(values.bucket);
   const smtp = smtpFlag(values.smtp);
@@ -105,6 +113,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     ...(smtp === undefined ? {} : { smtp }),
     out: outFileFlag('out', values.out ?? 'out/timeline.svg'),
     json: values.json,
+    leaveUnfinished: values['leave-unfinished'],
   };
 }
 
@@ -222,12 +231,13 @@ export async function demo(flags: DemoFlags): Promise<number> {
     });
     progress.stop();
     printRun(run, out);
+    const left = flags.leaveUnfinished ? await leaveUnfinished({ doc: dynamo.doc, tables: runTables, customers: flags.customers, seed: flags.seed }) : undefined;
     writeTimeline(flags, safe, unsafe, run);
     out(`\nTimeline picture: ${flags.out}`);
 
     const failed = failures({ safe, unsafe, run });
-    if (flags.json) process.stdout.write(JSON.stringify(report(flags, started, { safe, unsafe, run }, failed)) + '\n');
-    else printVerdict(flags, failed, out);
+    if (flags.json) process.stdout.write(JSON.stringify({ ...report(flags, started, { safe, unsafe, run }, failed), ...(left === undefined ? {} : { leftUnfinished: { ...left, finish: requeueCommand(flags, left) } }) }) + '\n');
+    else printVerdict(flags, failed, out, left);
     return failed.length === 0 ? 0 : 1;
   } finally {
     await stop();
@@ -246,7 +256,8 @@ function printIncidentEffects(r: IncidentResult, out: (line: string) => void): v
 
 function printRun(run: RunResult, out: (line: string) => void): void {
   for (const f of run.faults) out(`   fault: ${f.name} (${f.lane}, t=${f.atMs} ms)`);
-  out(`   ${run.units} units committed in ${run.elapsedMs} ms; ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
+  out(`   ${stageTimes(run)}`);
+  out(`   ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
   out(`   metrics: ${Object.entries(run.metrics).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   for (const j of run.jobs) out(`   ${j.id}: ${j.status} ${j.cursor}/${j.totalUnits} units, requeued ${j.requeues}x`);
   for (const r of run.runs) if (r.shards > 1) out(`   run ${r.id}: ${r.shards} shards, ${r.done ? 'DONE (every shard DONE, recorded once)' : 'not done'}`);
@@ -273,12 +284,28 @@ function printRun(run: RunResult, out: (line: string) => void): void {
   out(`   reconciler: ${x.reconciled.fromRecord} from the provider's record, ${x.reconciled.resent} resent, ${x.reconciled.delivered} delivered late, ${x.reconciled.unknown} unknown; collector: ${x.collected} orphans removed`);
 }
 
-function printVerdict(flags: DemoFlags, failed: string[], out: (line: string) => void): void {
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** The units' time and the delivery's apart: the delivery after the last unit can take longer than the units did. */
+export function stageTimes(run: Pick<RunResult, 'units' | 'unitsMs' | 'delivery' | 'elapsedMs'>): string {
+  const d = run.delivery;
+  const delivered = d.unsent === 0 ? `${d.items} outbox items delivered in ${seconds(d.ms)}` : `${d.items - d.unsent}/${d.items} outbox items delivered in ${seconds(d.ms)}, ${d.unsent} left unsent`;
+  return `${run.units} units committed in ${seconds(run.unitsMs)}; then ${delivered} (the run took ${seconds(run.elapsedMs)})`;
+}
+
+/** The ops CLI's command that finishes the job left unfinished (quoted for a shell: `#` starts a comment). */
+const requeueCommand = (flags: DemoFlags, left: LeftJob) => `npm run cli -- requeue '${left.jobId}' --endpoint ${flags.endpoint} --table-prefix ${flags.prefix}`;
+
+function printVerdict(flags: DemoFlags, failed: string[], out: (line: string) => void, left?: LeftJob): void {
   if (failed.length === 0) out('\nAll invariants hold.');
   else for (const f of failed) out(`\nFAILED: ${f}`);
   if (flags.endpoint !== undefined) {
     out(`\nThe tables stay at ${flags.endpoint}. Look at them:`);
     out(`  npm run cli -- status --endpoint ${flags.endpoint} --table-prefix ${flags.prefix}`);
+    if (left !== undefined) {
+      out(`\nLeft unfinished (--leave-unfinished): ${left.jobId}, ${left.status} ${left.cursor}/${left.totalUnits} units: ${left.how}. Finish it:`);
+      out(`  ${requeueCommand(flags, left)}`);
+    }
   } else {
     out('\nThe embedded DynamoDB Local stops now, and its tables with it. To keep them for the ops CLI:');
     out('  npm run dynamodb                                   (in another terminal: it stays until Ctrl-C)');
@@ -293,7 +320,10 @@ function writeTimeline(flags: DemoFlags, safe: IncidentResult, unsafe: IncidentR
     renderSvg('Fenced workflows on DynamoDB: what happened', [
       { title: 'The incident, with the fence', subtitle: "A's stale write is rejected; B's invoices stand", events: safe.timeline.events, labels: 'all' },
       { title: 'The same schedule without the fence (UNSAFE)', subtitle: "A overwrites B's invoices", events: unsafe.timeline.events, labels: 'all' },
-      { title: `Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, faults`, events: run.timeline.events, labels: 'story' },
+      ...splitDelivery(
+        { title: `Invoice run: ${flags.customers} customers x ${PERIODS.length} periods, ${flags.workers} workers, faults`, subtitle: 'the workers and the sweeper, up to the last unit', events: run.timeline.events, labels: 'story' },
+        { title: "The same run's outbox delivery and effects, on their own time axis", subtitle: `the sender, the reconciler, the collector: ${run.delivery.items} outbox items, most delivered after the last unit` },
+      ),
     ]),
   );
 }
@@ -317,6 +347,8 @@ function report(flags: DemoFlags, started: number, { safe, unsafe, run }: Outcom
       seed: flags.seed,
       leaseMode: flags.leaseMode,
       elapsedMs: run.elapsedMs,
+      unitsMs: run.unitsMs,
+      delivery: run.delivery,
       unitsCommitted: run.units,
       invocations: run.invocations,
       crashed: run.crashes,

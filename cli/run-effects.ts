@@ -8,7 +8,8 @@
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
-import { collect, reconcile, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { collect, OUTBOX_ATTR, OUTBOX_INDEX, reconcile, UNFINISHED, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
 import type { Effects } from './effects-env.js';
@@ -240,18 +241,60 @@ export class RunEffects {
     };
   }
 
-  /** After the last unit: until every outbox item is delivered or given up (at most `stallMs`), then the orphans' collection. */
-  async settle(stallMs: number, collectAfterMs: number): Promise<void> {
+  /**
+   * After the last unit: until every outbox item is delivered or given up, or none has been for
+   * `stallMs` (not a budget for the whole delivery: a big run, or a busy laptop, delivers for
+   * longer than that while it still moves), then the orphans' collection. Returns when the
+   * delivery ended (monotonic) and how many items it left unsent, so the run can report the
+   * delivery's time apart from the collection's wait.
+   */
+  async settle(stallMs: number, collectAfterMs: number): Promise<{ at: number; unsent: number }> {
     const { clock, leaseMs } = this.o;
-    const until = clock.monotonicNow() + stallMs;
+    let last = -1;
+    let movedAt = clock.monotonicNow();
+    let unsent = 0;
     for (;;) {
       await this.stream.drain(1).catch(() => undefined);
       const r = await this.reconcileOnce();
-      if ((this.stream.backlog === 0 && r.oldestUnsentAgeMs === 0) || clock.monotonicNow() > until) break;
+      if (this.stream.backlog === 0 && r.oldestUnsentAgeMs === 0) {
+        unsent = 0;
+        break;
+      }
+      unsent = await this.unsent();
+      if (unsent !== last) [last, movedAt] = [unsent, clock.monotonicNow()];
+      if (clock.monotonicNow() - movedAt > stallMs) break;
       await clock.sleep(Math.round(leaseMs / 2));
     }
+    const at = clock.monotonicNow();
     await clock.sleep(collectAfterMs);
     await this.collectOnce(collectAfterMs);
+    return { at, unsent };
+  }
+
+  /** Outbox items not yet sent (nor given up): the reconciler's sparse index holds exactly those. */
+  async unsent(): Promise<number> {
+    let n = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.o.dynamo.doc.send(
+        new QueryCommand({ TableName: this.o.tables.outbox, IndexName: OUTBOX_INDEX, KeyConditionExpression: '#u = :open', ExpressionAttributeNames: { '#u': OUTBOX_ATTR.unsent }, ExpressionAttributeValues: { ':open': UNFINISHED }, Select: 'COUNT', ExclusiveStartKey: start }),
+      );
+      n += page.Count ?? 0;
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return n;
+  }
+
+  /** Every outbox item, sent or not (read once, after the last unit, when no more are created). */
+  async items(): Promise<number> {
+    let n = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.o.dynamo.doc.send(new ScanCommand({ TableName: this.o.tables.outbox, Select: 'COUNT', ExclusiveStartKey: start }));
+      n += page.Count ?? 0;
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return n;
   }
 
   summary() {

@@ -18,6 +18,7 @@ import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
 import type { Effects } from './effects-env.js';
 import { FaultPlan, type Fault } from './faults.js';
+import { deliveryWaitingFor, unitsWaitingFor, type ProgressUpdate } from './progress.js';
 import { checkInvariants, type InvariantReport } from './invariants.js';
 import { LocalQueue } from './queue.js';
 import { LocalRuntime, slotOf } from './runtime.js';
@@ -40,7 +41,8 @@ export interface RunOptions {
   leaseMode?: 'wall-clock' | 'version-watch';
   /** Shard jobs per period's run (default 1). */
   shards?: number;
-  onProgress?: (done: number, total: number) => void;
+  /** The stages' counts: the units, then the outbox items' delivery; with what a count that stands still waits for. */
+  onProgress?: (p: ProgressUpdate) => void;
   /** The bucket and the providers; `set` is the run's document folder (named like its tables). */
   effects: Effects;
   set: string;
@@ -51,6 +53,10 @@ export interface RunResult {
   /** One per period: its shards and whether its completion check recorded it done. */
   runs: { id: string; shards: number; done: boolean }[];
   elapsedMs: number;
+  /** From the start until the last unit committed (and every run's completion was recorded). */
+  unitsMs: number;
+  /** The outbox items' delivery after the last unit: how many, how many are still unsent, and how long it took. */
+  delivery: Delivery;
   units: number;
   invocations: number;
   timeouts: number;
@@ -69,7 +75,7 @@ export interface RunResult {
 
 /** One job per billing period. */
 export const PERIODS = ['2026-09', '2026-10', '2026-11'];
-const UNIT_SIZE = 10;
+export const UNIT_SIZE = 10;
 export const LEASE_MS = 1_500;
 /**
  * The run gives up waiting for its jobs (then reports what it found) when no unit has committed
@@ -141,48 +147,22 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   });
 
   const started = clock.monotonicNow();
-  // The scheduler's starter, once per period (the local stand-in for the monthly schedule).
-  const starts = [];
-  for (const [i, period] of PERIODS.entries()) starts.push(await starter({ period, customers: opts.customers, seed: opts.seed + i }));
-  const jobIds = starts.flatMap((r) => r.jobs.map((j) => j.jobId));
-  const runIds = starts.map((r) => r.runId);
-  // The faults hit the first shard of each period (the period's only job without shards), on units every shard has.
-  const unitsPerJob = Math.min(...(await Promise.all(jobIds.map(async (id) => (await readJob(opts.dynamo.doc, opts.tables.jobs, id))?.totalUnits ?? 1))));
-  plan.add(defaultFaults(starts.map((r) => r.jobId), LEASE_MS, unitsPerJob));
-  // A duplicate delivery of the first job's message.
-  if (jobIds[0] !== undefined) {
-    await queue.send({ jobId: jobIds[0], reason: 'start' });
-    timeline.add('queue', 'duplicate', `duplicate delivery of ${jobIds[0]}`);
-  }
-  const totalUnits = (await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)))).reduce((n, j) => n + (j?.totalUnits ?? 0), 0);
+  const { jobIds, runIds, faults, totalUnits } = await startPeriods(opts, starter, queue, timeline);
+  plan.add(faults);
 
   fx.arm();
   runtime.start();
   fx.start();
   const background = fx.background(COLLECT_AFTER_MS);
-  let jobs: Awaited<ReturnType<typeof readJob>>[];
-  let gaveUp: string | undefined;
-  let lastDone = -1;
-  let movedAt = clock.monotonicNow();
-  for (;;) {
-    jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
-    const done = jobs.reduce((n, j) => n + (j?.cursor ?? 0), 0);
-    opts.onProgress?.(done, totalUnits);
-    if (done !== lastDone) [lastDone, movedAt] = [done, clock.monotonicNow()];
-    // Ended, and every run whose shards are all DONE has had its completion check recorded.
-    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsRecorded(opts.dynamo.doc, opts.tables.jobs, runIds, jobs))) break;
-    if (clock.monotonicNow() - movedAt > STALL_MS) {
-      gaveUp = `no unit committed for ${STALL_MS / 1000} s (${done}/${totalUnits} units done)`;
-      break;
-    }
-    await clock.sleep(100);
-  }
+  const { jobs, gaveUp } = await waitForUnits(opts, { jobIds, runIds, totalUnits, plan, faults });
+  const unitsMs = Math.round(clock.monotonicNow() - started);
+  const delivering = watchDelivery(opts, fx);
   // Let paused workers wake up and try their (stale) writes before we read the tables back.
   const wakeBy = clock.monotonicNow() + LEASE_MS * 8;
   while (plan.activePauses > 0 && clock.monotonicNow() < wakeBy) await clock.sleep(50);
   await clock.sleep(200);
   await runtime.stop();
-  await fx.settle(STALL_MS, COLLECT_AFTER_MS);
+  const delivery = await delivering.stop(await fx.settle(STALL_MS, COLLECT_AFTER_MS));
   await background.stop();
   await fx.stop();
   const elapsedMs = Math.round(clock.monotonicNow() - started);
@@ -193,15 +173,11 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   }));
   const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources(), wire.report());
   return {
-    jobs: jobs.map((j, i) => ({
-      id: j?.id ?? jobIds[i]!,
-      status: j?.status ?? 'MISSING',
-      cursor: j?.cursor ?? 0,
-      totalUnits: j?.totalUnits ?? 0,
-      requeues: j?.requeues ?? 0,
-    })),
+    jobs: jobs.map((j, i) => ({ id: j?.id ?? jobIds[i]!, status: j?.status ?? 'MISSING', cursor: j?.cursor ?? 0, totalUnits: j?.totalUnits ?? 0, requeues: j?.requeues ?? 0 })),
     runs,
     elapsedMs,
+    unitsMs,
+    delivery,
     units: telemetry.get(METRIC.unitsCommitted),
     invocations: runtime.invocations,
     timeouts: runtime.timeouts,
@@ -214,6 +190,91 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
     timeline,
     ...(gaveUp === undefined ? {} : { gaveUp }),
     effects: fx.summary(),
+  };
+}
+
+/** The scheduler's starter, once per period (the local stand-in for the monthly schedule), and the faults for the jobs it started. */
+async function startPeriods(opts: RunOptions, starter: ReturnType<typeof createStarterHandler>, queue: LocalQueue, timeline: Timeline) {
+  const starts = [];
+  for (const [i, period] of PERIODS.entries()) starts.push(await starter({ period, customers: opts.customers, seed: opts.seed + i }));
+  const jobIds = starts.flatMap((r) => r.jobs.map((j) => j.jobId));
+  const runIds = starts.map((r) => r.runId);
+  const jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
+  // The faults hit the first shard of each period (the period's only job without shards), on units every shard has.
+  const unitsPerJob = Math.min(...jobs.map((j) => j?.totalUnits ?? 1));
+  const faults = defaultFaults(starts.map((r) => r.jobId), LEASE_MS, unitsPerJob);
+  // A duplicate delivery of the first job's message.
+  if (jobIds[0] !== undefined) {
+    await queue.send({ jobId: jobIds[0], reason: 'start' });
+    timeline.add('queue', 'duplicate', `duplicate delivery of ${jobIds[0]}`);
+  }
+  const totalUnits = jobs.reduce((n, j) => n + (j?.totalUnits ?? 0), 0);
+  return { jobIds, runIds, faults, totalUnits };
+}
+
+export interface Delivery {
+  items: number;
+  unsent: number;
+  ms: number;
+}
+
+/** Until every job has ended and every run's completion is recorded, or no unit has moved for STALL_MS. */
+async function waitForUnits(
+  opts: RunOptions,
+  w: { jobIds: string[]; runIds: string[]; totalUnits: number; plan: FaultPlan; faults: readonly Fault[] },
+): Promise<{ jobs: (Job | undefined)[]; gaveUp?: string }> {
+  const clock = systemClock;
+  let lastDone = -1;
+  let movedAt = clock.monotonicNow();
+  for (;;) {
+    const jobs = await Promise.all(w.jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
+    const done = jobs.reduce((n, j) => n + (j?.cursor ?? 0), 0);
+    if (done !== lastDone) [lastDone, movedAt] = [done, clock.monotonicNow()];
+    // A crash fault that fired on a job still open: its lease stays until it lapses, then the sweeper requeues.
+    const crashed = w.faults.filter((f) => f.action.kind === 'crash' && w.plan.fired.some((x) => x.name === f.name)).map((f) => f.jobId);
+    const open = (id: string) => !['DONE', 'FAILED'].includes(jobs[w.jobIds.indexOf(id)]?.status ?? '');
+    const waiting = unitsWaitingFor({ sinceMoveMs: clock.monotonicNow() - movedAt, leaseMs: LEASE_MS, pausedWorkers: w.plan.activePauses, crashedJobsUnfinished: crashed.filter(open).length });
+    opts.onProgress?.({ stage: 'units', done, total: w.totalUnits, ...(waiting === undefined ? {} : { waiting }) });
+    // Ended, and every run whose shards are all DONE has had its completion check recorded.
+    if (jobs.every((j) => j?.status === 'DONE' || j?.status === 'FAILED') && (await runsRecorded(opts.dynamo.doc, opts.tables.jobs, w.runIds, jobs))) return { jobs };
+    if (clock.monotonicNow() - movedAt > STALL_MS) return { jobs, gaveUp: `no unit committed for ${STALL_MS / 1000} s (${done}/${w.totalUnits} units done)` };
+    await clock.sleep(100);
+  }
+}
+
+/**
+ * The delivery stage, watched from the outbox table while fx.settle delivers: after the last
+ * unit every item exists, so the count is final; what moves is how many are still unsent.
+ */
+function watchDelivery(opts: RunOptions, fx: RunEffects): { stop: (settled: { at: number; unsent: number }) => Promise<Delivery> } {
+  const clock = systemClock;
+  const started = clock.monotonicNow();
+  const stop = new AbortController();
+  let items = 0;
+  let unsent = 0;
+  const tick = (movedAt: number) => {
+    const waiting = deliveryWaitingFor({ sinceMoveMs: clock.monotonicNow() - movedAt, leaseMs: LEASE_MS, streamBacklog: fx.stream.backlog, unsent });
+    opts.onProgress?.({ stage: 'delivering', done: items - unsent, total: items, ...(waiting === undefined ? {} : { waiting }) });
+  };
+  const loop = (async () => {
+    items = await fx.items();
+    let last = -1;
+    let movedAt = clock.monotonicNow();
+    while (!stop.signal.aborted) {
+      unsent = await fx.unsent();
+      if (unsent !== last) [last, movedAt] = [unsent, clock.monotonicNow()];
+      tick(movedAt);
+      await clock.sleep(500, stop.signal).catch(() => undefined);
+    }
+  })();
+  return {
+    stop: async (settled) => {
+      stop.abort();
+      await loop;
+      unsent = settled.unsent;
+      tick(clock.monotonicNow());
+      return { items, unsent, ms: Math.round(settled.at - started) };
+    },
   };
 }
 

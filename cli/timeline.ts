@@ -60,28 +60,40 @@ export class Timeline {
   }
 }
 
-/** How each kind is drawn: a colour (no two alike), and a dot or a cross. Renewals and resumes extend a band instead. */
-export const STYLE: Record<TimelineKind, { color: string; shape: 'dot' | 'small' | 'cross' | 'none'; legend: string }> = {
-  acquire: { color: '#1f5fbf', shape: 'dot', legend: 'lease granted' },
-  renew: { color: '#1f5fbf', shape: 'none', legend: 'renewed' },
-  busy: { color: '#9c9c00', shape: 'dot', legend: 'lease busy (duplicate dropped)' },
-  fence: { color: '#7b3fbf', shape: 'dot', legend: 'fence raised' },
-  read: { color: '#8a8a8a', shape: 'dot', legend: 'checkpoint read' },
-  commit: { color: '#2ca02c', shape: 'small', legend: 'unit committed' },
-  reject: { color: '#d62728', shape: 'cross', legend: 'stale write rejected' },
-  overwrite: { color: '#ff7f0e', shape: 'cross', legend: 'overwrite (no fence)' },
-  pause: { color: '#c8a000', shape: 'dot', legend: 'pause' },
-  resume: { color: '#c8a000', shape: 'none', legend: 'resumed' },
-  crash: { color: '#000000', shape: 'cross', legend: 'crash' },
-  release: { color: '#17a2b8', shape: 'dot', legend: 'released' },
-  lost: { color: '#8c4b2b', shape: 'dot', legend: 'lease lost / uncertain' },
-  requeue: { color: '#e0409a', shape: 'dot', legend: 'requeued' },
-  duplicate: { color: '#5a5a5a', shape: 'dot', legend: 'duplicate delivery' },
-  done: { color: '#0a4d1c', shape: 'dot', legend: 'job done' },
-  document: { color: '#0000ff', shape: 'small', legend: 'documents put (new objects)' },
-  email: { color: '#ff00ff', shape: 'small', legend: 'email / provider call sent' },
-  collect: { color: '#00cc00', shape: 'small', legend: 'orphaned document collected' },
-  note: { color: '#3d7a9e', shape: 'dot', legend: 'note' },
+export type Shape = 'dot' | 'small' | 'square' | 'small-square' | 'cross' | 'triangle' | 'diamond' | 'none';
+/** The legend's rows, one per kind of lane: a reader finds a mark among a handful, not among twenty. */
+export type LegendGroup = 'leases' | 'writes' | 'faults' | 'recovery' | 'delivery';
+export const GROUPS: Record<LegendGroup, string> = { leases: 'Leases', writes: 'Writes', faults: 'Faults', recovery: 'Recovery', delivery: 'Delivery' };
+
+/**
+ * How each kind is drawn: a colour and a shape per legend entry (kinds that share an entry share
+ * both). Hues are held apart by test/timeline.test.ts (a minimum CIE76 distance), and the shape
+ * tells the groups apart where colours are hard to tell: circles for the lease's life, squares
+ * for writes, crosses for what went wrong, a triangle for a duplicate, a diamond for a requeue.
+ * Renewals and resumes extend a band instead.
+ */
+export const STYLE: Record<TimelineKind, { color: string; shape: Shape; legend: string; group: LegendGroup }> = {
+  acquire: { color: '#1f63d6', shape: 'dot', legend: 'lease granted', group: 'leases' },
+  renew: { color: '#1f63d6', shape: 'none', legend: 'renewed', group: 'leases' },
+  release: { color: '#17becf', shape: 'dot', legend: 'released', group: 'leases' },
+  lost: { color: '#8c564b', shape: 'dot', legend: 'lease lost / uncertain', group: 'leases' },
+  done: { color: '#0b5e2a', shape: 'dot', legend: 'job done', group: 'leases' },
+  fence: { color: '#7b3fbf', shape: 'square', legend: 'fence raised', group: 'writes' },
+  read: { color: '#a8a8a8', shape: 'small-square', legend: 'checkpoint read', group: 'writes' },
+  commit: { color: '#2ca02c', shape: 'small-square', legend: 'unit committed', group: 'writes' },
+  reject: { color: '#d62728', shape: 'cross', legend: 'stale write rejected', group: 'writes' },
+  overwrite: { color: '#ff7f0e', shape: 'cross', legend: 'overwrite (no fence)', group: 'writes' },
+  // One entry with the band it starts: the dot and the band say the same thing.
+  pause: { color: '#e0b000', shape: 'dot', legend: 'paused', group: 'faults' },
+  resume: { color: '#e0b000', shape: 'none', legend: 'resumed', group: 'faults' },
+  crash: { color: '#000000', shape: 'cross', legend: 'crash', group: 'faults' },
+  busy: { color: '#6b8e23', shape: 'triangle', legend: 'duplicate delivery (dropped: lease busy)', group: 'faults' },
+  duplicate: { color: '#6b8e23', shape: 'triangle', legend: 'duplicate delivery (dropped: lease busy)', group: 'faults' },
+  requeue: { color: '#e0409a', shape: 'diamond', legend: 'requeued by the sweeper', group: 'recovery' },
+  document: { color: '#0a2f6b', shape: 'small-square', legend: 'documents put', group: 'delivery' },
+  email: { color: '#b000b0', shape: 'small', legend: 'email / provider call sent', group: 'delivery' },
+  collect: { color: '#a6d854', shape: 'small', legend: 'orphan collected', group: 'delivery' },
+  note: { color: '#3f6f78', shape: 'dot', legend: 'note', group: 'delivery' },
 };
 /** The two bands: a lease held, and a worker paused. */
 export const BANDS = { lease: { fill: '#bee3f8', legend: 'lease held (to release, loss or lapse)' }, pause: { fill: '#faf089', stroke: '#c8a000', legend: 'paused' } };
@@ -115,9 +127,23 @@ const TRACK = 14;
 
 function mark(kind: TimelineKind, cx: number, cy: number): string {
   const { color, shape } = STYLE[kind];
-  if (shape === 'cross') return `<path d="M${cx - 6},${cy - 6} L${cx + 6},${cy + 6} M${cx + 6},${cy - 6} L${cx - 6},${cy + 6}" stroke="${color}" stroke-width="3"/>`;
-  if (shape === 'none') return '';
-  return `<circle cx="${cx}" cy="${cy}" r="${shape === 'small' ? 3 : 5}" fill="${color}"/>`;
+  switch (shape) {
+    case 'none':
+      return '';
+    case 'cross':
+      return `<path d="M${cx - 6},${cy - 6} L${cx + 6},${cy + 6} M${cx + 6},${cy - 6} L${cx - 6},${cy + 6}" stroke="${color}" stroke-width="3"/>`;
+    case 'square':
+    case 'small-square': {
+      const h = shape === 'square' ? 5 : 3;
+      return `<rect x="${cx - h}" y="${cy - h}" width="${2 * h}" height="${2 * h}" fill="${color}"/>`;
+    }
+    case 'triangle':
+      return `<path d="M${cx},${cy - 6} L${cx + 6},${cy + 5} L${cx - 6},${cy + 5} Z" fill="${color}"/>`;
+    case 'diamond':
+      return `<path d="M${cx},${cy - 6} L${cx + 6},${cy} L${cx},${cy + 6} L${cx - 6},${cy} Z" fill="${color}"/>`;
+    default:
+      return `<circle cx="${cx}" cy="${cy}" r="${shape === 'small' ? 3 : 5}" fill="${color}"/>`;
+  }
 }
 
 /** Lease bands: from a grant until it ends (release, loss, crash, next grant) or lapses (last grant or renewal + its duration). */
@@ -143,6 +169,28 @@ function leaseBands(own: readonly TimelineEvent[], x: (t: number) => number, tMa
   return parts;
 }
 
+/** Unlabelled marks of one kind closer than this draw as one: they are one streak to the eye, and thousands of them made the SVG weigh 450 kB. */
+const MERGE_PX = 2;
+
+/** The lane's marks, a run of unlabelled same-kind marks within MERGE_PX drawn once, its title counting them. */
+function marks(own: readonly TimelineEvent[], x: (t: number) => number, isLabelled: typeof labelled, mode: TimelineSection['labels']): { kind: TimelineKind; x: number; title: string }[] {
+  const out: { kind: TimelineKind; x: number; title: string; first: TimelineEvent; last: TimelineEvent; n: number }[] = [];
+  for (const e of own) {
+    if (STYLE[e.kind].shape === 'none') continue;
+    const prev = out[out.length - 1];
+    if (prev !== undefined && prev.kind === e.kind && !isLabelled(e, mode) && !isLabelled(prev.first, mode) && x(e.t) - prev.x < MERGE_PX) {
+      [prev.last, prev.n] = [e, prev.n + 1];
+      continue;
+    }
+    out.push({ kind: e.kind, x: x(e.t), title: '', first: e, last: e, n: 1 });
+  }
+  return out.map((m) => ({
+    kind: m.kind,
+    x: m.x,
+    title: m.n === 1 ? `t=${m.first.t} ms ${m.first.actor}: ${m.first.text}` : `t=${m.first.t}..${m.last.t} ms ${m.first.actor}: ${m.n} x ${STYLE[m.kind].legend} (${m.first.text} .. ${m.last.text})`,
+  }));
+}
+
 /** One lane: its track, bands, marks, and its labels in as many rows as they need. Returns the lane's height. */
 function lane(parts: string[], section: TimelineSection, actor: string, top: number, x: (t: number) => number, tMax: number, id: string): number {
   const ly = top + TRACK;
@@ -150,7 +198,7 @@ function lane(parts: string[], section: TimelineSection, actor: string, top: num
   parts.push(`<line x1="${LEFT}" y1="${ly}" x2="${WIDTH - RIGHT}" y2="${ly}" stroke="#e2e8f0"/>`);
   parts.push(`<text x="20" y="${ly + 4}" font-size="12">${esc(actor)}</text>`);
   parts.push(...leaseBands(own, x, tMax, ly, actor));
-  for (const e of own) if (STYLE[e.kind].shape !== 'none') parts.push(`<g><title>${esc(`t=${e.t} ms ${e.actor}: ${e.text}`)}</title>${mark(e.kind, x(e.t), ly)}</g>`);
+  for (const m of marks(own, x, labelled, section.labels)) parts.push(`<g><title>${esc(m.title)}</title>${mark(m.kind, m.x, ly)}</g>`);
   const shown = own.filter((e) => labelled(e, section.labels));
   const { labels, rows } = packLabels(shown.map((e) => ({ at: x(e.t), text: e.text })), LABEL_MIN_X, LABEL_MAX_X);
   const rowsTop = ly + 9;
@@ -169,23 +217,54 @@ function lane(parts: string[], section: TimelineSection, actor: string, top: num
   return bottom - top;
 }
 
-function legend(parts: string[], y: number): number {
-  const items: { draw: (lx: number, ly: number) => string; text: string }[] = [
-    { draw: (lx, ly) => `<rect x="${lx}" y="${ly - 9}" width="22" height="10" rx="3" fill="${BANDS.lease.fill}"/>`, text: BANDS.lease.legend },
-    { draw: (lx, ly) => `<rect x="${lx}" y="${ly - 7}" width="22" height="6" fill="${BANDS.pause.fill}" stroke="${BANDS.pause.stroke}"/>`, text: BANDS.pause.legend },
-    ...(Object.keys(STYLE) as TimelineKind[])
-      .filter((k) => STYLE[k].shape !== 'none')
-      .map((k) => ({ draw: (lx: number, ly: number) => mark(k, lx + 11, ly - 4), text: STYLE[k].legend })),
+/** The legend's entries: the bands, then one per distinct legend text of the kinds drawn, each in its group's row. */
+export function legendEntries(): { group: LegendGroup; text: string; draw: (lx: number, ly: number) => string }[] {
+  const entries: { group: LegendGroup; text: string; draw: (lx: number, ly: number) => string }[] = [
+    { group: 'leases', text: BANDS.lease.legend, draw: (lx, ly) => `<rect x="${lx}" y="${ly - 9}" width="22" height="10" rx="3" fill="${BANDS.lease.fill}"/>` },
+    { group: 'faults', text: BANDS.pause.legend, draw: (lx, ly) => `<rect x="${lx}" y="${ly - 7}" width="22" height="6" fill="${BANDS.pause.fill}" stroke="${BANDS.pause.stroke}"/>${mark('pause', lx, ly - 4)}` },
   ];
-  let lx = 20;
-  let ly = y;
-  for (const item of items) {
-    const w = 30 + textWidth(item.text, 11) + 18;
-    if (lx + w > WIDTH - 10) [lx, ly] = [20, ly + 20];
-    parts.push(`${item.draw(lx, ly)}<text class="legend" x="${lx + 28}" y="${ly}" font-size="11">${esc(item.text)}</text>`);
-    lx += w;
+  for (const k of Object.keys(STYLE) as TimelineKind[]) {
+    const { shape, legend, group } = STYLE[k];
+    if (shape === 'none' || entries.some((e) => e.text === legend)) continue;
+    entries.push({ group, text: legend, draw: (lx, ly) => mark(k, lx + 11, ly - 4) });
   }
-  return ly + 24;
+  return entries;
+}
+
+function legend(parts: string[], y: number): number {
+  const entries = legendEntries();
+  let ly = y;
+  for (const group of Object.keys(GROUPS) as LegendGroup[]) {
+    parts.push(`<text x="20" y="${ly}" font-size="11" font-weight="bold">${GROUPS[group]}</text>`);
+    let lx = 100;
+    for (const item of entries.filter((e) => e.group === group)) {
+      const w = 30 + textWidth(item.text, 11) + 18;
+      if (lx + w > WIDTH - 10) [lx, ly] = [100, ly + 20];
+      parts.push(`${item.draw(lx, ly)}<text class="legend" x="${lx + 28}" y="${ly}" font-size="11">${esc(item.text)}</text>`);
+      lx += w;
+    }
+    ly += 20;
+  }
+  return ly + 4;
+}
+
+/** Lanes of the outbox's delivery and the effects' background work (the sender, the reconciler, the collector, S3's armed fault). */
+export const DELIVERY_LANES: readonly string[] = ['sender', 'reconciler', 'collector', 's3'];
+
+/**
+ * A long run as two panels, each on its own time axis: the workers' story (the queue, the
+ * workers, the sweeper), up to its last event, and the delivery that goes on long after the
+ * last unit. On one axis the delivery's minute squeezes the story into its first fifth.
+ */
+export function splitDelivery(section: TimelineSection, delivery: { title: string; subtitle?: string }): TimelineSection[] {
+  const isDelivery = (e: TimelineEvent) => DELIVERY_LANES.includes(e.actor);
+  const story = section.events.filter((e) => !isDelivery(e));
+  const rest = section.events.filter(isDelivery);
+  if (story.length === 0 || rest.length === 0) return [section];
+  return [
+    { ...section, events: story },
+    { ...delivery, events: rest, ...(section.labels === undefined ? {} : { labels: section.labels }) },
+  ];
 }
 
 /** Lanes top to bottom: the queue, the workers by name and number (w2 before w10), the sweeper. */
@@ -209,7 +288,9 @@ export function renderSvg(title: string, sections: readonly TimelineSection[]): 
     parts.push(`<line x1="${LEFT}" y1="${y}" x2="${WIDTH - RIGHT}" y2="${y}" stroke="#a0aec0"/>`);
     for (let i = 0; i <= 5; i++) {
       const t = (tMax * i) / 5;
-      parts.push(`<text x="${x(t)}" y="${y + 14}" font-size="10" text-anchor="middle" fill="#4a5568">${Math.round(t)} ms</text>`);
+      // Seconds once the axis is long: "171446 ms" asks the reader to count digits.
+      const tick = tMax >= 10_000 ? `${(t / 1000).toFixed(1)} s` : `${Math.round(t)} ms`;
+      parts.push(`<text x="${x(t)}" y="${y + 14}" font-size="10" text-anchor="middle" fill="#4a5568">${tick}</text>`);
     }
     y += 45;
   });

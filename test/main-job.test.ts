@@ -50,6 +50,11 @@ describe('the main job (--json)', () => {
     expect(report.stats.wire.effectWritesChecked).toBeGreaterThanOrEqual(90 * 4);
     expect(report.stats.totalCents).toBe(report.stats.expectedTotalCents);
     expect(report.run.jobs).toHaveLength(3);
+    // The units' time and the delivery's apart: every outbox item (an email and a payment per customer) delivered after the last unit.
+    expect(report.run.delivery).toMatchObject({ items: 180, unsent: 0 });
+    expect(report.run.unitsMs).toBeGreaterThan(0);
+    expect(report.run.delivery.ms).toBeGreaterThanOrEqual(0);
+    expect(report.run.unitsMs + report.run.delivery.ms).toBeLessThanOrEqual(report.run.elapsedMs);
     for (const j of report.run.jobs) expect(j).toMatchObject({ status: 'DONE', cursor: j.totalUnits });
     // The incident: with the fence A's late write is rejected; without it, A overwrites B.
     expect(report.incident.fenced.staleWriteRejected).toBe(true);
@@ -133,6 +138,7 @@ describe('the ops CLI against the tables the main job left', () => {
       [['demo', '--customers', 'many'], /--customers: must be an integer/],
       [['demo', '--customers', '3', '--shards', '4'], /--shards: must be an integer in \[1, 3\]/],
       [['demo', '--workers', '0'], /--workers: must be an integer/],
+      [['demo', '--leave-unfinished'], /--leave-unfinished: needs --endpoint/],
       [['demo', '--endpoint', 'localhost:8000'], /--endpoint: must be an http\(s\) URL/],
     ];
     for (const [args, message] of cases) {

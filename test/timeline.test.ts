@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../lib/protocol/index.js';
 import { FaultPlan } from '../cli/faults.js';
-import { BANDS, labelled, renderSvg, STYLE, Timeline, type TimelineEvent, type TimelineKind, type TimelineSection } from '../cli/timeline.js';
+import { BANDS, GROUPS, labelled, legendEntries, renderSvg, splitDelivery, STYLE, Timeline, type TimelineEvent, type TimelineKind, type TimelineSection } from '../cli/timeline.js';
 import { deltaE, labelsOf, labelTexts, layoutProblems, renderedMisfits, renderPng } from './support/timeline-check.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'timeline-'));
@@ -82,16 +82,57 @@ describe('the timeline picture', () => {
     writeFileSync(join(process.env.TIMELINE_PNG_DIR ?? dir, 'crowded.png'), png);
   });
 
-  it('has every drawn mark and both bands in the legend, in colours no two alike', () => {
+  it('has every drawn mark and both bands in the legend, grouped in a row per kind of lane, in colours a reader tells apart', () => {
     const svg = renderSvg('t', crowded);
     const legend = [...svg.matchAll(/<text class="legend"[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
     const drawn = (Object.keys(STYLE) as TimelineKind[]).filter((k) => STYLE[k].shape !== 'none');
-    expect(legend).toEqual(expect.arrayContaining([BANDS.lease.legend, BANDS.pause.legend, ...drawn.map((k) => STYLE[k].legend).map((t) => t.replace(/&/g, '&amp;'))]));
-    const colours = [...new Set(drawn.map((k) => STYLE[k].color)), BANDS.lease.fill, BANDS.pause.fill];
-    expect(colours).toHaveLength(drawn.length + 2);
+    const entries = [...new Set([BANDS.lease.legend, BANDS.pause.legend, ...drawn.map((k) => STYLE[k].legend)])];
+    expect(legend.sort()).toEqual(entries.map((t) => t.replace(/&/g, '&amp;')).sort());
+    // Fewer entries than kinds: kinds that mean the same to a reader share one, and its colour and shape.
+    expect(entries.length).toBeLessThanOrEqual(18);
+    for (const k of drawn) for (const j of drawn) if (STYLE[k].legend === STYLE[j].legend) expect([STYLE[k].color, STYLE[k].shape], `${k} ~ ${j}`).toEqual([STYLE[j].color, STYLE[j].shape]);
+    // Each group's heading, in order, each entry in its group.
+    const headings = [...svg.matchAll(/<text x="20" y="(\d+)" font-size="11" font-weight="bold">([^<]*)<\/text>/g)].map((m) => m[2]);
+    expect(headings).toEqual(Object.values(GROUPS));
+    expect(legendEntries().map((e) => e.text).sort()).toEqual([...entries].sort());
+    // Every two entries' colours at least 20 apart (CIE76; about 2.3 is just noticeable): not two blues, not two greens.
+    const byEntry = new Map<string, string>([...drawn.map((k) => [STYLE[k].legend, STYLE[k].color] as [string, string]), [BANDS.lease.legend, BANDS.lease.fill], ['paused (band)', BANDS.pause.fill]]);
+    const colours = [...byEntry.entries()];
     const close: string[] = [];
-    colours.forEach((a, i) => colours.slice(i + 1).forEach((b) => deltaE(a, b) < 15 && close.push(`${a}~${b} (${deltaE(a, b).toFixed(1)})`)));
+    colours.forEach(([ta, a], i) => colours.slice(i + 1).forEach(([tb, b]) => deltaE(a, b) < 20 && close.push(`${ta} ${a} ~ ${tb} ${b} (${deltaE(a, b).toFixed(1)})`)));
     expect(close).toEqual([]);
+    // The shapes carry what a colour alone would not: the lease's life, writes, what went wrong, recovery.
+    expect(new Set(drawn.map((k) => STYLE[k].shape)).size).toBeGreaterThanOrEqual(6);
+  });
+
+  it("gives the delivery its own panel and time axis: the workers' story spans the width, not its first fifth", () => {
+    // A run like npm start's: the workers' story in the first 10 s, the outbox's delivery for a minute after it.
+    const story = [
+      ev(0, 'queue', 'duplicate', 'duplicate delivery of invoice-run#2026-09'),
+      ev(5, 'lambda w1', 'acquire', 'invoice-run#2026-09 gen 0:1', 1_500),
+      ev(400, 'lambda w2', 'crash', 'CRASH after fence raise, before the first unit'),
+      ...Array.from({ length: 40 }, (_, i) => ev(200 + i * 240, `lambda w${1 + (i % 3)}`, 'commit', `unit ${i}`)),
+      ev(4_000, 'sweeper', 'requeue', 'requeued invoice-run#2026-10'),
+      ev(9_800, 'lambda w1', 'done', 'invoice-run#2026-09 DONE'),
+    ];
+    const delivery = Array.from({ length: 200 }, (_, i) => ev(300 + i * 300, i % 2 ? 'sender' : 'reconciler', 'email', `sent email#${i}`));
+    const run: TimelineSection = { title: 'Invoice run', events: [...story, ...delivery], labels: 'story' };
+    const split = splitDelivery(run, { title: 'Delivery' });
+    expect(split.map((s) => s.title)).toEqual(['Invoice run', 'Delivery']);
+    expect(split[1]!.events.every((e) => e.actor === 'sender' || e.actor === 'reconciler')).toBe(true);
+    const track = 1200 - 170 - 30;
+    const share = (svg: string) => {
+      const xs = [...svg.matchAll(/<g><title>t=\d+ ms (?:lambda w\d+|queue|sweeper): [^<]*<\/title><(?:circle cx="([\d.]+)"|rect x="([\d.]+)"|path d="M([\d.]+),)/g)].map((m) => Number(m[1] ?? m[2] ?? m[3]));
+      return (Math.max(...xs) - Math.min(...xs)) / track;
+    };
+    // On the run's one axis the story would take a sixth of the width; on its own, nearly all of it.
+    expect(share(renderSvg('t', [run]))).toBeLessThan(0.2);
+    expect(share(renderSvg('t', split))).toBeGreaterThan(0.95);
+    // Commits 240 ms apart are marks apart, not a bar: at least a mark's width between neighbours in a lane.
+    const svg = renderSvg('t', split);
+    expect(layoutProblems(svg)).toEqual([]);
+    const { png } = renderPng(svg);
+    writeFileSync(join(process.env.TIMELINE_PNG_DIR ?? dir, 'split.png'), png);
   });
 
   it('labels a crash and a pause without repeating the fault name\'s first word', () => {
