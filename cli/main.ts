@@ -20,7 +20,7 @@
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { DEMO_HELP, demo, parseDemoFlags } from './demo.js';
 import { connectionProblem } from './endpoint.js';
-import { userErrorLine } from './flags.js';
+import { nearestName, userErrorLine } from './flags.js';
 import { opsCommand, OPS_COMMANDS, opsHelp } from './ops.js';
 import { serveDynamoLocal, SERVE_HELP } from './serve-dynamodb.js';
 import { S3_HELP, serveS3Endpoint, serveSmtpSink, SMTP_HELP } from './serve-effects.js';
@@ -63,7 +63,9 @@ export async function main(argv: string[]): Promise<number> {
       throw new InvalidInputError('command', `"${first}" is not a command; \`npm start -- ${first}\` passes flags to the demo, \`npm run cli -- <command> ...\` runs one of ${COMMANDS.join(', ')}`);
     }
     if (!OPS_COMMANDS.includes(first as (typeof OPS_COMMANDS)[number])) {
-      throw new InvalidInputError('command', `unknown command "${first}"; expected one of ${COMMANDS.join(', ')}`);
+      const near = nearestName(first, COMMANDS);
+      const expected = near === undefined ? `expected one of ${COMMANDS.join(', ')}` : `did you mean "${near}"? (commands: ${COMMANDS.join(', ')})`;
+      throw new InvalidInputError('command', `unknown command "${first}"; ${expected}`);
     }
     return await opsCommand(first as (typeof OPS_COMMANDS)[number], rest);
   } catch (e) {

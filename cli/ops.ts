@@ -4,7 +4,6 @@
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
@@ -36,7 +35,7 @@ import {
   type TableRole,
 } from '../lib/workflow/index.js';
 import { OUTPUTS } from '../infra/outputs.js';
-import { urlFlag } from './flags.js';
+import { parseFlags, urlFlag } from './flags.js';
 import { PLAN_HELP, planCommand } from './plan.js';
 
 export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
@@ -253,7 +252,7 @@ function epochFlag(raw: string | boolean | undefined): number {
 export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
   // A plan needs no tables: its own flags (cli/plan.ts).
   if (command === 'plan') return planCommand(argv);
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags({
     args: argv,
     options: {
       endpoint: { type: 'string' },
