@@ -205,7 +205,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
     printIncidentEffects(unsafe, out);
 
     const sharded = flags.shards > 1 ? ` (${flags.shards} shards each)` : '';
-    out(`\n2. Invoice run: ${flags.customers} customers x ${PERIODS.length} periods${sharded}, ${flags.workers} workers, sweeper, injected faults.`);
+    out(`\n2. Invoice run: ${plural(flags.customers, 'customer')} x ${PERIODS.length} periods${sharded}, ${plural(flags.workers, 'worker')}, sweeper, injected faults.`);
     const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
     const run = await invoiceRun({
       dynamo,
@@ -260,7 +260,7 @@ function printRun(run: RunResult, out: (line: string) => void): void {
   const s = run.invariants.stats;
   if (s.wire !== undefined) {
     const w = s.wire;
-    out(`   wire (structural FENCE check, from the ${w.transactions} transactions the engine applied): ${w.effectWritesChecked} effect writes each inside a transaction with its fence's action conditioned on its generation, ${w.fenceWrites} fence writes, ${w.replays} token replays; ${w.violations} violations`);
+    out(`   wire (structural FENCE check, from the ${plural(w.transactions, 'transaction')} the engine applied): ${plural(w.effectWritesChecked, 'effect write')} each inside a transaction with its fence's action conditioned on its generation, ${plural(w.fenceWrites, 'fence write')}, ${plural(w.replays, 'token replay')}; ${plural(w.violations, 'violation')}`);
   }
   out(`   ${plural(s.invoices, 'invoice')}, ${plural(s.charges, 'charge')}, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
   const { documents: d, emails: m, payments: p } = s.effects;
