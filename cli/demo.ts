@@ -22,6 +22,7 @@ import { streamsClient } from './streams.js';
 import { progressReporter } from './progress.js';
 import { requireTools } from './prerequisites.js';
 import { leaveUnfinished, type LeftJob } from './leave-unfinished.js';
+import { invariantLine, metricsLine, plural } from './report-lines.js';
 
 export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local (embedded unless --endpoint).
 
@@ -213,7 +214,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
     printIncidentEffects(unsafe, out);
 
     const sharded = flags.shards > 1 ? ` (${flags.shards} shards each)` : '';
-    out(`\n2. Invoice run: ${flags.customers} customers x ${PERIODS.length} periods${sharded}, ${flags.workers} workers, sweeper, injected faults.`);
+    out(`\n2. Invoice run: ${plural(flags.customers, 'customer')} x ${PERIODS.length} periods${sharded}, ${plural(flags.workers, 'worker')}, sweeper, injected faults.`);
     const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
     const run = await invoiceRun({
       dynamo,
@@ -248,40 +249,40 @@ function printIncidentEffects(r: IncidentResult, out: (line: string) => void): v
   if (r.documents === undefined || r.emails === undefined) return;
   const d = r.documents;
   const e = r.emails;
-  if (r.fenced) out(`   file: B's ${d.bKeys.length} documents are published by its invoices; A's ${d.aKeys.length} are orphans (${d.aReferenced} referenced)`);
+  if (r.fenced) out(`   file: B's ${plural(d.bKeys.length, 'document')} ${d.bKeys.length === 1 ? 'is' : 'are'} published by its invoices; A's ${d.aKeys.length} ${d.aKeys.length === 1 ? 'is an orphan' : 'are orphans'} (${d.aReferenced} referenced)`);
   else out(`   file: A replaced ${d.overwrittenInPlace} of B's documents in place with its stale generation's content`);
-  const two = e.perCustomer === undefined ? 'no record to count (--smtp)' : `${e.customersWithTwo} customers got two emails`;
+  const two = e.perCustomer === undefined ? 'no record to count (--smtp)' : `${plural(e.customersWithTwo, 'customer')} got two emails`;
   out(`   email: ${e.fromB} sent for B${r.fenced ? ' (through the outbox)' : ''}, ${e.fromA} for A; ${two}`);
 }
 
 function printRun(run: RunResult, out: (line: string) => void): void {
   for (const f of run.faults) out(`   fault: ${f.name} (${f.lane}, t=${f.atMs} ms)`);
   out(`   ${stageTimes(run)}`);
-  out(`   ${run.invocations} invocations (${run.crashes} crashed, ${run.timeouts} timed out), ${run.sweeps} sweeps, ${run.deadLetters} dead letters`);
-  out(`   metrics: ${Object.entries(run.metrics).map(([k, v]) => `${k}=${v}`).join(' ')}`);
-  for (const j of run.jobs) out(`   ${j.id}: ${j.status} ${j.cursor}/${j.totalUnits} units, requeued ${j.requeues}x`);
+  out(`   ${plural(run.invocations, 'invocation')} (${run.crashes} crashed, ${run.timeouts} timed out), ${plural(run.sweeps, 'sweep')}, ${plural(run.deadLetters, 'dead letter')}`);
+  out(`   ${metricsLine(run.metrics)}`);
+  for (const j of run.jobs) out(`   ${j.id}: ${j.status} ${j.cursor}/${plural(j.totalUnits, 'unit')}, requeued ${j.requeues}x`);
   for (const r of run.runs) if (r.shards > 1) out(`   run ${r.id}: ${r.shards} shards, ${r.done ? 'DONE (every shard DONE, recorded once)' : 'not done'}`);
   if (run.gaveUp) out(`   gave up waiting: ${run.gaveUp}`);
 
   out('\n3. Invariants (read back from the tables and their streams):');
   for (const [name, r] of Object.entries(run.invariants.invariants)) {
-    out(`   ${r.ok ? 'PASS' : 'FAIL'}  ${name}${r.ok ? '' : ': ' + r.violations.join('; ')}${r.unchecked ? ` (not checked: ${r.unchecked.join('; ')})` : ''}`);
+    out(`   ${invariantLine(name, r)}`);
   }
   const s = run.invariants.stats;
   if (s.wire !== undefined) {
     const w = s.wire;
-    out(`   wire (structural FENCE check, from the ${w.transactions} transactions the engine applied): ${w.effectWritesChecked} effect writes each inside a transaction with its fence's action conditioned on its generation, ${w.fenceWrites} fence writes, ${w.replays} token replays; ${w.violations} violations`);
+    out(`   wire (structural FENCE check, from the ${plural(w.transactions, 'transaction')} the engine applied): ${plural(w.effectWritesChecked, 'effect write')} each inside a transaction with its fence's action conditioned on its generation, ${plural(w.fenceWrites, 'fence write')}, ${plural(w.replays, 'token replay')}; ${plural(w.violations, 'violation')}`);
   }
-  out(`   ${s.invoices} invoices, ${s.charges} charges, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
+  out(`   ${plural(s.invoices, 'invoice')}, ${plural(s.charges, 'charge')}, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
   const { documents: d, emails: m, payments: p } = s.effects;
   out(`   documents: ${d.written} written, ${d.referenced} referenced, ${d.orphaned} orphaned, ${d.collected} collected`);
   const record = m.recordChecked ? `${m.delivered} received by the provider, ${m.duplicated} duplicated` : 'the provider\'s record not readable (--smtp): deliveries not counted';
-  out(`   emails: ${m.sent}/${m.items} sent, ${record}, ${m.ambiguous} ambiguous sends, ${m.unknown} unknown, ${m.failed} failed`);
-  out(`   payment notifications: ${p.sent}/${p.items} sent, ${p.performed} performed by the provider for ${p.requests} requests (replays answered from its record)`);
+  out(`   emails: ${m.sent}/${m.items} sent, ${record}, ${plural(m.ambiguous, 'ambiguous send')}, ${m.unknown} unknown, ${m.failed} refused for good (FAILED)`);
+  out(`   payment notifications: ${p.sent}/${p.items} sent, ${p.performed} performed by the provider for ${plural(p.requests, 'request')} (replays answered from its record)`);
   const x = run.effects;
   out(`   effect faults: ${x.faults.join('; ')}${x.senderKilled ? '; a sender killed after the provider accepted' : ''}`);
   if (x.notInjected.length > 0) out(`   effect faults not injected: ${x.notInjected.join('; ')}`);
-  out(`   reconciler: ${x.reconciled.fromRecord} from the provider's record, ${x.reconciled.resent} resent, ${x.reconciled.delivered} delivered late, ${x.reconciled.unknown} unknown; collector: ${x.collected} orphans removed`);
+  out(`   reconciler: ${x.reconciled.fromRecord} from the provider's record, ${x.reconciled.resent} resent, ${x.reconciled.delivered} sent by it because their stream delivery never came or was given up, ${x.reconciled.unknown} unknown; collector: ${plural(x.collected, 'orphan')} removed`);
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

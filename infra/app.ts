@@ -1,6 +1,6 @@
 import { App } from 'aws-cdk-lib';
 import { ConfigError } from '../lib/protocol/index.js';
-import { addComplianceChecks } from './constructs/checks.js';
+import { addComplianceChecks, synthChecked } from './constructs/checks.js';
 import { stackNameFrom } from './context.js';
 import { FencedWorkflowStack } from './stack.js';
 
@@ -15,4 +15,4 @@ try {
   process.exit(1);
 }
 addComplianceChecks(app);
-app.synth();
+synthChecked(app);

@@ -26,7 +26,7 @@
  * `adoptTables` is an object (in cdk.json) or its JSON (with -c):
  * `{"jobs": {"tableName": "..."}, "invoices": {"tableName": "...", "tableStreamArn": "..."}}`.
  */
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { Arn, ArnFormat, Aws, CfnOutput, CfnRule, Duration, Fn, Stack, type StackProps } from 'aws-cdk-lib';
 import { ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
@@ -71,7 +71,7 @@ export class FencedWorkflowStack extends Stack {
       ...(alarmMinutes !== undefined ? { unfinishedJobAlarmAfter: Duration.minutes(alarmMinutes) } : {}),
       ...(customers !== undefined ? { invoiceCustomers: customers } : {}),
       ...(starterSchedule ? { starterSchedule: ScheduleExpression.expression(starterSchedule) } : {}),
-      ...(alarmTopicArn ? { alarmTopic: Topic.fromTopicArn(this, 'AlarmTopic', alarmTopicArn) } : {}),
+      ...(alarmTopicArn ? { alarmTopic: this.alarmTopicHere(alarmTopicArn) } : {}),
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
@@ -106,5 +106,21 @@ export class FencedWorkflowStack extends Stack {
       description: 'Sweeper (to hold it: reserved concurrency 0; each throttled sweep lands in the schedule DLQ after one interval)',
     });
     new CfnOutput(this, OUTPUTS.starterFunction, { value: w.starter.fn.functionName, description: 'Starter (invoke to start a run now)' });
+  }
+
+  /**
+   * The given alarm topic, which must be in the region the stack deploys to: CloudWatch alarm
+   * actions and an EventBridge rule's SNS target reach no topic in another region. The stack is
+   * environment-agnostic, so that is asserted at deploy (a CloudFormation rule), and the rule's
+   * CDK warning that its target's environment differs from its own unresolved one is acknowledged
+   * there (infra/constructs/guards.ts). Another account in the same region is allowed: the topic's
+   * policy is its owner's (docs/deploy.md).
+   */
+  private alarmTopicHere(arn: string) {
+    const region = Arn.split(arn, ArnFormat.NO_RESOURCE_NAME).region;
+    new CfnRule(this, 'AlarmTopicInStackRegion', {
+      assertions: [{ assert: Fn.conditionEquals(region, Aws.REGION), assertDescription: `alarmTopicArn ${arn} is in ${region}; deploy the stack there, or give a topic of the stack's region` }],
+    });
+    return Topic.fromTopicArn(this, 'AlarmTopic', arn);
   }
 }

@@ -27,7 +27,10 @@ export interface CheckResult {
   memoryMb: number;
   /** The search covered the whole state space (no depth/memory truncation, no timeout). */
   complete: boolean;
+  /** Killed at its time limit: not a counterexample, and not a verification either. */
   timedOut: boolean;
+  /** The time limit this check ran under (spin + gcc + pan), in seconds. */
+  limitSec: number;
   trail?: string;
   story?: string[];
   replay?: string;
@@ -88,7 +91,7 @@ const num = (re: RegExp, text: string): number => {
 };
 
 /** Parses ./pan's report. */
-function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 'timedOut' | 'defines' | 'compileFlags' | 'panArgs'> {
+function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 'timedOut' | 'limitSec' | 'defines' | 'compileFlags' | 'panArgs'> {
   const errorsMatch = /errors: (\d+)/.exec(out);
   const violation = /^pan:\d+: (.+?) \(at depth \d+\)/m.exec(out)?.[1] ?? /^pan: (invalid end state.*)$/m.exec(out)?.[1];
   const truncated =
@@ -135,6 +138,7 @@ function flagsFor(kind: CheckKind, expect: Expectation, memLimitMb: number, smal
 
 /** What runCheck needs besides the variant: the limits, the bounds, where the model and the trails are. */
 export interface CheckOptions {
+  /** This check's time limit for spin + gcc + pan, in seconds. */
   readonly timeoutSec: number;
   readonly memLimitMb: number;
   readonly extraDefines: readonly string[];
@@ -172,7 +176,8 @@ export async function runCheck(spec: VariantSpec, kind: CheckKind, opts: CheckOp
   const work = mkdtempSync(join(tmpdir(), `${spec.model}-model-${spec.name}-${kind}-`));
   const defines = mergeDefines(spec.defines, opts.profile === 'quick' ? spec.quick?.[kind] : undefined, opts.extraDefines).map((d) => `-D${d}`);
   const { cc, pan } = flagsFor(kind, spec.expect, opts.memLimitMb, spec.smallIn?.includes(opts.profile) === true);
-  const base = { kind, defines: defines.map((d) => d.slice(2)), compileFlags: cc, panArgs: pan };
+  const base = { kind, defines: defines.map((d) => d.slice(2)), compileFlags: cc, panArgs: pan, limitSec: opts.timeoutSec };
+  const overTime = (step: string) => `${step} exceeded the ${opts.timeoutSec} s limit`;
   const failed = (why: string, timedOut = false): CheckResult => ({
     ...base,
     errors: -1,
@@ -192,11 +197,11 @@ export async function runCheck(spec: VariantSpec, kind: CheckKind, opts: CheckOp
   try {
     copyFileSync(opts.modelFile, join(work, name));
     const gen = await run('spin', ['-a', ...defines, name], work, left());
-    if (gen.code !== 0 || !existsSync(join(work, 'pan.c'))) return failed(`spin -a failed: ${(gen.stderr || gen.stdout).trim()}`, gen.timedOut);
+    if (gen.code !== 0 || !existsSync(join(work, 'pan.c'))) return gen.timedOut ? failed(overTime('spin -a'), true) : failed(`spin -a failed: ${(gen.stderr || gen.stdout).trim()}`);
     const comp = await run('gcc', [...cc, '-o', 'pan', 'pan.c'], work, left());
-    if (comp.code !== 0) return failed(`gcc failed: ${comp.stderr.trim().slice(0, 2000)}`, comp.timedOut);
+    if (comp.code !== 0) return comp.timedOut ? failed(overTime('gcc'), true) : failed(`gcc failed: ${comp.stderr.trim().slice(0, 2000)}`);
     const verify = await run('./pan', pan, work, left());
-    if (verify.timedOut) return failed(`pan exceeded the ${opts.timeoutSec} s limit`, true);
+    if (verify.timedOut) return failed(overTime('pan'), true);
     const parsed = parsePan(verify.stdout + verify.stderr);
     const result: CheckResult = { ...base, ...parsed, wallSec: 0, timedOut: false };
     // A negative control needs its trail; a failing safe model even more so.

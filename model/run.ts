@@ -13,8 +13,11 @@
  *   npm run model -- --json            one JSON object on stdout
  *   npm run model -- --only safe,NO_FENCE --keep-trails /tmp/trails --jobs 1 --timeout 60
  *
- * Exit status: 0 when the safe models verify and every broken variant is refuted; 1 when not;
- * 2 on bad arguments or when spin/gcc are missing.
+ * Exit status (EXIT): 0 when the safe models verify and every broken variant is refuted; 1 when a
+ * check came out otherwise (a counterexample in a safe model, a broken variant not refuted, a
+ * failed build); 2 on bad arguments or when spin/gcc are missing; 3 when nothing came out wrong
+ * but some check hit its time limit: a timeout is not a counterexample (rerun with --timeout N).
+ * Each check's default limit is sized from the states it was measured to store (defaultTimeoutSec).
  */
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,10 +25,10 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { checkTools, runCheck, type CheckResult } from './check.js';
-import { MODEL_FILES, VARIANTS, type CheckKind, type Expectation, type ModelName, type VariantSpec } from './variants.js';
+import { defaultTimeoutSec, MODEL_FILES, VARIANTS, type CheckKind, type Expectation, type ModelName, type VariantSpec } from './variants.js';
 
 export { ToolMissingError, type CheckResult } from './check.js';
-export { MODEL_FILES, VARIANTS, type CheckKind, type Expectation, type ModelName, type VariantSpec } from './variants.js';
+export { defaultTimeoutSec, MODEL_FILES, VARIANTS, type CheckKind, type Expectation, type ModelName, type VariantSpec } from './variants.js';
 
 /** A bad argument to the runner (an unknown variant, a malformed number or define): exit status 2. */
 export class ModelUsageError extends Error {
@@ -53,6 +56,8 @@ export interface VariantResult {
   violation?: string;
   /** Expectation met: verify => 0 errors and complete; refute => >= 1 error with a trail. */
   ok: boolean;
+  /** A check hit its time limit (and none came out wrong): no verdict either way. */
+  timedOut: boolean;
   checks: Partial<Record<CheckKind, CheckResult>>;
 }
 
@@ -65,7 +70,14 @@ export interface ModelReport {
   trailsDir: string;
   totalSec: number;
   variants: Record<string, VariantResult>;
+  /** 'ok' (exit 0), 'unexpected' (exit 1: some check came out wrong), 'timeout' (exit 3: only time limits hit). */
+  verdict: Verdict;
 }
+
+export type Verdict = 'ok' | 'unexpected' | 'timeout';
+
+/** The exit statuses of `npm run model`. */
+export const EXIT = { ok: 0, unexpected: 1, usage: 2, timeout: 3 } as const;
 
 export interface RunOptions {
   /** Variant names to run (default: all). */
@@ -74,7 +86,10 @@ export interface RunOptions {
   trailsDir?: string;
   /** pan runs in parallel (default 2: the CI machine has 2 cores). */
   jobs?: number;
-  /** Per-check wall-clock limit in seconds (spin + gcc + pan). Default 120. */
+  /**
+   * Per-check wall-clock limit in seconds (spin + gcc + pan). Default: each check's own
+   * (defaultTimeoutSec: from its measured states, at least 120).
+   */
   timeoutSec?: number;
   /** pan's memory bound in MB (-DMEMLIM). Default 2048. */
   memLimitMb?: number;
@@ -97,6 +112,7 @@ function summarise(spec: VariantSpec, checks: Partial<Record<CheckKind, CheckRes
   const first = list[0];
   const errors = list.reduce((n, c) => n + (c.errors < 0 ? 0 : c.errors), 0);
   const broken = list.some((c) => c.errors < 0 || c.timedOut);
+  const wrong = list.some((c) => !c.timedOut && (c.errors < 0 || !expectationMet(spec.expect, c)));
   const withTrail = list.find((c) => c.trail !== undefined);
   const ok = !broken && list.length === spec.checks.length && list.every((c) => expectationMet(spec.expect, c));
   const violation = (withTrail ?? list.find((c) => c.violation !== undefined))?.violation;
@@ -114,9 +130,32 @@ function summarise(spec: VariantSpec, checks: Partial<Record<CheckKind, CheckRes
     ...(withTrail?.trail === undefined ? {} : { trail: withTrail.trail }),
     ...(violation === undefined ? {} : { violation }),
     ok,
+    timedOut: !wrong && list.some((c) => c.timedOut),
     checks,
   };
 }
+
+/** What the run came to: a timeout is not a counterexample, and never hides one. */
+export function verdictOf(variants: readonly VariantResult[]): Verdict {
+  if (variants.every((v) => v.ok)) return 'ok';
+  return variants.some((v) => !v.ok && !v.timedOut) ? 'unexpected' : 'timeout';
+}
+
+/** A limit to rerun with: twice the largest limit a check hit. */
+export function suggestedTimeoutSec(report: Pick<ModelReport, 'variants'>): number {
+  const hit = Object.values(report.variants).flatMap((v) => Object.values(v.checks).filter((c) => c?.timedOut === true).map((c) => c!.limitSec));
+  return 2 * Math.max(0, ...hit);
+}
+
+/** The last line of the table, and the exit status. */
+export function verdictLine(report: ModelReport): { code: number; line: string } {
+  if (report.verdict === 'ok') return { code: EXIT.ok, line: 'OK: the safe models verify and every broken variant is refuted.' };
+  if (report.verdict === 'unexpected') return { code: EXIT.unexpected, line: 'FAILED: see UNEXPECTED rows above (and TIMEOUT ones, if any).' };
+  const names = Object.values(report.variants).filter((v) => v.timedOut).map((v) => v.name);
+  return { code: EXIT.timeout, line: `${timeoutNote(report)}; hit by ${names.join(', ')}. Nothing came out wrong.` };
+}
+
+const timeoutNote = (report: Pick<ModelReport, 'variants'>) => `TIMEOUT (not a counterexample): rerun with --timeout ${suggestedTimeoutSec(report)}`;
 
 /** Runs every variant (or `only`) and reports. Throws ToolMissingError if spin or gcc is missing. */
 export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
@@ -131,7 +170,6 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
   const trailsDir = options.trailsDir === undefined ? mkdtempSync(join(tmpdir(), 'model-trails-')) : resolve(options.trailsDir);
   mkdirSync(trailsDir, { recursive: true });
   const cfg = {
-    timeoutSec: options.timeoutSec ?? 120,
     memLimitMb: options.memLimitMb ?? 2048,
     extraDefines: options.extraDefines ?? [],
     profile: options.profile ?? 'full',
@@ -148,7 +186,8 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
   const lane = async () => {
     while (next < tasks.length) {
       const task = tasks[next++]!;
-      const r = await runCheck(task.spec, task.kind, { ...cfg, modelFile: models[task.spec.model]! });
+      const timeoutSec = options.timeoutSec ?? defaultTimeoutSec(task.spec, task.kind, cfg.profile, cfg.extraDefines);
+      const r = await runCheck(task.spec, task.kind, { ...cfg, timeoutSec, modelFile: models[task.spec.model]! });
       const checks = done.get(task.spec.name) ?? {};
       checks[task.kind] = r;
       done.set(task.spec.name, checks);
@@ -170,6 +209,7 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
     trailsDir,
     totalSec: Number(((performance.now() - t0) / 1000).toFixed(2)),
     variants: ordered,
+    verdict: verdictOf(Object.values(ordered)),
   };
 }
 
@@ -179,7 +219,7 @@ function weight(t: { spec: VariantSpec; kind: CheckKind }): number {
 
 const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 
-function formatTable(report: ModelReport): string {
+export function formatTable(report: ModelReport): string {
   const header = ['model', 'variant', 'check', 'expect', 'result', 'errors', 'states', 'transitions', 'depth', 'pan s', 'wall s', 'MB', 'defines', 'violation / trail'];
   const rows: string[][] = [];
   for (const v of Object.values(report.variants)) {
@@ -200,7 +240,7 @@ function formatTable(report: ModelReport): string {
         c.wallSec.toFixed(1),
         c.memoryMb.toFixed(0),
         c.defines.join(' ') || '-',
-        c.errors === 0 ? (c.complete ? '' : 'search incomplete') : `${c.violation ?? ''}${c.trail ? `  ${c.trail}` : ''}`,
+        c.timedOut ? `${c.violation ?? ''}: ${timeoutNote(report)}` : c.errors === 0 ? (c.complete ? '' : 'search incomplete') : `${c.violation ?? ''}${c.trail ? `  ${c.trail}` : ''}`,
       ]);
     }
   }
@@ -213,7 +253,7 @@ function formatTable(report: ModelReport): string {
     if (c?.story === undefined) continue;
     out.push('', `${v.name}: ${c.violation ?? ''}`, ...c.story.map((s) => `  ${s}`));
   }
-  out.push('', report.ok ? 'OK: the safe models verify and every broken variant is refuted.' : 'FAILED: see UNEXPECTED/TIMEOUT rows above.');
+  out.push('', verdictLine(report).line);
   return out.join('\n');
 }
 
@@ -238,12 +278,15 @@ async function main(argv: string[]): Promise<number> {
     }));
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
-    return 2;
+    return EXIT.usage;
   }
   if (values.help) {
     process.stdout.write(
       'usage: npm run model -- [--json] [--quick] [--keep-trails DIR] [--only safe,NO_FENCE,...] [--jobs N] [--timeout SEC] [--mem-limit MB] [--define NAME=V ...]\n' +
-        `variants: ${VARIANTS.map((v) => v.name).join(', ')}\n`,
+        `variants: ${VARIANTS.map((v) => v.name).join(', ')}\n` +
+        '--timeout SEC: the limit of every check (spin + gcc + pan); default each check its own, sized from its measured states (at least 120 s)\n' +
+        'exit status: 0 all as expected; 1 a check came out wrong (UNEXPECTED); 2 bad arguments or spin/gcc missing;\n' +
+        '  3 TIMEOUT only: some check hit its time limit, which is not a counterexample (rerun with a larger --timeout)\n',
     );
     return 0;
   }
@@ -272,19 +315,19 @@ async function main(argv: string[]): Promise<number> {
     };
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
-    return 2;
+    return EXIT.usage;
   }
 
   let report: ModelReport;
   try {
-    if (!values.json) opts.onResult = (v) => process.stderr.write(`  ${v.name}: ${v.ok ? 'as expected' : 'UNEXPECTED'} (${v.timeSec} s)\n`);
+    if (!values.json) opts.onResult = (v) => process.stderr.write(`  ${v.name}: ${v.ok ? 'as expected' : v.timedOut ? 'TIMEOUT (not a counterexample)' : 'UNEXPECTED'} (${v.timeSec} s)\n`);
     report = await runModel(opts);
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
-    return 2;
+    return EXIT.usage;
   }
   process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${formatTable(report)}\n`);
-  return report.ok ? 0 : 1;
+  return verdictLine(report).code;
 }
 
 const invoked = process.argv[1] === undefined ? undefined : pathToFileURL(resolve(process.argv[1])).href;

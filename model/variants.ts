@@ -30,6 +30,12 @@ export interface VariantSpec {
    * for the slower search. Refutations always are.
    */
   readonly smallIn?: readonly ('full' | 'quick')[];
+  /**
+   * States pan stored for each check at the full bounds (deterministic: model/README.md,
+   * "Measured"). model/run.ts sizes the check's default time limit from it. Every verification
+   * has one; a refutation stops at its first error and fits the floor.
+   */
+  readonly measuredStates?: Partial<Record<CheckKind, number>>;
 }
 
 /** fenced.pml. Bounds are the model's defaults unless defined here. */
@@ -42,6 +48,7 @@ const FENCED: readonly VariantSpec[] = [
     checks: ['safety', 'liveness'],
     expect: 'verify',
     quick: { liveness: ['AMBIG=0'] },
+    measuredStates: { safety: 2_874_826, liveness: 1_402_041 },
   },
   {
     model: 'fenced',
@@ -51,6 +58,7 @@ const FENCED: readonly VariantSpec[] = [
     checks: ['safety'],
     expect: 'verify',
     quick: { safety: ['U=1'] },
+    measuredStates: { safety: 4_515_843 },
   },
   {
     model: 'fenced',
@@ -60,6 +68,7 @@ const FENCED: readonly VariantSpec[] = [
     checks: ['safety', 'liveness'],
     expect: 'verify',
     quick: { safety: ['U=1'], liveness: ['AMBIG=0', 'U=1'] },
+    measuredStates: { safety: 9_143_321, liveness: 3_651_913 },
   },
   {
     model: 'fenced',
@@ -69,6 +78,7 @@ const FENCED: readonly VariantSpec[] = [
     checks: ['safety'],
     expect: 'verify',
     quick: { safety: ['U=1'] },
+    measuredStates: { safety: 25_683_884 },
   },
   {
     model: 'fenced',
@@ -142,6 +152,7 @@ const EFFECTS: readonly VariantSpec[] = [
     expect: 'verify',
     quick: { safety: ['NS=1'] },
     smallIn: ['quick'],
+    measuredStates: { safety: 3_144_972 },
   },
   {
     model: 'effects',
@@ -152,6 +163,7 @@ const EFFECTS: readonly VariantSpec[] = [
     expect: 'verify',
     quick: { safety: ['WCRASHES=0', 'AMBSENDS=0'] },
     smallIn: ['quick'],
+    measuredStates: { safety: 1_603_346 },
   },
   {
     model: 'effects',
@@ -162,6 +174,7 @@ const EFFECTS: readonly VariantSpec[] = [
     expect: 'verify',
     quick: { safety: ['LAPSES=0', 'WCRASHES=0'] },
     smallIn: ['quick'],
+    measuredStates: { safety: 1_141_568 },
   },
   {
     model: 'effects',
@@ -172,6 +185,7 @@ const EFFECTS: readonly VariantSpec[] = [
     expect: 'verify',
     quick: { safety: ['U=1', 'COLLECTS=2'] },
     smallIn: ['quick'],
+    measuredStates: { safety: 4_587_657 },
   },
   {
     model: 'effects',
@@ -201,3 +215,27 @@ const EFFECTS: readonly VariantSpec[] = [
 
 /** Every variant, fenced.pml's first. */
 export const VARIANTS: readonly VariantSpec[] = [...FENCED, ...EFFECTS];
+
+/** No check's default time limit is below this (spin -a + gcc + pan), in seconds. */
+export const TIMEOUT_FLOOR_SEC = 120;
+/**
+ * The slowest pan throughput measured for each kind of check, in states stored per second: the
+ * shared 2-core machine at load average 6–8 (model/README.md, "Measured": safe-3w's safety
+ * search, 4.5 M states in 36 s; safe-vw's liveness search, 3.65 M states in 199 s).
+ */
+export const SLOWEST_STATES_PER_SEC: Readonly<Record<CheckKind, number>> = { safety: 125_000, liveness: 18_000 };
+/** How much slower than the slowest measurement a default limit still allows: a busier laptop. */
+export const TIMEOUT_HEADROOM = 2.5;
+/** spin -a plus gcc -O2 on a loaded machine, with room. */
+export const BUILD_SEC = 30;
+
+/**
+ * The default time limit of one check: its measured states at the slowest measured rate, times
+ * the headroom, plus the build; never below the floor. The measurement holds at the full bounds
+ * only: with `--quick` (smaller) or `--define` (any) bounds, the floor applies.
+ */
+export function defaultTimeoutSec(spec: VariantSpec, kind: CheckKind, profile: 'full' | 'quick', extraDefines: readonly string[] = []): number {
+  const states = spec.measuredStates?.[kind];
+  if (states === undefined || profile !== 'full' || extraDefines.length > 0) return TIMEOUT_FLOOR_SEC;
+  return Math.max(TIMEOUT_FLOOR_SEC, Math.ceil((states / SLOWEST_STATES_PER_SEC[kind]) * TIMEOUT_HEADROOM + BUILD_SEC));
+}

@@ -102,3 +102,25 @@ describe('unknown and bad flags of the other commands', () => {
     expectOneLineError(r, message);
   });
 });
+
+describe('a negative number and a typo get the good one-line message', () => {
+  it.each([
+    [['demo', '--customers', '-5'], '--customers: must be an integer in [0, 1000000], got "-5"'],
+    [['demo', '--customers=-5'], '--customers: must be an integer in [0, 1000000], got "-5"'],
+    [['demo', '--custmers', '5'], "Unknown option '--custmers'; did you mean --customers?"],
+    [['status', '--endpont', 'http://127.0.0.1:9'], "Unknown option '--endpont'; did you mean --endpoint?"],
+    [['stauts'], 'unknown command "stauts"; did you mean "status"?'],
+    [['frobnicate'], 'unknown command "frobnicate"; expected one of demo,'],
+  ])('%s', async (args, message) => {
+    const r = await tsx('cli/main.ts', args);
+    expectOneLineError(r, message);
+    expect(r.stderr).not.toContain('did you mean "frobnicate"');
+    expect(r.stdout).toBe('');
+  });
+
+  it('no suggestion when nothing is close', async () => {
+    const r = await tsx('cli/main.ts', ['demo', '--bogus']);
+    expectOneLineError(r, "Unknown option '--bogus'");
+    expect(r.stderr).not.toContain('did you mean');
+  });
+});

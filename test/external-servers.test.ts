@@ -4,8 +4,8 @@
  * project's S3 endpoint as its own process (`npm run cli -- s3-endpoint`), the test run's DynamoDB
  * Local. What the external servers received is read from them, not from the run's report; and
  * the report must say what its checker could not read (the SMTP server's record) instead of
- * passing it over (the human report prints the same on the DELIVERY line: "PASS  DELIVERY (not
- * checked: ...)"). Then the standalone commands and the refusals of bad flags and dead servers.
+ * passing it over (the human report prints the same on the DELIVERY line: "PASS (partly
+ * unchecked)  DELIVERY: ..."). Then the standalone commands and the refusals of bad flags and dead servers.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -3,7 +3,7 @@
  * Fences resource policy, the watch on what that policy cannot stop, and synth-time refusals (a
  * construct validation: `cdk synth` fails with the message, nothing is deployed).
  */
-import { CfnResource, Stack } from 'aws-cdk-lib';
+import { Annotations, CfnResource, Stack } from 'aws-cdk-lib';
 import { CfnGlobalTable, type Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
@@ -94,6 +94,9 @@ export function watchCounterGuard(scope: Construct, tables: readonly Table[], to
   });
   // A notification EventBridge cannot deliver (a topic policy or key that refuses it) is kept there, and that queue alarms.
   rule.addTarget(new SnsTopic(topic, { deadLetterQueue }));
+  // A given topic (alarmTopicArn) has its ARN's account and region, this env-agnostic stack none:
+  // CDK warns that they may differ. infra/stack.ts asserts at deploy that the region is the stack's.
+  Annotations.of(rule).acknowledgeWarning('@aws-cdk/aws-events:ruleUnresolvedEnvironment', "the alarm topic's region is asserted at deploy to be the stack's");
   // The target grants events.amazonaws.com Publish with no condition: any account's rule could
   // then post fake or flooding guard notices. Only this rule may (EventBridge names its rule in
   // aws:SourceArn when it publishes). An imported topic's policy is its owner's (docs/deploy.md).

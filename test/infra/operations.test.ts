@@ -2,7 +2,7 @@
  * Operations: the alarms an on-call engineer is paged by, the dashboard, and the outputs the
  * CLI's ops commands read.
  */
-import type { Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
 import { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
@@ -113,6 +113,15 @@ describe('alarms', () => {
     const given = templateOf({ context: { alarmTopicArn: topic } }).template;
     expect(given.findResources('AWS::SNS::Topic')).toEqual({});
     expect((given.toJSON().Outputs as Record<string, { Value: unknown }>)[OUTPUTS.alarmTopicArn]!.Value).toBe(topic);
+  });
+
+  it('with alarmTopicArn the deploy asserts the topic is in the stack\'s region, and synth warns of no unresolved environment', () => {
+    const topic = 'arn:aws:sns:eu-west-1:111111111111:oncall';
+    const { template, stack } = templateOf({ context: { alarmTopicArn: topic } });
+    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('unresolved environment'))).toEqual([]);
+    const rules = (template.toJSON() as { Rules?: Record<string, { Assertions: { Assert: unknown; AssertDescription: string }[] }> }).Rules ?? {};
+    const assertions = Object.values(rules).flatMap((r) => r.Assertions);
+    expect(assertions).toContainEqual({ Assert: { 'Fn::Equals': ['eu-west-1', { Ref: 'AWS::Region' }] }, AssertDescription: expect.stringContaining('alarmTopicArn') });
   });
 });
 
