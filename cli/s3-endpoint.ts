@@ -18,6 +18,12 @@
  * status line goes out (ending the real response first, then destroying the socket, would have
  * put a small answer on the wire before the cut: a fault that loses nothing).
  *
+ * `answerError(n, status, code, match)` answers the next n matching requests with an S3 error
+ * and applies nothing: AWS's 409 ConditionalRequestConflict (a conditional write that raced
+ * another write to the key, "retry the request") is one no local race can produce on demand.
+ * `denyMissingKeys(true)` answers a GET or HEAD of a missing key 403 AccessDenied instead of 404
+ * NoSuchKey, as S3 does to a caller without s3:ListBucket on the bucket.
+ *
  * `requests` is the endpoint's own log, one entry per request handled: what a test or a run's
  * report reads to prove from this side that a fault took effect (the write applied, its answer
  * never written, the client's resend, the HEAD that resolved it).
@@ -56,6 +62,10 @@ export interface S3Endpoint {
   readonly buckets: Map<string, Map<string, StoredVersion[]>>;
   /** Apply the next `times` requests matching `match`, then lose their responses. */
   dropResponses(times: number, match: (req: { method: string; key: string }) => boolean): { readonly hits: number };
+  /** Answer the next `times` requests matching `match` with `status` and the S3 error `code`, applying nothing. */
+  answerError(times: number, status: number, code: string, match: (req: { method: string; key: string }) => boolean): { readonly hits: number };
+  /** On: a GET or HEAD of a missing key answers 403 AccessDenied (S3 to a caller without s3:ListBucket); off: 404 NoSuchKey. */
+  denyMissingKeys(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -68,6 +78,8 @@ const MESSAGES: Record<string, string> = {
   BadDigest: 'The x-amz-checksum-sha256 you specified did not match the calculated checksum.',
   NotImplemented: 'A header or query you provided implies functionality that is not implemented.',
   InvalidArgument: 'Invalid Argument',
+  ConditionalRequestConflict: 'The conditional request cannot succeed due to a conflicting operation against this resource.',
+  AccessDenied: 'Access Denied',
 };
 
 function sendError(res: ServerResponse, method: string, status: number, code: string, resource: string, extra = ''): void {
@@ -122,6 +134,8 @@ export async function startS3Endpoint(opts: { port?: number; host?: string } = {
   const buckets = new Map<string, Map<string, StoredVersion[]>>();
   const drops: { left: number; hits: number; match: (r: { method: string; key: string }) => boolean }[] = [];
   const requests: S3Request[] = [];
+  const refusals: { left: number; hits: number; status: number; code: string; match: (r: { method: string; key: string }) => boolean }[] = [];
+  const behaviour = { missingKeyStatus: 404 };
 
   const handle = async (req: IncomingMessage, wire: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://local');
@@ -139,9 +153,14 @@ export async function startS3Endpoint(opts: { port?: number; host?: string } = {
     // and sends nothing), then the connection is cut before any byte of the answer.
     const res = drop === undefined ? wire : new ServerResponse(req);
     const bucket = buckets.get(bucketName);
-    if (key === '') bucketRequest(req, res, method, url, bucketName, buckets);
+    const refusal = refusals.find((r) => r.left > 0 && r.match({ method, key }));
+    if (refusal !== undefined) {
+      refusal.left--;
+      refusal.hits++;
+      sendError(res, method, refusal.status, refusal.code, `/${bucketName}/${key}`);
+    } else if (key === '') bucketRequest(req, res, method, url, bucketName, buckets);
     else if (bucket === undefined) sendError(res, method, 404, 'NoSuchBucket', `/${bucketName}`);
-    else objectRequest(req, res, method, url, bucket, key, body, `/${bucketName}/${key}`);
+    else objectRequest(req, res, method, url, bucket, key, body, `/${bucketName}/${key}`, behaviour.missingKeyStatus);
     requests.push({ method, bucket: bucketName, key, status: res.statusCode, answered: drop === undefined });
     if (drop !== undefined) req.socket.destroy();
   };
@@ -162,6 +181,14 @@ export async function startS3Endpoint(opts: { port?: number; host?: string } = {
       const d = { left: times, hits: 0, match };
       drops.push(d);
       return d;
+    },
+    answerError(times, status, code, match) {
+      const r = { left: times, hits: 0, status, code, match };
+      refusals.push(r);
+      return r;
+    },
+    denyMissingKeys(on) {
+      behaviour.missingKeyStatus = on ? 403 : 404;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -225,7 +252,7 @@ function listVersions(name: string, bucket: Map<string, StoredVersion[]>, keys: 
   );
 }
 
-function objectRequest(req: IncomingMessage, res: ServerResponse, method: string, url: URL, bucket: Map<string, StoredVersion[]>, key: string, body: Buffer, resource: string): void {
+function objectRequest(req: IncomingMessage, res: ServerResponse, method: string, url: URL, bucket: Map<string, StoredVersion[]>, key: string, body: Buffer, resource: string, missingKeyStatus: number): void {
   const versions = bucket.get(key) ?? [];
   const live = current(versions);
   const ifMatch = req.headers['if-match'];
@@ -262,7 +289,7 @@ function objectRequest(req: IncomingMessage, res: ServerResponse, method: string
   if (method !== 'GET' && method !== 'HEAD') return sendError(res, method, 405, 'MethodNotAllowed', resource);
   const wanted = url.searchParams.get('versionId');
   const v = wanted === null ? live : versions.find((x) => x.versionId === wanted && !x.deleteMarker);
-  if (v === undefined) return sendError(res, method, 404, 'NoSuchKey', resource);
+  if (v === undefined) return missingKeyStatus === 403 ? sendError(res, method, 403, 'AccessDenied', resource) : sendError(res, method, 404, 'NoSuchKey', resource);
   if (ifMatch !== undefined && !matches(ifMatch, v.etag)) return failed('If-Match');
   if (ifNoneMatch !== undefined && matches(ifNoneMatch, v.etag)) {
     res.statusCode = 304;

@@ -202,14 +202,27 @@ export class ExternalEffects extends Construct {
     allow(this.recorder, ['dynamodb:UpdateItem'], [outbox]);
     // Collector (effects/collector.ts): list invoices/, read the pointer, the fence and the job
     // (consistent GetItem), DeleteObject with If-Match (which also needs s3:GetObject).
-    allow(this.collector, ['s3:ListBucket'], [this.bucket.bucketArn]);
+    this.collector.role.addToPrincipalPolicy(this.listDocuments());
     allow(this.collector, ['s3:DeleteObject', 's3:GetObject'], [this.bucket.arnForObjects('invoices/*')]);
     allow(this.collector, ['dynamodb:GetItem'], [props.tables.invoices.tableArn, props.tables.fences.tableArn, props.tables.jobs.tableArn]);
   }
 
-  /** The worker's part: put documents (If-None-Match; the HEAD that resolves a 412 needs GetObject) and create outbox items in its transaction. */
+  /**
+   * s3:ListBucket on the bucket, only for listings under invoices/ (the `s3:prefix` condition).
+   * Granted to the worker too, which never lists: without it S3 answers a HEAD or GET of a
+   * missing key 403 AccessDenied instead of 404, and the HEAD that resolves a 412 must tell
+   * "gone" (put again) from "not readable". The alternative, reading a 403 as one or the other,
+   * guesses; a listing of the documents prefix reveals only key names the role may write anyway.
+   * The adapter still types a 403 (ObjectStateUnknownError) rather than trust this grant.
+   */
+  private listDocuments(): PolicyStatement {
+    return new PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': 'invoices/*' } } });
+  }
+
+  /** The worker's part: put documents (If-None-Match; the HEAD that resolves a 412 needs GetObject, and ListBucket for a 404) and create outbox items in its transaction. */
   grantWorker(worker: FencedFunction, outbox: ITable): void {
     worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:PutObject', 's3:GetObject'], resources: [this.bucket.arnForObjects('invoices/*')] }));
+    worker.role.addToPrincipalPolicy(this.listDocuments());
     worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['dynamodb:PutItem'], resources: [outbox.tableArn] }));
     Validations.of(worker.role.node.findChild('DefaultPolicy')).acknowledge({
       id: this.invoicesWildcard(),

@@ -64,3 +64,39 @@ export class UnprocessedKeysError extends FencedError {
     super(`BatchGetItem left ${keys} keys of ${table} unprocessed ${attempts} times`);
   }
 }
+
+/**
+ * S3 kept answering 409 ConditionalRequestConflict to a conditional write (a PUT with
+ * If-None-Match, a DELETE with If-Match): another write to the same key raced each attempt. S3
+ * says "retry the request", and the SDK's retry strategy does not (409 is no transient code in
+ * it), so the adapter retries with backoff; this is the end of that bound. Nothing was written
+ * by the refused attempts: a 409 is a refusal before the write, so the call may be made again.
+ */
+export class ObjectWriteConflictError extends FencedError {
+  readonly code = 'OBJECT_WRITE_CONFLICT';
+  constructor(
+    readonly operation: 'put' | 'delete',
+    readonly key: string,
+    readonly attempts: number,
+  ) {
+    super(`conditional ${operation} of ${key} answered 409 ConditionalRequestConflict ${attempts} times (a racing write on the key each time)`);
+  }
+}
+
+/**
+ * S3 answered 403 AccessDenied where the adapter had to learn whether an object exists (the HEAD
+ * that resolves a 412). Without s3:ListBucket S3 answers 403 for a missing key, so a 403 means
+ * "missing, or not readable": reading it as "exists" would fail a put that could land, reading
+ * it as "missing" would re-put blindly. Neither is guessed: the caller fails the attempt, and
+ * the role's grants (s3:ListBucket on the documents prefix, docs/external-effects.md) are what
+ * to check.
+ */
+export class ObjectStateUnknownError extends FencedError {
+  readonly code = 'OBJECT_STATE_UNKNOWN';
+  constructor(
+    readonly key: string,
+    readonly status: number,
+  ) {
+    super(`cannot tell whether ${key} exists: S3 answered ${status} (AccessDenied) to the HEAD; a missing key reads as 403 to a role without s3:ListBucket on its prefix`);
+  }
+}

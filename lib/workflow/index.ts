@@ -19,7 +19,7 @@ export {
 } from './config.js';
 export { assertJobId, createJob, fenceKeyOf, fencesOfLease, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
 export { claimRequeue, markFailed, recordUnitFailure } from './job-writes.js';
-export { InvalidJobItemError, InvalidRunItemError, JobNotFoundError, RunInputMismatchError, UnprocessedKeysError } from './errors.js';
+export { InvalidJobItemError, InvalidRunItemError, JobNotFoundError, ObjectStateUnknownError, ObjectWriteConflictError, RunInputMismatchError, UnprocessedKeysError } from './errors.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {

@@ -136,3 +136,26 @@ describe('no principal may delete an item from Leases or Fences', () => {
     expect(new Set(documents.map((p) => p.action))).toEqual(new Set(['s3:PutObject', 's3:GetObject', 's3:DeleteObject']));
   });
 });
+
+describe('s3:ListBucket: granted so a missing document answers 404, scoped to the documents prefix', () => {
+  /** Every statement of a role's identity policies that allows s3:ListBucket. */
+  const listStatements = (roleId: string) =>
+    Object.values(template.findResources('AWS::IAM::Policy'))
+      .filter((p) => JSON.stringify(p.Properties.Roles ?? []).includes(JSON.stringify({ Ref: roleId })))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[])
+      .filter((s) => s.Effect === 'Allow' && [s.Action].flat().includes('s3:ListBucket'));
+
+  it.each(['worker', 'collector'] as const)('%s: s3:ListBucket on the documents bucket only, conditioned on s3:prefix invoices/*', (fn) => {
+    const role = fn === 'worker' ? w.worker.role : w.effects.collector.role;
+    const statements = listStatements(logicalId(role));
+    expect(statements).toEqual([
+      expect.objectContaining({ Action: 's3:ListBucket', Resource: arnOf(w.effects.bucket), Condition: { StringLike: { 's3:prefix': 'invoices/*' } } }),
+    ]);
+  });
+
+  it('no role in the stack holds s3:ListBucket without the prefix condition', () => {
+    for (const roleId of Object.keys(template.findResources('AWS::IAM::Role'))) {
+      for (const s of listStatements(roleId)) expect(s.Condition).toEqual({ StringLike: { 's3:prefix': 'invoices/*' } });
+    }
+  });
+});

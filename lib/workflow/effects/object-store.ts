@@ -18,7 +18,9 @@ export interface ObjectStore {
   /**
    * Creates `key` with `body` if no object has that key (`If-None-Match: *`). A refusal whose
    * existing object has this very body (same SHA-256 checksum) is our own earlier put whose
-   * answer was lost: its ETag is returned. Any other refusal is ObjectExistsError.
+   * answer was lost: its ETag is returned. Any other refusal is ObjectExistsError. A store
+   * that cannot tell whether the key exists throws ObjectStateUnknownError, and one whose
+   * conditional writes keep conflicting ObjectWriteConflictError (lib/workflow/errors.ts).
    */
   putNew(key: string, body: Uint8Array, contentType: string): Promise<{ etag: string }>;
   /** The object at `key` if its ETag is `etag` (`If-Match`); undefined if absent or replaced. */
