@@ -51,11 +51,20 @@ describe('npm start on a machine without Java 17', () => {
   }, 30_000);
 
   it('a java that dies at start is reported with what it printed, without waiting for ListTables', async () => {
-    const dying = path(['sh', 'cat'], {
-      java: `case "$1" in -version) echo 'openjdk version "17.0.1"' >&2; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
+    // Its compiler "builds" the loopback launcher (an empty class file in the -d folder, $5), then the jar dies.
+    const dying = path(['sh', 'cat', 'mkdir', 'touch'], {
+      java: `case "$1" in -version) echo 'openjdk version "17.0.1-dies"' >&2; exit 0;; -m) mkdir -p "$5" && touch "$5/LoopbackDynamoDB.class"; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
     });
     const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(dying), killAfterMs: 25_000 });
     expectOneLineError(r, 'DynamoDB Local exited', 'Error: could not open the jar');
+  }, 30_000);
+
+  it('a Java runtime without its compiler module is one line naming it, before anything starts', async () => {
+    const noCompiler = path(['sh', 'cat'], {
+      java: `case "$1" in -version) echo 'openjdk version "17.0.1-nocompiler"' >&2; exit 0;; -m) echo 'Error: Module jdk.compiler not found' >&2; exit 1;; esac\nexit 1`,
+    });
+    const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(noCompiler), killAfterMs: 25_000 });
+    expectOneLineError(r, 'jdk.compiler', 'Module jdk.compiler not found');
   }, 30_000);
 });
 

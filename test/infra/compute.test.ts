@@ -88,7 +88,8 @@ describe('functions', () => {
     expect(build({ leaseDuration: Duration.minutes(2) })).toThrow(/worker.timeout: in version-watch mode the worker's timeout \(120000 ms\) must cover a full lease watch/);
     expect(build({ leaseDuration: Duration.minutes(2), worker: { entry: 'functions/worker.ts', timeout: Duration.minutes(3) } })).not.toThrow();
     expect(build({})).not.toThrow(); // 30 s leases, 2-minute worker
-  });
+    // Two whole stacks are built (each bundles its functions): 30 s was too little on a loaded machine.
+  }, 90_000);
 
   it("a fork's unit size cap comes from its processor's effects per item: (100 - fence - checkpoint) / effects", () => {
     const build = (props: Partial<FencedWorkflowProps>) => () =>
