@@ -63,7 +63,7 @@ describe('the collector, bounded by its budget', () => {
         for (let b = next++; b < batches.length; b = next++) {
           let items: unknown[] | undefined = batches[b]!.map((Item) => ({ PutRequest: { Item } }));
           while (items !== undefined && items.length > 0) {
-            const out = await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.invoices]: items as never } }));
+            const out: { UnprocessedItems?: Record<string, unknown[]> } = await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.invoices]: items as never } }));
             items = out.UnprocessedItems?.[t.names.invoices];
           }
         }
