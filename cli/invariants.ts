@@ -23,7 +23,7 @@ import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanAll as scan } from '../lib/protocol/index.js';
 import { amountCents, customerId, customerRange, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
-import type { TableNames } from '../lib/workflow/index.js';
+import { isJobItem, type TableNames } from '../lib/workflow/index.js';
 import { checkDelivery, checkDocs, type EffectsSources, type EffectsStats } from './invariants-effects.js';
 import { checkRuns, type RunsReport } from './run-invariants.js';
 import { readStream, type StreamChange } from './streams.js';
@@ -103,9 +103,10 @@ export async function checkInvariants(
     readStream(clients.client, clients.streams, tables.leases),
     readStream(clients.client, clients.streams, tables.outbox),
   ]);
-  // The Jobs table also holds run records (kind = run): not jobs.
+  // The Jobs table also holds run records (kind = run) and the collector's cursors (kind =
+  // collector-cursor): neither is a job.
   const runRecords = jobItems.filter((j) => j.kind === 'run');
-  const jobs = jobItems.filter((j) => j.kind !== 'run');
+  const jobs = jobItems.filter(isJobItem);
 
   // FENCE, structurally, from the wire (first: the list is capped, and these say the most).
   for (const msg of wire?.violations ?? []) add('FENCE', `wire: ${msg}`);

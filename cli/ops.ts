@@ -24,6 +24,7 @@ import {
   assertJobId,
   claimRequeue,
   fencesOfLease,
+  isJobItem,
   isRunItem,
   readJob,
   runFromItem,
@@ -197,7 +198,8 @@ async function status(t: Target, json: boolean): Promise<number> {
     const s = await runStatus(t.doc, t.tables.jobs, runFromItem(r));
     return { runId: s.run.id, status: s.status, shards: s.run.shardCount, done: s.shards.filter((x) => x.status === 'DONE').length, doneAt: s.run.doneAt ?? null };
   }));
-  const jobs = allJobs.filter((j) => !isRunItem(j));
+  // ... and the collector's cursors (lib/workflow/effects/collector-cursor.ts): neither is a job.
+  const jobs = allJobs.filter(isJobItem);
   if (json) {
     const recorded = typeof epoch === 'number' ? epoch : null;
     process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j), runs }) + '\n');

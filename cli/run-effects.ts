@@ -9,8 +9,10 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { collect, OUTBOX_ATTR, OUTBOX_INDEX, reconcile, UNFINISHED, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { OUTBOX_ATTR, OUTBOX_INDEX, UNFINISHED, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { S3ObjectPages } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
 import type { Effects } from './effects-env.js';
 import type { S3Request } from './s3-endpoint.js';
@@ -65,6 +67,9 @@ export function lostPutResolved(log: readonly S3Request[]): boolean {
   return resent >= 0 && after.slice(resent + 1).some((r) => r.method === 'HEAD');
 }
 
+/** The scheduled functions' timeout in AWS (infra): the local runtime gives them the same time. */
+const SCHEDULED_TIMEOUT_MS = 60_000;
+
 export class RunEffects {
   readonly documents: DocumentTarget;
   readonly stream: OutboxStream;
@@ -78,6 +83,7 @@ export class RunEffects {
   private readonly cannot: string[] = [];
   private readonly senderDeps: SenderDeps;
   private readonly kill: SenderKill | undefined;
+  private readonly reconciler: ReconcilerHandler;
   readonly reconciles: ReconcileReport[] = [];
   readonly collects: CollectReport[] = [];
 
@@ -104,6 +110,22 @@ export class RunEffects {
       retryAfterMs: Math.round(o.leaseMs / 3),
       maxRetries: 4,
     });
+    this.reconciler = createReconcilerHandler({
+      ...this.senderDeps,
+      telemetry: inLane(o.telemetry, 'reconciler'),
+      hooks: undefined,
+      // Well past the stream's retries: the reconciler is for what the stream gave up on.
+      pendingAfterMs: o.leaseMs * 6,
+      claimTimeoutMs: this.claimTimeoutMs,
+      // The embedded sink records as it receives; an external SMTP server keeps no record we can read.
+      recordLagMs: o.effects.sink === undefined ? undefined : Math.round(o.leaseMs / 2),
+    });
+  }
+
+  /** A Lambda-like context for one scheduled invocation: the functions' 60 s timeout, on the run's clock. */
+  private invocation(): BudgetContext {
+    const started = this.o.clock.monotonicNow();
+    return { getRemainingTimeInMillis: () => Math.max(0, SCHEDULED_TIMEOUT_MS - (this.o.clock.monotonicNow() - started)) };
   }
 
   /** The faults that need no trigger: armed before the run starts. */
@@ -181,16 +203,7 @@ export class RunEffects {
   }
 
   async reconcileOnce(): Promise<ReconcileReport> {
-    const r = await reconcile({
-      ...this.senderDeps,
-      telemetry: inLane(this.o.telemetry, 'reconciler'),
-      hooks: undefined,
-      // Well past the stream's retries: the reconciler is for what the stream gave up on.
-      pendingAfterMs: this.o.leaseMs * 6,
-      claimTimeoutMs: this.claimTimeoutMs,
-      // The embedded sink records as it receives; an external SMTP server keeps no record we can read.
-      recordLagMs: this.o.effects.sink === undefined ? undefined : Math.round(this.o.leaseMs / 2),
-    });
+    const r = await this.reconciler(undefined, this.invocation());
     this.reconciles.push(r);
     return r;
   }
@@ -198,16 +211,18 @@ export class RunEffects {
   async collectOnce(minAgeMs: number): Promise<CollectReport> {
     const catalog = invoiceProcessor.documents!;
     const prefix = `${this.o.set}/${catalog.prefix}`;
-    const r = await collect({
+    const collector: CollectorHandler = createCollectorHandler({
       doc: this.o.dynamo.doc,
       tables: this.o.tables,
       store: this.o.effects.store,
+      pages: new S3ObjectPages(this.o.effects.s3, this.o.effects.bucket),
       prefix,
       refOf: (key) => (key.startsWith(`${this.o.set}/`) ? catalog.refOf(key.slice(this.o.set.length + 1), this.o.tables) : undefined),
       clock: this.o.clock,
       telemetry: inLane(this.o.telemetry, 'collector'),
       minAgeMs,
     });
+    const r = await collector(undefined, this.invocation());
     this.collects.push(r);
     return r;
   }

@@ -3,17 +3,34 @@
  * (outbox items the sender did not finish), the collector (orphaned documents) and the recorder
  * (SES events, through EventBridge, onto the outbox item they name).
  */
-import type { EventBridgeEvent } from 'aws-lambda';
+import type { Context, EventBridgeEvent } from 'aws-lambda';
 import { collect, reconcile, recordSesEvent, type CollectorDeps, type CollectReport, type ReconcilerDeps, type ReconcileReport, type SesEventDetail } from '../lib/workflow/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
-export type ReconcilerHandler = (event?: unknown) => Promise<ReconcileReport>;
-export type CollectorHandler = (event?: unknown) => Promise<CollectReport>;
+/** What the scheduled handlers read of Lambda's context: the time left, their budget. */
+export type BudgetContext = Pick<Context, 'getRemainingTimeInMillis'>;
+export type ReconcilerHandler = (event?: unknown, context?: BudgetContext) => Promise<ReconcileReport>;
+export type CollectorHandler = (event?: unknown, context?: BudgetContext) => Promise<CollectReport>;
 export type RecorderHandler = (event: EventBridgeEvent<string, SesEventDetail>) => Promise<{ recorded: boolean }>;
 
-export const createReconcilerHandler = (deps: ReconcilerDeps): ReconcilerHandler => async () => reconcile(deps);
+const budgetOf = (context: BudgetContext | undefined) => (context ? { remainingTimeMs: () => context.getRemainingTimeInMillis() } : {});
 
-export const createCollectorHandler = (deps: CollectorDeps): CollectorHandler => async () => collect(deps);
+/**
+ * A reconcile that ran short of time resumes in this container's next invocation where it
+ * stopped; a new container starts over from the oldest item (correct either way: every change
+ * is conditional on the claim it saw, and the oldest items come first).
+ */
+export function createReconcilerHandler(deps: ReconcilerDeps): ReconcilerHandler {
+  let resumeFrom: Record<string, unknown> | undefined;
+  return async (_event, context) => {
+    const report = await reconcile(deps, { ...budgetOf(context), ...(resumeFrom ? { resumeFrom } : {}) });
+    resumeFrom = report.resumeFrom;
+    return report;
+  };
+}
+
+/** The collector's resume point is durable (its cursor item), not the container's. */
+export const createCollectorHandler = (deps: CollectorDeps): CollectorHandler => async (_event, context) => collect(deps, budgetOf(context));
 
 export function createRecorderHandler(deps: { doc: DynamoDBDocumentClient; table: string }): RecorderHandler {
   return async (event) => ({ recorded: await recordSesEvent(deps.doc, deps.table, event.detail) });

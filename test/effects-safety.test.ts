@@ -29,7 +29,7 @@ import {
   type SenderDeps,
   type Telemetry,
 } from '../lib/workflow/index.js';
-import { S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
+import { S3ObjectPages, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { invoiceShards, startInvoiceRun } from '../lib/workloads/invoice-shards.js';
 import { makeTables, type TestTables } from './support/tables.js';
@@ -214,7 +214,7 @@ describe('the collector', () => {
   const store = () => new S3ObjectStore(client(), 'docs');
   const refOf = (k: string) => invoiceProcessor.documents!.refOf(k, t.names);
   const collector = (prefix: string, over: { store?: ObjectStore } = {}) =>
-    collect({ doc: t.dynamo.doc, tables: t.names, store: over.store ?? store(), prefix, refOf, clock: new ManualClock({ wall: Date.now() + 60_000 }), telemetry: silentTelemetry, minAgeMs: 0 });
+    collect({ doc: t.dynamo.doc, tables: t.names, store: over.store ?? store(), pages: new S3ObjectPages(client(), 'docs'), prefix, refOf, clock: new ManualClock({ wall: Date.now() + 60_000 }), telemetry: silentTelemetry, minAgeMs: 0 });
   const put = (pk: string, item: Record<string, unknown>, table = t.names.invoices) => t.dynamo.doc.send(new PutCommand({ TableName: table, Item: { pk, ...item } }));
   const doc = (period: string, c: number, g: number) => `invoices/${period}/cust-${String(c).padStart(7, '0')}/${g}.json`;
   const write = async (key: string) => (await store().putNew(key, Buffer.from(`{"key":"${key}"}`), 'application/json')).etag;
@@ -226,7 +226,7 @@ describe('the collector', () => {
     await put('invoices#invoice-run#2026-01', { generation: 8 }, t.names.fences);
     await put('invoice-run#2026-01', { status: 'RUNNING', cursor: 0, totalUnits: 2 }, t.names.jobs);
     const r = await collector('invoices/2026-01/');
-    expect(r).toEqual({ scanned: 1, referenced: 0, kept: 1, deleted: 0 });
+    expect(r).toMatchObject({ scanned: 1, referenced: 0, kept: 1, deleted: 0 });
     expect(live(key)).toBe(true);
   });
 
@@ -265,7 +265,7 @@ describe('the collector', () => {
     await put(`invoice#${period}#cust-0000000`, { jobId: s0, generation: 8, documentKey: keys.c0g8, documentEtag: etags.c0g8 });
     await put(`invoice#${period}#cust-0000003`, { jobId: s1, generation: 5, documentKey: keys.c3g5, documentEtag: etags.c3g5 });
     const r = await collector(`invoices/${period}/`);
-    expect(r).toEqual({ scanned: 7, referenced: 2, kept: 2, deleted: 3 });
+    expect(r).toMatchObject({ scanned: 7, referenced: 2, kept: 2, deleted: 3 });
     // Obsolete: shard 0's 3 and 7 (its pointer names shard 0, fenced at 8); customer 1's 4 (no pointer: below every shard's fence).
     expect([keys.c0g3, keys.c0g7, keys.c1g4].map(live)).toEqual([false, false, false]);
     // Current: customer 2's 5 (shard 1's own generation) and customer 3's 6 (a shard 1 holder not fenced yet).

@@ -56,7 +56,7 @@ export { runJob } from './run-job.js';
 
 // External effects (DESIGN.md): the protected file (documents on an object store) and the
 // unprotected email or provider call (the transactional outbox, its sender and reconciler).
-export { ObjectExistsError, type ObjectStore, type StoredObject } from './effects/object-store.js';
+export { ObjectExistsError, type ListedPage, type ObjectPages, type ObjectStore, type StoredObject } from './effects/object-store.js';
 export { documentKey, publishDocuments, type DocumentDraft, type DocumentTarget, type PublishedDocument } from './effects/documents.js';
 export {
   claim,
@@ -81,7 +81,8 @@ export { recordedDelivery, type EmailProvider, type HttpProvider, type OutboundC
 export { deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
 export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';
-export { collect, type CollectorDeps, type CollectReport, type DocumentRef } from './effects/collector.js';
+export { collect, type CollectorDeps, type CollectReport, type CollectWindow, type DocumentRef } from './effects/collector.js';
+export { CURSOR_KIND, cursorKeyOf, isJobItem, readCursor, type CollectorCursor } from './effects/collector-cursor.js';
 export {
   checkRunOfJob,
   completeRun,

@@ -160,7 +160,7 @@ export function describeEffectBundles(get: () => Bundles): void {
       for (const g of [1, 2]) objects.set(key(g), objects.get(key(g))!.map((v) => ({ ...v, lastModified: new Date(Date.now() - 2 * 3_600_000) })));
 
       const r = await invoke('collector', 'Collector', [{}]);
-      expect(r.results).toEqual([{ scanned: 2, referenced: 1, kept: 0, deleted: 1 }]);
+      expect(r.results).toMatchObject([{ scanned: 2, referenced: 1, kept: 0, deleted: 1, wrapped: true, outOfTime: false }]);
       expect(objects.get(key(1))!.map((v) => v.deleteMarker)).toEqual([false, true]);
       expect(objects.get(key(2))!.map((v) => v.deleteMarker)).toEqual([false]);
     });

@@ -31,6 +31,22 @@ export interface ObjectStore {
   list(prefix: string): AsyncIterable<StoredObject>;
 }
 
+/** One page of a listing, in key order. */
+export interface ListedPage {
+  readonly objects: readonly StoredObject[];
+  /** More keys follow the page's last one. */
+  readonly more: boolean;
+}
+
+/**
+ * A listing that resumes after any key (ListObjectsV2 `StartAfter`): what lets the collector stop
+ * when its time is spent and the next run go on from there, never from the first key again.
+ */
+export interface ObjectPages {
+  /** At most `maxKeys` live objects under `prefix` whose keys sort after `startAfter` ('' for the first). */
+  page(prefix: string, startAfter: string, maxKeys: number): Promise<ListedPage>;
+}
+
 /** `putNew` found another object at the key (another body): never overwritten. */
 export class ObjectExistsError extends FencedError {
   readonly code = 'OBJECT_EXISTS';

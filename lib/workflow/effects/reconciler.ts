@@ -16,6 +16,11 @@
  *
  * Every change is conditional on the claim it saw: a sender that wakes up changes nothing, and
  * two reconcilers cannot both take one item over.
+ *
+ * One run is bounded by its time: the index is read in pages of `pageSize` items, oldest first,
+ * and no item is taken once less than `reserveMs` of the invocation remains; the report's
+ * `resumeFrom` is where the next run goes on (the handler keeps it), so a backlog larger than
+ * one run's time is worked through across runs instead of the same oldest items every time.
  */
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -36,6 +41,18 @@ export interface ReconcilerDeps extends SenderDeps {
   readonly maxAttempts?: number;
 }
 
+/** How much one run may do (Lambda's context gives the time). */
+export interface ReconcileWindow {
+  /** Time left in this invocation (Lambda's getRemainingTimeInMillis). @default unbounded */
+  readonly remainingTimeMs?: () => number;
+  /** No item is taken with less than this left: one item's send and marks, the metrics flush. @default 10 s */
+  readonly reserveMs?: number;
+  /** Items per index page. @default 100 */
+  readonly pageSize?: number;
+  /** A previous run's `resumeFrom`. */
+  readonly resumeFrom?: Record<string, unknown>;
+}
+
 export interface ReconcileReport {
   readonly examined: number;
   readonly delivered: number;
@@ -45,10 +62,17 @@ export interface ReconcileReport {
   readonly waiting: number;
   /** Age of the oldest unsent item (ms), 0 when none: the alarm's metric. */
   readonly oldestUnsentAgeMs: number;
+  /** Index pages read. */
+  readonly pages: number;
+  /** Set when the run's time was spent before the end of the index: where the next run goes on. */
+  readonly resumeFrom?: Record<string, unknown>;
 }
 
-async function* unsent(deps: ReconcilerDeps, createdBefore: number): AsyncIterable<OutboxItem> {
-  let start: Record<string, unknown> | undefined;
+type Position = Record<string, unknown>;
+
+/** Each unsent item created by `createdBefore`, from `from`, with the index position just after it. */
+async function* unsent(deps: ReconcilerDeps, createdBefore: number, from: Position | undefined, limit: number, pages: { n: number }): AsyncIterable<{ item: OutboxItem; after: Position }> {
+  let start = from;
   do {
     const page = await deps.doc.send(
       new QueryCommand({
@@ -57,10 +81,12 @@ async function* unsent(deps: ReconcilerDeps, createdBefore: number): AsyncIterab
         KeyConditionExpression: '#u = :open AND #t <= :before',
         ExpressionAttributeNames: { '#u': O.unsent, '#t': O.updatedAt },
         ExpressionAttributeValues: { ':open': UNFINISHED, ':before': createdBefore },
+        Limit: limit,
         ...(start === undefined ? {} : { ExclusiveStartKey: start }),
       }),
     );
-    for (const i of page.Items ?? []) yield i as OutboxItem;
+    pages.n++;
+    for (const i of page.Items ?? []) yield { item: i as OutboxItem, after: { pk: i.pk, [O.unsent]: i[O.unsent], [O.updatedAt]: i[O.updatedAt] } };
     start = page.LastEvaluatedKey;
   } while (start !== undefined);
 }
@@ -94,13 +120,30 @@ async function resolveStale(deps: ReconcilerDeps, item: OutboxItem, now: number)
   return outcome === 'sent' ? 'resent' : 'waiting';
 }
 
-export async function reconcile(deps: ReconcilerDeps): Promise<ReconcileReport> {
+/** The oldest unsent item's creation time (a run that resumes mid-index has not seen it). */
+async function oldestUnsent(deps: ReconcilerDeps, now: number): Promise<number> {
+  for await (const { item } of unsent(deps, now, undefined, 1, { n: 0 })) return item.updatedAt;
+  return Number.POSITIVE_INFINITY;
+}
+
+export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = {}): Promise<ReconcileReport> {
   const now = deps.clock.wallNow();
   const counts: Record<Verdict, number> = { delivered: 0, fromRecord: 0, resent: 0, unknown: 0, waiting: 0 };
   let examined = 0;
-  let oldest = Number.POSITIVE_INFINITY;
+  let oldest = window.resumeFrom === undefined ? Number.POSITIVE_INFINITY : await oldestUnsent(deps, now);
+  const reserveMs = window.reserveMs ?? 10_000;
+  const pages = { n: 0 };
+  let position: Position | undefined;
+  let resumeFrom: Position | undefined;
   // Items sort by creation time: everything the sender may still be handling is left to it.
-  for await (const item of unsent(deps, now)) {
+  for await (const { item, after } of unsent(deps, now, window.resumeFrom, window.pageSize ?? 100, pages)) {
+    // Out of time: the next run starts with this item. At least one item per run, so a run whose
+    // time was spent before it began still moves on.
+    if (position !== undefined && window.remainingTimeMs !== undefined && window.remainingTimeMs() < reserveMs) {
+      resumeFrom = position;
+      break;
+    }
+    position = after;
     oldest = Math.min(oldest, item.updatedAt);
     if (now - item.updatedAt < Math.min(deps.pendingAfterMs, deps.claimTimeoutMs)) continue;
     examined++;
@@ -114,7 +157,7 @@ export async function reconcile(deps: ReconcilerDeps): Promise<ReconcileReport> 
   }
   const oldestUnsentAgeMs = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
   deps.telemetry.gauge(METRIC.outboxOldestUnsentAgeMs, oldestUnsentAgeMs);
-  const report = { examined, ...counts, oldestUnsentAgeMs };
+  const report: ReconcileReport = { examined, ...counts, oldestUnsentAgeMs, pages: pages.n, ...(resumeFrom === undefined ? {} : { resumeFrom }) };
   deps.telemetry.event('reconcile-done', { table: deps.table, ...report });
   return report;
 }
