@@ -131,9 +131,9 @@ describe('the collector, bounded by its budget', () => {
 });
 
 describe('the reconciler, bounded by its budget', () => {
-  it('works through 400 stuck items across several runs, each in its budget, resuming where the last stopped', { timeout: 60_000 }, async () => {
+  it('works through 200 stuck items across several runs, each in its budget, resuming where the last stopped', { timeout: 120_000 }, async () => {
     const old = Date.now() - 3_600_000;
-    const n = 400;
+    const n = 200;
     const items = Array.from({ length: n }, (_, i) => ({ pk: `email#stuck#${i}`, kind: 'email', jobId: 'j', generation: 1, unit: i, updatedAt: old + i, status: 'SENDING', claimToken: 'dead', claimedAt: old + i, attempts: 1, unsent: 'open', to: 'c@customers.example', subject: 's', body: 'b', providerEvents: [`SEND:m-${i}`] }));
     for (let i = 0; i < n; i += 25) await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.outbox]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }));
     // The provider's record answers every item: nothing may be sent again.
