@@ -47,7 +47,7 @@ describe('the collector, bounded by its budget', () => {
     return v.etag;
   };
 
-  it('100,000 objects: every obsolete orphan is collected across runs, no run overruns its budget by more than a page, and a new orphan is reached within a pass', { timeout: 120_000 }, async () => {
+  it('100,000 objects: every obsolete orphan is collected across runs, no run overruns its budget by more than a page, and a new orphan is reached within a pass', { timeout: 300_000 }, async () => {
     const filled = Date.now();
     // Generation 9 of every customer; the pointer publishes it except for the orphans. The job is DONE: an unpublished object is obsolete.
     const pointers: Record<string, unknown>[] = [];
@@ -131,7 +131,7 @@ describe('the collector, bounded by its budget', () => {
 });
 
 describe('the reconciler, bounded by its budget', () => {
-  it('works through 200 stuck items across several runs, each in its budget, resuming where the last stopped', { timeout: 120_000 }, async () => {
+  it('works through 200 stuck items across several runs, each in its budget, resuming where the last stopped', { timeout: 240_000 }, async () => {
     const old = Date.now() - 3_600_000;
     const n = 200;
     const items = Array.from({ length: n }, (_, i) => ({ pk: `email#stuck#${i}`, kind: 'email', jobId: 'j', generation: 1, unit: i, updatedAt: old + i, status: 'SENDING', claimToken: 'dead', claimedAt: old + i, attempts: 1, unsent: 'open', to: 'c@customers.example', subject: 's', body: 'b', providerEvents: [`SEND:m-${i}`] }));
@@ -147,7 +147,9 @@ describe('the reconciler, bounded by its budget', () => {
       reports.push(await handler(undefined, context(budgetMs)));
       // Over by at most one item and one index page (a loaded local engine answers a page in up to a second).
       expect(Date.now() - t0).toBeLessThanOrEqual(budgetMs + 1_000);
-    } while (reports.at(-1)!.resumeFrom !== undefined && reports.length < 100);
+      // Whatever the machine's speed, a run that stopped for its budget made progress first.
+      if (reports.at(-1)!.resumeFrom !== undefined) expect(reports.at(-1)!.fromRecord).toBeGreaterThanOrEqual(1);
+    } while (reports.at(-1)!.resumeFrom !== undefined && reports.length < n);
     console.log(`reconciler: ${n} stuck items in ${reports.length} runs at a ${budgetMs} ms budget`);
     expect(reports.length).toBeGreaterThan(1);
     expect(reports.reduce((s, r) => s + r.fromRecord, 0)).toBe(n);
