@@ -15,6 +15,7 @@
  *           claim younger than the reconciler's claim timeout took over a live sender: a violation,
  *           and the ambiguous send it recorded explains no duplicate (it caused it).
  */
+import { fenceKeyOfJob } from './wire-check.js';
 import { GetObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { simpleParser } from 'mailparser';
 import { messageIdentity } from '../lib/workflow/index.js';
@@ -162,7 +163,7 @@ export async function checkDelivery(
   for (const c of outboxStream) {
     const n = c.newImage;
     if (c.event === 'INSERT' && n !== undefined) {
-      const tie = `invoices#${String(n.jobId)}\u0000${String(n.generation)}\u0000${String(n.updatedAt)}`;
+      const tie = `${fenceKeyOfJob(String(n.jobId))}\u0000${String(n.generation)}\u0000${String(n.updatedAt)}`;
       if (!fenceWrites.has(tie)) add('DELIVERY', `${c.key}: created at generation ${String(n.generation)} with no fence write of that generation and updatedAt: no committed unit created it`);
       else created.add(c.key);
     }

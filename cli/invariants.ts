@@ -27,7 +27,7 @@ import { isJobItem, type TableNames } from '../lib/workflow/index.js';
 import { checkDelivery, checkDocs, type EffectsSources, type EffectsStats } from './invariants-effects.js';
 import { checkRuns, type RunsReport } from './run-invariants.js';
 import { readStream, type StreamChange } from './streams.js';
-import type { WireReport } from './wire-check.js';
+import { fenceKeyOfJob, type WireReport } from './wire-check.js';
 
 export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'RUNS';
 
@@ -120,7 +120,7 @@ export async function checkInvariants(
     const jobId = c.newImage.jobId;
     const g = c.newImage.generation;
     const u = c.newImage.updatedAt;
-    const fence = `invoices#${String(jobId)}`;
+    const fence = fenceKeyOfJob(String(jobId));
     if (typeof jobId !== 'string') add('FENCE', `${c.key}: written for no job (no jobId), so no fence can have protected it`);
     else if (!fenceWrites.has(`${fence}\u0000${String(g)}\u0000${String(u)}`)) {
       add('FENCE', `${c.key}: written at generation ${String(g)} (updatedAt ${String(u)}) with no fence write of that generation and updatedAt on ${fence}`);

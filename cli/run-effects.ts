@@ -10,7 +10,6 @@ import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { OUTBOX_ATTR, OUTBOX_INDEX, UNFINISHED, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
-import { S3ObjectPages } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
@@ -215,7 +214,7 @@ export class RunEffects {
       doc: this.o.dynamo.doc,
       tables: this.o.tables,
       store: this.o.effects.store,
-      pages: new S3ObjectPages(this.o.effects.s3, this.o.effects.bucket),
+      pages: this.o.effects.store,
       prefix,
       refOf: (key) => (key.startsWith(`${this.o.set}/`) ? catalog.refOf(key.slice(this.o.set.length + 1), this.o.tables) : undefined),
       clock: this.o.clock,

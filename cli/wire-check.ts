@@ -54,8 +54,8 @@ interface WireAction {
 
 const TIE = ['generation', 'updatedAt', 'jobId'];
 const MAX_LISTED = 20;
-/** The fence a job's effects are guarded by (DESIGN.md, Fences: `invoices#<jobId>`). */
-const fenceKeyOfJob = (jobId: string): string => `invoices#${jobId}`;
+/** The fence a job's effects are guarded by, as the table contract names it (`invoices#<jobId>`): the checker's one spelling of it. */
+export const fenceKeyOfJob = (jobId: string): string => `invoices#${jobId}`;
 
 const numberOf = (v: AttributeValue | undefined): number | undefined => (v?.N === undefined ? undefined : Number(v.N));
 

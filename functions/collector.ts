@@ -16,7 +16,7 @@ export const handler = lambdaHandler(
     doc: commons.doc,
     tables: commons.tables,
     store: documents.store,
-    pages: documents.pages,
+    pages: documents.store,
     prefix: `${set}${catalog.prefix}`,
     refOf: (key) => (key.startsWith(set) ? catalog.refOf(key.slice(set.length), commons.tables) : undefined),
     clock: commons.clock,

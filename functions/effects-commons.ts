@@ -6,17 +6,17 @@
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { ENV, httpUrl, integer, required, type DocumentTarget, type ReconcilerDeps, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
-import { FetchHttpProvider, S3ObjectPages, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
+import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
 import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
 import type { Commons, Env } from './commons.js';
 
-export function documentsFromEnv(env: Env, tracer?: Tracer): DocumentTarget & { store: S3ObjectStore; pages: S3ObjectPages } {
+export function documentsFromEnv(env: Env, tracer?: Tracer): DocumentTarget & { store: S3ObjectStore } {
   const bucket = required(env, ENV.documentsBucket);
   const endpoint = httpUrl(env, ENV.s3Endpoint, { optional: true });
   const s3 = s3Client(endpoint === undefined ? {} : { endpoint });
   tracer?.captureAWSv3Client(s3);
   const set = env[ENV.documentSet];
-  return { store: new S3ObjectStore(s3, bucket), pages: new S3ObjectPages(s3, bucket), ...(set === undefined || set === '' ? {} : { set }) };
+  return { store: new S3ObjectStore(s3, bucket), ...(set === undefined || set === '' ? {} : { set }) };
 }
 
 export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, tracer?: Tracer): SenderDeps {

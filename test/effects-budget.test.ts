@@ -13,7 +13,7 @@ import { startS3Endpoint, type S3Endpoint, type StoredVersion } from '../cli/s3-
 import { createCollectorHandler, createReconcilerHandler } from '../functions/effects-handlers.js';
 import { systemClock } from '../lib/protocol/index.js';
 import { cursorKeyOf, readCursor, silentTelemetry, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';
-import { S3ObjectPages, S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
+import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
@@ -77,7 +77,7 @@ describe('the collector, bounded by its budget', () => {
 
     // Each page's start time, to bound a run's overrun by one page.
     const starts: number[] = [];
-    const listing = new S3ObjectPages(client(), 'docs');
+    const listing = new S3ObjectStore(client(), 'docs');
     const pages: ObjectPages = { page: (p, a, m) => (starts.push(Date.now()), listing.page(p, a, m)) };
     const handler = createCollectorHandler({
       doc: t.dynamo.doc, tables: t.names, store: new S3ObjectStore(client(), 'docs'), pages, prefix: 'invoices/',

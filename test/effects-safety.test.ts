@@ -29,7 +29,7 @@ import {
   type SenderDeps,
   type Telemetry,
 } from '../lib/workflow/index.js';
-import { S3ObjectPages, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
+import { S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { invoiceShards, startInvoiceRun } from '../lib/workloads/invoice-shards.js';
 import { makeTables, type TestTables } from './support/tables.js';
@@ -214,7 +214,7 @@ describe('the collector', () => {
   const store = () => new S3ObjectStore(client(), 'docs');
   const refOf = (k: string) => invoiceProcessor.documents!.refOf(k, t.names);
   const collector = (prefix: string, over: { store?: ObjectStore } = {}) =>
-    collect({ doc: t.dynamo.doc, tables: t.names, store: over.store ?? store(), pages: new S3ObjectPages(client(), 'docs'), prefix, refOf, clock: new ManualClock({ wall: Date.now() + 60_000 }), telemetry: silentTelemetry, minAgeMs: 0 });
+    collect({ doc: t.dynamo.doc, tables: t.names, store: over.store ?? store(), pages: new S3ObjectStore(client(), 'docs'), prefix, refOf, clock: new ManualClock({ wall: Date.now() + 60_000 }), telemetry: silentTelemetry, minAgeMs: 0 });
   const put = (pk: string, item: Record<string, unknown>, table = t.names.invoices) => t.dynamo.doc.send(new PutCommand({ TableName: table, Item: { pk, ...item } }));
   const doc = (period: string, c: number, g: number) => `invoices/${period}/cust-${String(c).padStart(7, '0')}/${g}.json`;
   const write = async (key: string) => (await store().putNew(key, Buffer.from(`{"key":"${key}"}`), 'application/json')).etag;
@@ -239,7 +239,7 @@ describe('the collector', () => {
     const replacing: ObjectStore = {
       putNew: (k, b, c) => s.putNew(k, b, c),
       getIfMatch: (k, e) => s.getIfMatch(k, e),
-      list: (p) => s.list(p),
+      page: (p, a, m) => s.page(p, a, m),
       deleteIfMatch: async (k, e) => {
         await client().send(new PutObjectCommand({ Bucket: 'docs', Key: k, Body: '{"replaced":true}' }));
         return s.deleteIfMatch(k, e);

@@ -4,7 +4,6 @@
  * index so a function bundles only the clients it imports.
  */
 export { S3ObjectStore, s3Client } from './s3-store.js';
-export { S3ObjectPages } from './s3-pages.js';
 export { classifySesError, SesEmailProvider } from './ses-email.js';
 export { classifySmtpError, SmtpEmailProvider } from './smtp-email.js';
 export { FetchHttpProvider } from './http-provider.js';

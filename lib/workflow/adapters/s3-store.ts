@@ -27,7 +27,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { fullJitter, localCredentials, localRegion, type BackoffPolicy } from '../../protocol/index.js';
-import { ObjectExistsError, type ObjectStore, type StoredObject } from '../effects/object-store.js';
+import { ObjectExistsError, type ListedPage, type ObjectStore, type StoredObject } from '../effects/object-store.js';
 import { ObjectStateUnknownError, ObjectWriteConflictError } from '../errors.js';
 
 const status = (e: unknown): number | undefined => (e instanceof S3ServiceException ? e.$metadata.httpStatusCode : undefined);
@@ -138,14 +138,17 @@ export class S3ObjectStore implements ObjectStore {
     throw new ObjectWriteConflictError('delete', key, this.attempts);
   }
 
-  async *list(prefix: string): AsyncIterable<StoredObject> {
-    let token: string | undefined;
-    do {
-      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ...(token === undefined ? {} : { ContinuationToken: token }) }));
-      for (const o of page.Contents ?? []) {
-        if (o.Key !== undefined && o.ETag !== undefined) yield { key: o.Key, etag: o.ETag, lastModified: o.LastModified?.getTime() ?? 0 };
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token !== undefined);
+  /**
+   * One ListObjectsV2 request per page, resumed by `StartAfter`: a key, so the resume point can
+   * be stored anywhere (a continuation token is opaque and short-lived), and a bounded run never
+   * has to list from the first key again.
+   */
+  async page(prefix: string, startAfter: string, maxKeys: number): Promise<ListedPage> {
+    const out = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: maxKeys, ...(startAfter === '' ? {} : { StartAfter: startAfter }) }));
+    const objects: StoredObject[] = [];
+    for (const o of out.Contents ?? []) {
+      if (o.Key !== undefined && o.ETag !== undefined) objects.push({ key: o.Key, etag: o.ETag, lastModified: o.LastModified?.getTime() ?? 0 });
+    }
+    return { objects, more: out.IsTruncated === true };
   }
 }

@@ -14,7 +14,7 @@ export interface StoredObject {
   readonly lastModified: number;
 }
 
-export interface ObjectStore {
+export interface ObjectStore extends ObjectPages {
   /**
    * Creates `key` with `body` if no object has that key (`If-None-Match: *`). A refusal whose
    * existing object has this very body (same SHA-256 checksum) is our own earlier put whose
@@ -27,8 +27,6 @@ export interface ObjectStore {
   getIfMatch(key: string, etag: string): Promise<Uint8Array | undefined>;
   /** Deletes `key` if its ETag is still `etag` (`If-Match`); false if absent or replaced. */
   deleteIfMatch(key: string, etag: string): Promise<boolean>;
-  /** Every live object under `prefix` (ListObjectsV2, all pages). */
-  list(prefix: string): AsyncIterable<StoredObject>;
 }
 
 /** One page of a listing, in key order. */
