@@ -8,8 +8,8 @@
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
-import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { OUTBOX_ATTR, OUTBOX_INDEX, UNFINISHED, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { countUnsent, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
@@ -287,16 +287,7 @@ export class RunEffects {
 
   /** Outbox items not yet sent (nor given up): the reconciler's sparse index holds exactly those. */
   async unsent(): Promise<number> {
-    let n = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.o.dynamo.doc.send(
-        new QueryCommand({ TableName: this.o.tables.outbox, IndexName: OUTBOX_INDEX, KeyConditionExpression: '#u = :open', ExpressionAttributeNames: { '#u': OUTBOX_ATTR.unsent }, ExpressionAttributeValues: { ':open': UNFINISHED }, Select: 'COUNT', ExclusiveStartKey: start }),
-      );
-      n += page.Count ?? 0;
-      start = page.LastEvaluatedKey;
-    } while (start !== undefined);
-    return n;
+    return countUnsent(this.o.dynamo.doc, this.o.tables.outbox);
   }
 
   /** Every outbox item, sent or not (read once, after the last unit, when no more are created). */

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Endpoint, type S3Endpoint, type StoredVersion } from '../cli/s3-endpoint.js';
 import { createCollectorHandler, createReconcilerHandler } from '../functions/effects-handlers.js';
 import { systemClock } from '../lib/protocol/index.js';
-import { cursorKeyOf, readCursor, silentTelemetry, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';
+import { cursorKeyOf, readCursor, silentTelemetry, unsentKeyOf, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
@@ -136,7 +136,7 @@ describe('the reconciler, bounded by its budget', () => {
   it('works through 200 stuck items across several runs, each in its budget, resuming where the last stopped', { timeout: 240_000 }, async () => {
     const old = Date.now() - 3_600_000;
     const n = 200;
-    const items = Array.from({ length: n }, (_, i) => ({ pk: `email#stuck#${i}`, kind: 'email', jobId: 'j', generation: 1, unit: i, updatedAt: old + i, status: 'SENDING', claimToken: 'dead', claimedAt: old + i, attempts: 1, unsent: 'open', to: 'c@customers.example', subject: 's', body: 'b', providerEvents: [`SEND:m-${i}`] }));
+    const items = Array.from({ length: n }, (_, i) => ({ pk: `email#stuck#${i}`, kind: 'email', jobId: 'j', generation: 1, unit: i, updatedAt: old + i, status: 'SENDING', claimToken: 'dead', claimedAt: old + i, attempts: 1, unsent: unsentKeyOf(`email#stuck#${i}`), to: 'c@customers.example', subject: 's', body: 'b', providerEvents: [`SEND:m-${i}`] }));
     for (let i = 0; i < n; i += 25) await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.outbox]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }));
     // The provider's record answers every item: nothing may be sent again.
     let sent = 0;

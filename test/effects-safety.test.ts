@@ -9,6 +9,7 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkDelivery, expectedOutboxIds } from '../cli/invariants-effects.js';
+import { startPaymentsProvider, type PaymentsProvider } from '../cli/payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
 import { headerOf, startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
 import { readStream, streamsClient } from '../cli/streams.js';
@@ -17,19 +18,21 @@ import {
   collect,
   deliver,
   markSent,
+  messageIdentity,
   ObjectExistsError,
   readOutboxItem,
   reconcile,
   sendItem,
   silentTelemetry,
   takeOver,
+  unsentKeyOf,
   type EmailProvider,
   type ObjectStore,
   type OutboxItem,
   type SenderDeps,
   type Telemetry,
 } from '../lib/workflow/index.js';
-import { S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
+import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { invoiceShards, startInvoiceRun } from '../lib/workloads/invoice-shards.js';
 import { makeTables, type TestTables } from './support/tables.js';
@@ -37,16 +40,17 @@ import { invariants, invoiceInput, workflow } from './support/workflow.js';
 
 let s3: S3Endpoint;
 let sink: SmtpSink;
+let payments: PaymentsProvider;
 let t: TestTables;
 const client = () => s3Client({ endpoint: s3.url });
 const T0 = Date.UTC(2026, 5, 1);
 
 beforeAll(async () => {
-  [s3, sink, t] = await Promise.all([startS3Endpoint(), startSmtpSink(), makeTables(import.meta.filename)]);
+  [s3, sink, t, payments] = await Promise.all([startS3Endpoint(), startSmtpSink(), makeTables(import.meta.filename), startPaymentsProvider()]);
   await client().send(new CreateBucketCommand({ Bucket: 'docs' }));
 });
 afterAll(async () => {
-  await Promise.all([s3.close(), sink.close()]);
+  await Promise.all([s3.close(), sink.close(), payments.close()]);
   t.dynamo.client.destroy();
 });
 
@@ -160,6 +164,83 @@ describe('the outbox claim: a sender whose claim was taken over changes nothing'
     expect(r).toMatchObject({ examined: 1, resent: 0, waiting: 1 });
     expect(received(pk)).toHaveLength(1);
     expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', attempts: 1 });
+  });
+});
+
+describe('the http path has no claim: the Idempotency-Key is what keeps the effect once', () => {
+  const deps = (clock: Clock, over: Partial<SenderDeps> = {}): SenderDeps => ({ doc: t.dynamo.doc, table: t.names.outbox, clock, telemetry: silentTelemetry, http: { payments: new FetchHttpProvider(`${payments.url}/charges`, 3_000) }, from: 'billing@fenced-workflow.example', ...over });
+  const item = async (pk: string): Promise<OutboxItem> => {
+    const i = { pk, kind: 'http', jobId: 'j', generation: 1, unit: 0, updatedAt: T0 - 60_000, status: 'PENDING', attempts: 0, unsent: unsentKeyOf(pk), target: 'payments', request: { customerId: pk, amountCents: 1234, currency: 'EUR' } };
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item: i }));
+    return i as unknown as OutboxItem;
+  };
+  const ledger = (pk: string) => payments.records.get(messageIdentity.idempotencyKey(t.names.outbox, pk));
+  /** The Outbox stream's changes of one item (every write the engine applied to it). */
+  const changes = async (pk: string) => {
+    const streams = streamsClient(t.endpoint);
+    try {
+      return (await readStream(t.dynamo.client, streams, t.names.outbox)).filter((c) => c.key === pk);
+    } finally {
+      streams.destroy();
+    }
+  };
+  const reconciler = (wall: number) => ({ ...deps(new ManualClock({ wall })), pendingAfterMs: 30_000, claimTimeoutMs: 30_000, recordLagMs: 0 });
+
+  it('two senders racing on one item both POST its key: the provider performs it once, and the item is written SENT once (the first answer recorded, conditional on PENDING)', async () => {
+    const pk = 'payment#race';
+    const i = await item(pk);
+    // Both senders hold after their POST until both have posted: neither has recorded anything yet.
+    const both = gate();
+    let posted = 0;
+    const hooks = {
+      at: async () => {
+        if (++posted === 2) both.release();
+        await both.released;
+      },
+    };
+    const outcomes = await Promise.all([deliver(deps(new ManualClock({ wall: T0 }), { hooks }), i), deliver(deps(new ManualClock({ wall: T0 }), { hooks }), i)]);
+    expect(outcomes.sort()).toEqual(['sent', 'skipped']);
+    expect(ledger(pk)).toMatchObject({ requests: 2, refused: 0 });
+    expect([...payments.records.values()].filter((r) => r.outboxId === pk)).toHaveLength(1);
+    const writes = (await changes(pk)).filter((c) => c.event === 'MODIFY');
+    expect(writes.map((c) => [c.oldImage?.status, c.newImage?.status])).toEqual([['PENDING', 'SENT']]);
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', attempts: 1, providerMessageId: ledger(pk)!.chargeId });
+  });
+
+  it('an answer lost (ambiguous) leaves the item PENDING with nothing written; the reconciler resends with the same key: one effect, SENT', async () => {
+    const pk = 'payment#lost-answer';
+    const i = await item(pk);
+    payments.loseResponses(1);
+    expect(await deliver(deps(new ManualClock({ wall: T0 }), { httpResends: 0 }), i)).toBe('ambiguous');
+    expect(payments.lostKeys.at(-1)).toBe(messageIdentity.idempotencyKey(t.names.outbox, pk));
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect((await changes(pk)).filter((c) => c.event === 'MODIFY')).toEqual([]);
+    // Not before its threshold (the sender may still be at it), then with the same key.
+    expect(await reconcile(reconciler(T0 - 60_000 + 10_000))).toMatchObject({ examined: 0 });
+    expect(await reconcile(reconciler(T0))).toMatchObject({ delivered: 1 });
+    expect(ledger(pk)).toMatchObject({ requests: 2, refused: 0 });
+    expect([...payments.records.values()].filter((r) => r.outboxId === pk)).toHaveLength(1);
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', providerMessageId: ledger(pk)!.chargeId });
+  });
+
+  it('a refusal for now (503) writes nothing and the item is sent later; a refusal for good (the key already used with other parameters) ends FAILED with the reason', async () => {
+    const pk = 'payment#down';
+    const i = await item(pk);
+    payments.down(60_000);
+    expect(await deliver(deps(new ManualClock({ wall: T0 })), i)).toBe('released');
+    payments.down(0);
+    expect((await changes(pk)).filter((c) => c.event === 'MODIFY')).toEqual([]);
+    expect(await reconcile(reconciler(T0))).toMatchObject({ delivered: 1 });
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT' });
+
+    const bad = 'payment#key-reused';
+    const b = await item(bad);
+    await new FetchHttpProvider(`${payments.url}/charges`).post({ idempotencyKey: messageIdentity.idempotencyKey(t.names.outbox, bad), headers: {}, body: { other: 'parameters' } });
+    expect(await deliver(deps(new ManualClock({ wall: T0 })), b)).toBe('failed');
+    const failed = (await readOutboxItem(t.dynamo.doc, t.names.outbox, bad))!;
+    expect(failed).toMatchObject({ status: 'FAILED' });
+    expect(failed).not.toHaveProperty('unsent');
+    expect((failed as unknown as { failureReason: string }).failureReason).toContain('idempotency_error');
   });
 });
 

@@ -83,7 +83,8 @@ export class ExternalEffects extends Construct {
     this.configurationSet = new ConfigurationSet(this, 'ConfigurationSet', {});
     this.configurationSet.addEventDestination('ToEventBridge', {
       destination: EventDestination.eventBus(EventBus.fromEventBusName(this, 'DefaultBus', 'default')),
-      events: [EmailSendingEvent.SEND, EmailSendingEvent.DELIVERY],
+      // SEND only: the reconciler's proof that SES accepted a message (lib/workflow/effects/recorder.ts); DELIVERY would add a write per email and no proof it uses.
+      events: [EmailSendingEvent.SEND],
     });
 
     const common = { ...props.environment, [ENV.documentsBucket]: this.bucket.bucketName };
@@ -93,7 +94,7 @@ export class ExternalEffects extends Construct {
       fencedFunction(this, name, { entry, description, timeout: Duration.minutes(1), memorySize: 256, environment: { ...env, POWERTOOLS_SERVICE_NAME: service }, ...extra });
     this.sender = fn('Sender', 'functions/sender.ts', 'Outbox sender: claims each new outbox item, sends it with its outbox identity, marks it SENT', { ...common, ...mail }, props.services.sender);
     this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...mail }, props.services.reconciler, { deadLetterQueue: props.scheduleDeadLetterQueue });
-    this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES SEND/DELIVERY events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
+    this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES SEND events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
     this.collector = fn('Collector', 'functions/collector.ts', 'Collector: deletes documents no invoice points to and no live generation can still publish', common, props.services.collector, { deadLetterQueue: props.scheduleDeadLetterQueue });
 
     // The next scheduled run is the retry: a retried one would only overlap it.
@@ -113,10 +114,10 @@ export class ExternalEffects extends Construct {
       }),
     );
     new Rule(this, 'SesEvents', {
-      description: "SES SEND and DELIVERY events of this workflow's configuration set, to the recorder",
+      description: "SES SEND events of this workflow's configuration set, to the recorder",
       eventPattern: {
         source: ['aws.ses'],
-        detailType: ['Email Sent', 'Email Delivered'],
+        detailType: ['Email Sent'],
         detail: { mail: { tags: { 'ses:configuration-set': [this.configurationSet.configurationSetName] } } },
       },
       targets: [new LambdaFunction(this.recorder.fn, { deadLetterQueue: props.scheduleDeadLetterQueue, retryAttempts: 8 })],
@@ -195,11 +196,12 @@ export class ExternalEffects extends Construct {
     allow(this.sender, ['dynamodb:UpdateItem'], [outbox]);
     allow(this.sender, ['ses:SendEmail'], [identityArn, configSetArn]);
     // Reconciler (effects/reconciler.ts): the unsent index, the same conditional updates, SES SendEmail for a resend.
+    // The index holds keys only: each due item is read (consistent GetItem) before it is acted on.
     allow(this.reconciler, ['dynamodb:Query'], [`${outbox}/index/${OUTBOX_INDEX}`]);
-    allow(this.reconciler, ['dynamodb:UpdateItem'], [outbox]);
+    allow(this.reconciler, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);
     allow(this.reconciler, ['ses:SendEmail'], [identityArn, configSetArn]);
-    // Recorder (effects/recorder.ts): ADD providerEvents on the item, conditional on its existence.
-    allow(this.recorder, ['dynamodb:UpdateItem'], [outbox]);
+    // Recorder (effects/recorder.ts): read the item's status (a SENT item needs no record), ADD providerEvents conditional on its existence.
+    allow(this.recorder, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);
     // Collector (effects/collector.ts): list invoices/, read the pointer, the fence and the job
     // (consistent GetItem), DeleteObject with If-Match (which also needs s3:GetObject).
     this.collector.role.addToPrincipalPolicy(this.listDocuments());

@@ -33,6 +33,11 @@ export {
   tableNames,
   UNFINISHED,
   UNFINISHED_INDEX,
+  UNSENT_RETIRED_KEYS,
+  UNSENT_SHARDS,
+  unsentKeyOf,
+  unsentKeys,
+  unsentShardOf,
   type IndexSchema,
   type KeyAttribute,
   type KeyType,
@@ -61,7 +66,9 @@ export { documentKey, publishDocuments, type DocumentDraft, type DocumentTarget,
 export {
   claim,
   markFailed as markOutboxFailed,
+  markFailedUnclaimed,
   markSent,
+  markSentUnclaimed,
   markUnknown,
   messageIdentity,
   outboxEmail,
@@ -80,6 +87,7 @@ export {
 export { recordedDelivery, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult } from './effects/providers.js';
 export { deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
+export { countUnsent } from './effects/unsent-index.js';
 export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';
 export { collect, type CollectorDeps, type CollectReport, type CollectWindow, type DocumentRef } from './effects/collector.js';
 export { CURSOR_KIND, cursorKeyOf, isJobItem, readCursor, type CollectorCursor } from './effects/collector-cursor.js';

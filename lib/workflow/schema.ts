@@ -89,7 +89,10 @@ export const OUTBOX_ATTR = {
   ambiguousSends: 'ambiguousSends',
   /** The provider's own record of this item (SEND/DELIVERY events, `<event>:<messageId>`), kept by the recorder. */
   providerEvents: 'providerEvents',
-  /** Present while the item is PENDING or SENDING: the partition key of the reconciler's sparse index. */
+  /**
+   * Present while the item is PENDING or SENDING: the partition key of the reconciler's sparse
+   * index, `open#<n>` with n = unsentShardOf(pk) (one value per shard, never one shared value).
+   */
   unsent: 'unsent',
   // The payload: an email's `to`, `subject`, `body`; an http effect's `target` and `request`.
   to: 'to',
@@ -99,10 +102,50 @@ export const OUTBOX_ATTR = {
   request: 'request',
 } as const;
 
-export const OUTBOX_INDEX = 'unsent-by-age';
+/**
+ * The reconciler's index of unsent outbox items. KEYS_ONLY: its entry is written when the item is
+ * created and deleted when it is settled, and nothing in between (a claim, a provider event, an
+ * ambiguous count) rewrites it; the reconciler reads each candidate from the table. A new name,
+ * not the old `unsent-by-age` (projection ALL, one shared key): a GSI's projection cannot change in place.
+ */
+export const OUTBOX_INDEX = 'unsent-by-shard';
 
-/** The one value of the sparse index's partition key. */
+/**
+ * The unsent index's write shards. Every outbox item enters and leaves this index (2 index writes),
+ * and one partition key value takes at most 1,000 write units/s; at the planner's 10 M customers in
+ * ~3,132 s (20 M items, 6,400/s) that is 12,800 index writes/s: 32 shards hold each key to ~400/s,
+ * 40% of its limit. It may only GROW: an item keeps the key it was written with, and the
+ * reconciler reads every value 0..UNSENT_SHARDS-1, so a larger N still reads every old key; a
+ * smaller one would strand the items of the shards it dropped (test/outbox-index.test.ts holds the floor).
+ */
+export const UNSENT_SHARDS = 32;
+
+/** The one value of the sparse index's partition key (the Jobs table's sweeper index; once also the Outbox's). */
 export const UNFINISHED = 'open';
+
+/**
+ * The Outbox's unsent values written before the key was sharded (the shared `open`): never
+ * written again, still read by the reconciler so an item created before the change is not stranded.
+ */
+export const UNSENT_RETIRED_KEYS: readonly string[] = [UNFINISHED];
+
+/** FNV-1a over the key's UTF-8 bytes, then murmur3's finalizer: a pure, portable hash (a planner or outside tool computes the same). */
+function hash32(s: string): number {
+  let h = 0x811c9dc5;
+  for (const b of new TextEncoder().encode(s)) h = Math.imul(h ^ b, 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** The shard of an outbox item: a hash of its pk, so the same item always lands on the same key. */
+export const unsentShardOf = (pk: string, shards: number = UNSENT_SHARDS): number => hash32(pk) % shards;
+
+/** The unsent index's partition key value of an outbox item. */
+export const unsentKeyOf = (pk: string, shards: number = UNSENT_SHARDS): string => `${UNFINISHED}#${unsentShardOf(pk, shards)}`;
+
+/** Every unsent value the reconciler reads: each shard's, and the retired ones. */
+export const unsentKeys = (shards: number = UNSENT_SHARDS): string[] => [...Array.from({ length: shards }, (_, n) => `${UNFINISHED}#${n}`), ...UNSENT_RETIRED_KEYS];
 export const UNFINISHED_INDEX = 'unfinished-by-heartbeat';
 
 const pk: KeyAttribute = { name: 'pk', type: 'S' };
@@ -141,7 +184,7 @@ export const TABLES: Readonly<Record<TableRole, TableSchema>> = {
         indexName: OUTBOX_INDEX,
         partitionKey: { name: OUTBOX_ATTR.unsent, type: 'S' },
         sortKey: { name: OUTBOX_ATTR.updatedAt, type: 'N' },
-        projection: 'ALL',
+        projection: 'KEYS_ONLY',
       },
     ],
     stream: 'NEW_AND_OLD_IMAGES',

@@ -89,7 +89,7 @@ export function describeEffectBundles(get: () => Bundles): void {
     const received = (pk: string) => sink.received.filter((m) => mine(m.raw) && headerOf(m.raw, 'X-Outbox-Id') === pk);
     const sesSends = (pk: string) => ses.sent.filter((s) => s.tags.outboxId === messageIdentity.tag(pk) && s.tags.outboxTable === messageIdentity.tag(t.names.outbox));
 
-    it('sender: the stream records of a new email and payment are claimed, sent once with their identity (SES to the SMTP sink; the payment provider) and marked SENT; the same batch again, to two containers at once, sends nothing', async () => {
+    it('sender: the stream records of a new email and payment are claimed, sent once with their identity (SES to the SMTP sink; the payment provider) and marked SENT; the same batch again, to two containers at once, sends no second email (the claim) and performs no second charge (the key: the provider replays its answer)', async () => {
       const email = await put(mail('cust-0000001'));
       const payment = await put(outboxHttp('', `payment#${PERIOD}#cust-0000001`, origin, { target: PAYMENTS_TARGET, request: { customerId: 'cust-0000001', amountCents: 1234, currency: 'EUR', reference: `invoice#${PERIOD}#cust-0000001` } }));
       const event = await streamEvent([email, payment]);
@@ -109,17 +109,20 @@ export function describeEffectBundles(get: () => Bundles): void {
       expect(charge).toMatchObject({ outboxId: payment, outboxTable: t.names.outbox, requests: 1, refused: 0 });
       expect(await item(payment)).toMatchObject({ status: 'SENT', attempts: 1, providerMessageId: charge!.chargeId });
 
-      // At-least-once: the batch comes again, to two containers at once. Each loses the claim.
+      // At-least-once: the batch comes again, to two containers at once. The email's claim is lost;
+      // the payment (no claim) is POSTed again with its key, replayed, and found already SENT.
       const before = [await item(email), await item(payment)];
       const again = await Promise.all([invoke('sender', 'Sender', [event]), invoke('sender', 'Sender', [event])]);
       await ses.relayed();
       for (const r of again) {
         expect(r.results).toEqual([{ batchItemFailures: [] }]);
-        expect(r.logs.filter((l) => l.message === 'outbox-claim-lost')).toHaveLength(2);
+        expect(r.logs.filter((l) => l.message === 'outbox-claim-lost')).toHaveLength(1);
+        expect(r.logs.filter((l) => l.message === 'outbox-already-settled')).toHaveLength(1);
       }
       expect(sesSends(email)).toHaveLength(1);
       expect(received(email)).toHaveLength(1);
-      expect(charge!.requests).toBe(1);
+      expect(charge!).toMatchObject({ requests: 3, refused: 0 });
+      expect([...payments.records.values()].filter((r) => r.outboxId === payment)).toHaveLength(1);
       expect([await item(email), await item(payment)]).toEqual(before);
     });
 
@@ -137,9 +140,10 @@ export function describeEffectBundles(get: () => Bundles): void {
       const [accepted] = sesSends(died);
 
       // SES event publishing -> EventBridge -> the recorder: SES's record onto the item it names.
+      // Only Send is recorded (the proof of acceptance the reconciler reads); a Delivery event is not written.
       const recorded = await invoke('recorder', 'Recorder', [sesEvent(accepted!), sesEvent(accepted!, 'Delivery')]);
-      expect(recorded.results).toEqual([{ recorded: true }, { recorded: true }]);
-      expect((await item(died)).providerEvents).toEqual(new Set([`SEND:${accepted!.messageId}`, `DELIVERY:${accepted!.messageId}`]));
+      expect(recorded.results).toEqual([{ recorded: true }, { recorded: false }]);
+      expect((await item(died)).providerEvents).toEqual(new Set([`SEND:${accepted!.messageId}`]));
 
       const reconciled = await invoke('reconciler', 'Reconciler', [{}]);
       await ses.relayed();

@@ -3,7 +3,9 @@
  * call to a provider that cannot check a fence) are written as outbox items INSIDE the unit's
  * fenced transaction, once (`attribute_not_exists(pk)`), so only the current holder can create
  * one and only once. Delivery happens after the commit, item by item, through conditional
- * state changes that never touch what the unit wrote (`generation`, `updatedAt`, the payload):
+ * state changes that never touch what the unit wrote (`generation`, `updatedAt`, the payload).
+ *
+ * An email (the provider cannot deduplicate) is claimed before its send:
  *
  *   PENDING ──claim(token)──> SENDING ──markSent(token)──> SENT
  *      ^                         │  └──markFailed(token)──> FAILED (the provider refused for good)
@@ -11,11 +13,20 @@
  *
  * Every step after the claim is conditional on the claim's token: a sender that lost its claim
  * to the reconciler (it was presumed dead) changes nothing.
+ *
+ * An http call carries an Idempotency-Key the provider deduplicates on, so it needs no claim:
+ * racing senders all POST the same key and the provider performs it once. Its one write after
+ * the creation records the answer, conditional on PENDING (the first answer recorded wins):
+ *
+ *   PENDING ──markSentUnclaimed──> SENT      PENDING ──markFailedUnclaimed──> FAILED
+ *
+ * A refusal for now or an unanswered call writes nothing: the item stays PENDING and is sent
+ * again with the same key (the stream's retry, the reconciler).
  */
 import { createHash } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isConditionalCheckFailed, onceOnly, type Effect } from '../../protocol/index.js';
-import { OUTBOX_ATTR as O, UNFINISHED } from '../schema.js';
+import { OUTBOX_ATTR as O, unsentKeyOf } from '../schema.js';
 
 export type OutboxStatus = 'PENDING' | 'SENDING' | 'SENT' | 'FAILED' | 'UNKNOWN';
 export type OutboxKind = 'email' | 'http';
@@ -33,6 +44,7 @@ export interface OutboxItem {
   readonly claimToken?: string;
   readonly claimedAt?: number;
   readonly ambiguousSends?: number;
+  readonly providerMessageId?: string;
   readonly providerEvents?: readonly string[];
   readonly to?: string;
   readonly subject?: string;
@@ -53,16 +65,17 @@ export interface HttpPayload {
   readonly request: Readonly<Record<string, unknown>>;
 }
 
-const fresh = { [O.status]: 'PENDING', [O.attempts]: 0, [O.unsent]: UNFINISHED } as const;
+/** A new item's delivery state: PENDING, in the unsent index under its own shard's key. */
+const fresh = (pk: string) => ({ [O.status]: 'PENDING', [O.attempts]: 0, [O.unsent]: unsentKeyOf(pk) }) as const;
 
 /** An email to send once: a once-only effect of the unit (the fenced unit stamps the tie). */
 export function outboxEmail(table: string, pk: string, origin: { jobId: string; unit: number }, mail: EmailPayload): Effect {
-  return onceOnly(table, { pk, [O.kind]: 'email', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh, [O.to]: mail.to, [O.subject]: mail.subject, [O.body]: mail.body });
+  return onceOnly(table, { pk, [O.kind]: 'email', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.to]: mail.to, [O.subject]: mail.subject, [O.body]: mail.body });
 }
 
 /** A provider call to make once, deduplicated by the provider on its Idempotency-Key. */
 export function outboxHttp(table: string, pk: string, origin: { jobId: string; unit: number }, call: HttpPayload): Effect {
-  return onceOnly(table, { pk, [O.kind]: 'http', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh, [O.target]: call.target, [O.request]: call.request });
+  return onceOnly(table, { pk, [O.kind]: 'http', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.target]: call.target, [O.request]: call.request });
 }
 
 const digest = (table: string, pk: string) => createHash('sha256').update(`${table}\u0000${pk}`).digest();
@@ -154,6 +167,19 @@ export function markFailed(doc: DynamoDBDocumentClient, table: string, pk: strin
 /** SENDING (ours) → UNKNOWN: nobody can tell whether it was delivered; a person decides (alarm). */
 export function markUnknown(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, reason: string): Promise<boolean> {
   return change(doc, table, pk, { set: { [O.status]: 'UNKNOWN', [O.failureReason]: reason.slice(0, 500) }, remove: [O.claimToken, O.unsent], ...byToken(token) });
+}
+
+/** No claim (an http item): the answer is recorded only while the item is still PENDING, so the first recorded answer stands. */
+const unclaimed = { condition: '#status = :pending', values: { ':pending': 'PENDING' }, names: [O.status] };
+
+/** PENDING → SENT with the provider's id, for an item sent without a claim (its provider deduplicated on the key). false: already settled. */
+export function markSentUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, providerMessageId: string, now: number): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, add: { [O.attempts]: 1 }, remove: [O.unsent], ...unclaimed });
+}
+
+/** PENDING → FAILED, for an item sent without a claim that the provider refused for good. false: already settled. */
+export function markFailedUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, reason: string): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: reason.slice(0, 500) }, add: { [O.attempts]: 1 }, remove: [O.unsent], ...unclaimed });
 }
 
 /** A send whose outcome this sender did not see (the answer was lost): counted on the item, the claim kept. */

@@ -17,18 +17,22 @@
  * Every change is conditional on the claim it saw: a sender that wakes up changes nothing, and
  * two reconcilers cannot both take one item over.
  *
- * One run is bounded by its time: the index is read in pages of `pageSize` items, oldest first,
- * and no item is taken once less than `reserveMs` of the invocation remains; the report's
- * `resumeFrom` is where the next run goes on (the handler keeps it), so a backlog larger than
- * one run's time is worked through across runs instead of the same oldest items every time.
+ * One run is bounded by its time: the index is read key by key (its partition key is
+ * write-sharded: unsent-index.ts), each in pages of `pageSize` entries, oldest first, only the
+ * entries old enough to be due (the Query's key condition), and no item is taken once less than
+ * `reserveMs` of the invocation remains; the report's `resumeFrom` is where the next run goes on
+ * (the handler keeps it), so a backlog larger than one run's time is worked through across runs
+ * instead of the same oldest items every time. The index holds keys only: each due entry's item
+ * is read from the table (consistent) before anything is decided, so an entry the index has not
+ * yet dropped (it lags the table) is passed over.
  */
 import { randomUUID } from 'node:crypto';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { METRIC } from '../ports.js';
-import { OUTBOX_ATTR as O, OUTBOX_INDEX, UNFINISHED } from '../schema.js';
-import { markSent, markUnknown, takeOver, type OutboxItem } from './outbox.js';
+import { unsentKeys } from '../schema.js';
+import { markSent, markUnknown, readOutboxItem, takeOver, type OutboxItem } from './outbox.js';
 import { recordedDelivery } from './providers.js';
 import { deliver, sendItem, settle, type DeliveryOutcome, type SenderDeps } from './sender.js';
+import { entriesBefore, oldestPerKey, type Position } from './unsent-index.js';
 
 export interface ReconcilerDeps extends SenderDeps {
   /** A PENDING item this old has missed its stream delivery. */
@@ -68,29 +72,6 @@ export interface ReconcileReport {
   readonly resumeFrom?: Record<string, unknown>;
 }
 
-type Position = Record<string, unknown>;
-
-/** Each unsent item created by `createdBefore`, from `from`, with the index position just after it. */
-async function* unsent(deps: ReconcilerDeps, createdBefore: number, from: Position | undefined, limit: number, pages: { n: number }): AsyncIterable<{ item: OutboxItem; after: Position }> {
-  let start = from;
-  do {
-    const page = await deps.doc.send(
-      new QueryCommand({
-        TableName: deps.table,
-        IndexName: OUTBOX_INDEX,
-        KeyConditionExpression: '#u = :open AND #t <= :before',
-        ExpressionAttributeNames: { '#u': O.unsent, '#t': O.updatedAt },
-        ExpressionAttributeValues: { ':open': UNFINISHED, ':before': createdBefore },
-        Limit: limit,
-        ...(start === undefined ? {} : { ExclusiveStartKey: start }),
-      }),
-    );
-    pages.n++;
-    for (const i of page.Items ?? []) yield { item: i as OutboxItem, after: { pk: i.pk, [O.unsent]: i[O.unsent], [O.updatedAt]: i[O.updatedAt] } };
-    start = page.LastEvaluatedKey;
-  } while (start !== undefined);
-}
-
 type Verdict = 'delivered' | 'fromRecord' | 'resent' | 'unknown' | 'waiting';
 
 /** One stale SENDING item: the record's answer, a resend under a new claim, or UNKNOWN. */
@@ -120,40 +101,50 @@ async function resolveStale(deps: ReconcilerDeps, item: OutboxItem, now: number)
   return outcome === 'sent' ? 'resent' : 'waiting';
 }
 
-/** The oldest unsent item's creation time (a run that resumes mid-index has not seen it). */
-async function oldestUnsent(deps: ReconcilerDeps, now: number): Promise<number> {
-  for await (const { item } of unsent(deps, now, undefined, 1, { n: 0 })) return item.updatedAt;
-  return Number.POSITIVE_INFINITY;
+/** One due item, as the table has it now: delivered, resolved, or left. */
+async function judge(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict> {
+  if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) return (await deliver(deps, item)) === 'sent' ? 'delivered' : 'waiting';
+  if (item.status === 'SENDING' && item.claimToken !== undefined && now - (item.claimedAt ?? 0) >= deps.claimTimeoutMs) return resolveStale(deps, item, now);
+  return 'waiting';
+}
+
+/** The keys this run works through, in order: from the resume point's key on, those with a due entry (and the resume point's own). */
+function keysToWork(oldest: ReadonlyMap<string, number>, dueBefore: number, from: Position | undefined): { keys: string[]; from?: Position } {
+  const all = unsentKeys();
+  const at = from === undefined ? -1 : all.indexOf(String(from.unsent));
+  const keys = all.slice(Math.max(0, at)).filter((k, i) => (at >= 0 && i === 0) || (oldest.get(k) ?? Number.POSITIVE_INFINITY) <= dueBefore);
+  return at < 0 ? { keys } : { keys, from: from! };
 }
 
 export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = {}): Promise<ReconcileReport> {
   const now = deps.clock.wallNow();
   const counts: Record<Verdict, number> = { delivered: 0, fromRecord: 0, resent: 0, unknown: 0, waiting: 0 };
   let examined = 0;
-  let oldest = window.resumeFrom === undefined ? Number.POSITIVE_INFINITY : await oldestUnsent(deps, now);
   const reserveMs = window.reserveMs ?? 10_000;
   const pages = { n: 0 };
+  // Every key's oldest entry: the alarm's metric (whatever part of the index this run reaches), and which keys hold due work.
+  const oldestByKey = await oldestPerKey(deps.doc, deps.table, now);
+  const oldest = Math.min(Number.POSITIVE_INFINITY, ...oldestByKey.values());
+  // Items sort by creation time: everything the sender may still be handling is left to it, unread.
+  const dueBefore = now - Math.min(deps.pendingAfterMs, deps.claimTimeoutMs);
+  const work = keysToWork(oldestByKey, dueBefore, window.resumeFrom);
   let position: Position | undefined;
   let resumeFrom: Position | undefined;
-  // Items sort by creation time: everything the sender may still be handling is left to it.
-  for await (const { item, after } of unsent(deps, now, window.resumeFrom, window.pageSize ?? 100, pages)) {
-    // Out of time: the next run starts with this item. At least one item per run, so a run whose
+  let worked = false;
+  for await (const { entry, after } of entriesBefore(deps.doc, deps.table, dueBefore, { ...work, limit: window.pageSize ?? 100, pages })) {
+    // Out of time: the next run starts with this entry. At least one item per run, so a run whose
     // time was spent before it began still moves on.
-    if (position !== undefined && window.remainingTimeMs !== undefined && window.remainingTimeMs() < reserveMs) {
+    if (worked && window.remainingTimeMs !== undefined && window.remainingTimeMs() < reserveMs) {
       resumeFrom = position;
       break;
     }
     position = after;
-    oldest = Math.min(oldest, item.updatedAt);
-    if (now - item.updatedAt < Math.min(deps.pendingAfterMs, deps.claimTimeoutMs)) continue;
+    const item = await readOutboxItem(deps.doc, deps.table, entry.pk);
+    // The index lags the table: an item settled since (or never readable) is not unsent any more.
+    if (item === undefined || (item.status !== 'PENDING' && item.status !== 'SENDING')) continue;
     examined++;
-    let verdict: Verdict = 'waiting';
-    if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) {
-      verdict = (await deliver(deps, item)) === 'sent' ? 'delivered' : 'waiting';
-    } else if (item.status === 'SENDING' && item.claimToken !== undefined && now - (item.claimedAt ?? 0) >= deps.claimTimeoutMs) {
-      verdict = await resolveStale(deps, item, now);
-    }
-    counts[verdict]++;
+    worked = true;
+    counts[await judge(deps, item, now)]++;
   }
   const oldestUnsentAgeMs = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
   deps.telemetry.gauge(METRIC.outboxOldestUnsentAgeMs, oldestUnsentAgeMs);

@@ -1,8 +1,10 @@
 /**
  * The sender: delivers outbox items (outbox.ts) driven by the Outbox stream's INSERT records.
- * Per item: claim it (PENDING → SENDING, conditional, with a fresh token), send it with the
+ * An email: claim it (PENDING → SENDING, conditional, with a fresh token), send it with the
  * outbox id as its identity, then mark it SENT conditional on the claim. A duplicate stream
  * delivery or a second sender racing for the item loses the claim and sends nothing.
+ * An http call: no claim. The provider deduplicates on the Idempotency-Key, so a duplicate or a
+ * racing sender POSTs the same key harmlessly; the answer is recorded conditional on PENDING.
  *
  * What a send came to decides the next step:
  *   accepted                 → SENT (the provider's message id recorded)
@@ -11,12 +13,14 @@
  *   nobody knows (ambiguous) → counted on the item and left SENDING: the reconciler asks the
  *                              provider's own record (reconciler.ts). An http effect is first
  *                              resent at once: its Idempotency-Key makes a resend harmless.
+ * Without a claim (http) "not accepted" and "nobody knows" write nothing: the item stays PENDING
+ * and is sent again with the same key, by the stream's retry or the reconciler.
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../../protocol/index.js';
 import { METRIC, type Telemetry } from '../ports.js';
-import { claim, markFailed, markSent, messageIdentity, recordAmbiguous, release, type OutboxItem } from './outbox.js';
+import { claim, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, messageIdentity, recordAmbiguous, release, type OutboxItem } from './outbox.js';
 import type { EmailProvider, HttpProvider, SendResult } from './providers.js';
 
 /** Where fault injection may stop a sender: after its claim, and after the provider answered (before SENT). */
@@ -100,8 +104,44 @@ export async function settle(deps: SenderDeps, item: OutboxItem, token: string, 
   }
 }
 
-/** Claim, send, settle one item. `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
+/**
+ * An http item, sent without a claim (its Idempotency-Key is the provider's deduplication), then
+ * the answer recorded if the item is still PENDING. `skipped`: another sender recorded it first.
+ */
+async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
+  const { doc, table, telemetry: t } = deps;
+  const info = { table, pk: item.pk, kind: item.kind };
+  const result = await sendItem(deps, item);
+  await deps.hooks?.at('after-send', { table, pk: item.pk, result: result.kind });
+  switch (result.kind) {
+    case 'accepted': {
+      if (!(await markSentUnclaimed(doc, table, item.pk, result.providerMessageId, deps.clock.wallNow()))) {
+        t.event('outbox-already-settled', info);
+        return 'skipped';
+      }
+      t.count(METRIC.outboxSent);
+      t.event('outbox-sent', { ...info, providerMessageId: result.providerMessageId, marked: true });
+      return 'sent';
+    }
+    case 'rejected':
+      if (!result.permanent) {
+        t.event('outbox-released', { ...info, reason: result.reason });
+        return 'released';
+      }
+      if (await markFailedUnclaimed(doc, table, item.pk, result.reason)) t.count(METRIC.outboxFailed);
+      t.event('outbox-failed', { ...info, reason: result.reason });
+      return 'failed';
+    case 'ambiguous':
+      // Nothing to count on the item: the key makes the next send (the reconciler's) a replay, never a second effect.
+      t.count(METRIC.outboxAmbiguous);
+      t.event('outbox-ambiguous', { ...info, reason: result.reason });
+      return 'ambiguous';
+  }
+}
+
+/** Send and settle one item (an email under a claim). `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
 export async function deliver(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
+  if (item.kind === 'http') return deliverKeyed(deps, item);
   const token = randomUUID();
   if (!(await claim(deps.doc, deps.table, item.pk, token, deps.clock.wallNow()))) {
     deps.telemetry.event('outbox-claim-lost', { table: deps.table, pk: item.pk });
