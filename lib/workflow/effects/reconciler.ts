@@ -66,9 +66,9 @@ export interface ReconcileReport {
   readonly waiting: number;
   /** Age of the oldest unsent item (ms), 0 when none: the alarm's metric. */
   readonly oldestUnsentAgeMs: number;
-  /** Index pages read. */
+  /** Pages of due entries read (besides the one Limit-1 Query per key value that finds each key's oldest). */
   readonly pages: number;
-  /** Set when the run's time was spent before the end of the index: where the next run goes on. */
+  /** Set when the run's time was spent before the end of the index: where the next run goes on (an index position; its `unsent` names the key). */
   readonly resumeFrom?: Record<string, unknown>;
 }
 

@@ -22,17 +22,27 @@ interface Page {
   readonly next?: Position;
 }
 
-async function page(doc: DynamoDBDocumentClient, table: string, key: string, before: number, limit: number | undefined, start: Position | undefined, count = false): Promise<Page & { count: number }> {
+interface PageRequest {
+  readonly key: string;
+  /** Only entries created by then (the key condition on the sort key). */
+  readonly before: number;
+  readonly limit?: number;
+  readonly start?: Position;
+  /** Select COUNT: how many, not which. */
+  readonly count?: boolean;
+}
+
+async function page(doc: DynamoDBDocumentClient, table: string, r: PageRequest): Promise<Page & { count: number }> {
   const out = await doc.send(
     new QueryCommand({
       TableName: table,
       IndexName: OUTBOX_INDEX,
       KeyConditionExpression: '#u = :key AND #t <= :before',
       ExpressionAttributeNames: { '#u': O.unsent, '#t': O.updatedAt },
-      ExpressionAttributeValues: { ':key': key, ':before': before },
-      ...(limit === undefined ? {} : { Limit: limit }),
-      ...(count ? { Select: 'COUNT' } : {}),
-      ...(start === undefined ? {} : { ExclusiveStartKey: start }),
+      ExpressionAttributeValues: { ':key': r.key, ':before': r.before },
+      ...(r.limit === undefined ? {} : { Limit: r.limit }),
+      ...(r.count ? { Select: 'COUNT' } : {}),
+      ...(r.start === undefined ? {} : { ExclusiveStartKey: r.start }),
     }),
   );
   return { entries: (out.Items ?? []) as UnsentEntry[], count: out.Count ?? 0, ...(out.LastEvaluatedKey === undefined ? {} : { next: out.LastEvaluatedKey }) };
@@ -40,7 +50,7 @@ async function page(doc: DynamoDBDocumentClient, table: string, key: string, bef
 
 /** The oldest entry's `updatedAt` of each key (absent: the key holds none created by `before`): one Limit-1 Query per key, in parallel. */
 export async function oldestPerKey(doc: DynamoDBDocumentClient, table: string, before: number, keys: readonly string[] = unsentKeys()): Promise<Map<string, number>> {
-  const firsts = await Promise.all(keys.map(async (k) => [k, (await page(doc, table, k, before, 1, undefined)).entries[0]?.updatedAt] as const));
+  const firsts = await Promise.all(keys.map(async (k) => [k, (await page(doc, table, { key: k, before, limit: 1 })).entries[0]?.updatedAt] as const));
   return new Map(firsts.filter((f): f is readonly [string, number] => f[1] !== undefined));
 }
 
@@ -59,7 +69,7 @@ export async function* entriesBefore(
     if (i < resumeAt) continue;
     let start = i === resumeAt ? opts.from : undefined;
     do {
-      const p = await page(doc, table, key, before, opts.limit, start);
+      const p = await page(doc, table, { key, before, limit: opts.limit, ...(start === undefined ? {} : { start }) });
       opts.pages.n++;
       for (const e of p.entries) yield { entry: e, after: { pk: e.pk, [O.unsent]: e.unsent, [O.updatedAt]: e.updatedAt } };
       start = p.next;
@@ -74,7 +84,7 @@ export async function countUnsent(doc: DynamoDBDocumentClient, table: string): P
       let n = 0;
       let start: Position | undefined;
       do {
-        const p = await page(doc, table, key, Number.MAX_SAFE_INTEGER, undefined, start, true);
+        const p = await page(doc, table, { key, before: Number.MAX_SAFE_INTEGER, count: true, ...(start === undefined ? {} : { start }) });
         n += p.count;
         start = p.next;
       } while (start !== undefined);
