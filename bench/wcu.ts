@@ -7,7 +7,9 @@
  * - a write whose condition fails still bills; so does a cancelled transaction (we bill every attempt we sent);
  * - global secondary indexes: a write that changes an index key attribute costs the index two
  *   writes (delete the old entry, put the new one), one that removes it one write, each 1 WCU per
- *   KB of the projected item (projection ALL here: the whole item). Index propagation is
+ *   KB of the projected item (the whole item under ALL, the Jobs index; its keys under KEYS_ONLY, the
+ *   Outbox index: under 1 KB, so 1). An update of neither key attribute writes a KEYS_ONLY index not at
+ *   all; an ALL index it rewrites once, which this bill does not count. Index propagation is
  *   asynchronous, after the transaction, and billed at the standard rate.
  * Item size: attribute names plus values (DynamoDB's item-size rules, see itemSize).
  */
