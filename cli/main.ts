@@ -22,12 +22,13 @@ import { DEMO_HELP, demo, parseDemoFlags } from './demo.js';
 import { connectionProblem } from './endpoint.js';
 import { nearestName, userErrorLine } from './flags.js';
 import { opsCommand, OPS_COMMANDS } from './ops.js';
+import { profileCommand } from './profile.js';
 import { serveDynamoLocal } from './serve-dynamodb.js';
 import { serveS3Endpoint, serveSmtpSink } from './serve-effects.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-const COMMANDS = ['demo', 'dynamodb', ...OPS_COMMANDS, 's3-endpoint', 'smtp-sink'] as const;
+const COMMANDS = ['demo', 'dynamodb', ...OPS_COMMANDS, 'profile', 's3-endpoint', 'smtp-sink'] as const;
 
 const HELP = `Fenced workflows on DynamoDB — the main job and the ops CLI.
 
@@ -36,6 +37,7 @@ Usage:
   npm run dynamodb [-- --port N]         a DynamoDB Local that stays until Ctrl-C, for --endpoint
   npm run cli -- s3-endpoint [--port N]  the local S3 endpoint until Ctrl-C, for --s3-endpoint
   npm run cli -- smtp-sink [--port N]    an SMTP sink until Ctrl-C, for --smtp
+  npm run cli -- profile [--write]       where the run's writes land, measured (the planner's shares)
   npm run cli -- <command> [options]     <command> --help for its options
 
 Commands: ${COMMANDS.join(', ')}
@@ -60,6 +62,7 @@ export async function main(argv: string[]): Promise<number> {
     if (first === 'dynamodb') return await serveDynamoLocal(rest);
     if (first === 's3-endpoint') return await serveS3Endpoint(rest);
     if (first === 'smtp-sink') return await serveSmtpSink(rest);
+    if (first === 'profile') return await profileCommand(rest);
     if (first.startsWith('-')) {
       throw new InvalidInputError('command', `"${first}" is not a command; \`npm start -- ${first}\` passes flags to the demo, \`npm run cli -- <command> ...\` runs one of ${COMMANDS.join(', ')}`);
     }

@@ -59,6 +59,10 @@ export function renderPlan(p: InvoicePlan): string {
   L.push(`  units ${n(p.units)} (${n(p.unitsPerShard)} in the longest shard), worker invocations ${n(p.invocations)}`);
   L.push(`  requests: ${Object.entries(p.requests).map(([k, v]) => `${k} ${n(v)}`).join(', ')}`);
   L.push(`  write units ${n(p.writeUnits.total)} (${Object.entries(p.writeUnits).filter(([k]) => k !== 'total').map(([k, v]) => `${k} ${n(v)}`).join(', ')}), read units ${n(p.readUnits)}`);
+  L.push(`  write units per customer ${n(p.writeUnitsPerCustomer.total, 2)}: ${perCustomer(p)}`);
+  L.push(`  hottest key per table and index (write units/s at the pace the shards allow, of ${n(AWS_LIMITS.partitionWriteUnitsPerSecond)} per partition): ${p.partitions
+    .map((x) => `${x.table}${x.index === undefined ? '' : `/${x.index}`} ${x.key} ${n(x.writeUnitsPerSecond)}${x.writeUnitsPerSecond > x.limit.writeUnitsPerSecond ? ' (OVER)' : ''}`)
+    .join(', ')}`);
   L.push(`  S3 puts ${n(p.s3Puts)}, emails ${n(p.emails)}, payment provider calls ${n(p.paymentCalls)}`);
   L.push(`  cost (${PRICES_US_EAST_1.region}, on-demand list prices of ${PRICES_US_EAST_1.date}): $${n(p.cost.total!, 2)} = ${Object.entries(p.cost).filter(([k]) => k !== 'total').map(([k, v]) => `${k} $${n(v, 2)}`).join(', ')}`);
   L.push(`  wall time ${duration(p.wallSeconds)} at ${p.assumptions.unitLatencyMs} ms per unit; on tables never pre-warmed: ${duration(p.wallSecondsUnwarmed)}`);
@@ -71,6 +75,16 @@ export function renderPlan(p: InvoicePlan): string {
   const missing = Object.keys(p.settings.warmWriteUnits).filter((r) => !(TABLE_ROLES as string[]).includes(r));
   if (missing.length > 0) L.push(`  (no ${missing.join(', ')} table in this stack yet: warm it the same way when it has one)`);
   return L.join('\n');
+}
+
+/** The per-customer write units by table and index (the breakdown by purpose is in --json). */
+function perCustomer(p: InvoicePlan): string {
+  const by = new Map<string, number>();
+  for (const w of p.writeUnitsPerCustomer.breakdown) {
+    const at = `${w.table}${w.index === undefined ? '' : `/${w.index}`}`;
+    by.set(at, (by.get(at) ?? 0) + w.units);
+  }
+  return [...by].map(([at, u]) => `${at} ${n(u, 2)}`).join(', ');
 }
 
 /** The CDK context that deploys the plan: its shards, and warm throughput on the tables this stack has. */

@@ -46,6 +46,10 @@ export interface RunOptions {
   /** The bucket and the providers; `set` is the run's document folder (named like its tables). */
   effects: Effects;
   set: string;
+  /** Inject the faults (default true); false: a quiet run whose request counts follow only the work (the call profile). */
+  faults?: boolean;
+  /** Called with the handlers' DynamoDB client before the run (a call recorder: cli/profile.ts). */
+  onClient?: (client: Dynamo['client']) => void;
 }
 
 export interface RunResult {
@@ -106,6 +110,7 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const wire = new WireCheck(opts.tables);
   const proxy = await startFaultProxy(opts.endpoint, { onExchange: (ex) => wire.observe(ex) });
   const viaProxy = createDynamo({ endpoint: proxy.endpoint });
+  opts.onClient?.(viaProxy.client);
   try {
     return await runThroughProxy(opts, viaProxy, wire);
   } finally {
@@ -131,7 +136,7 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
   const base = { doc: dynamo.doc, tables: opts.tables, clock, queue, telemetry };
 
-  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true });
+  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false });
   const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
   const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers, shards: opts.shards ?? 1 });
@@ -202,9 +207,9 @@ async function startPeriods(opts: RunOptions, starter: ReturnType<typeof createS
   const jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
   // The faults hit the first shard of each period (the period's only job without shards), on units every shard has.
   const unitsPerJob = Math.min(...jobs.map((j) => j?.totalUnits ?? 1));
-  const faults = defaultFaults(starts.map((r) => r.jobId), LEASE_MS, unitsPerJob);
+  const faults = opts.faults === false ? [] : defaultFaults(starts.map((r) => r.jobId), LEASE_MS, unitsPerJob);
   // A duplicate delivery of the first job's message.
-  if (jobIds[0] !== undefined) {
+  if (jobIds[0] !== undefined && opts.faults !== false) {
     await queue.send({ jobId: jobIds[0], reason: 'start' });
     timeline.add('queue', 'duplicate', `duplicate delivery of ${jobIds[0]}`);
   }

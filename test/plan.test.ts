@@ -5,8 +5,9 @@
  * one JSON object or a one-line error with exit 2.
  */
 import { describe, expect, it } from 'vitest';
-import { AWS_LIMITS, costOf, PRICES_US_EAST_1, rampSeconds, workerConcurrencyFor } from '../lib/workflow/index.js';
+import { AWS_LIMITS, costOf, PRICES_US_EAST_1, projectedWrites, rampSeconds, TABLE_ROLES, TABLES, workerConcurrencyFor } from '../lib/workflow/index.js';
 import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoice-plan.js';
+import { INVOICE_PROFILE } from '../lib/workloads/invoice-profile.js';
 import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER } from '../lib/workloads/invoices.js';
 import { runCli } from './support/cli.js';
 
@@ -15,13 +16,20 @@ const cli = runCli;
 describe('the plan follows from the request mix and the stated assumptions', () => {
   it('units, write units per table, S3 puts and emails are the mix times the customers; the cost is the list prices times the counts', () => {
     const p = planInvoiceRun({ customers: 1_000, shards: 4 });
-    // The plan's mix is the workload's: the same effects per customer the fenced unit writes.
-    expect(INVOICE_MIX.unitItems.invoices + INVOICE_MIX.unitItems.outbox).toBe(EFFECTS_PER_CUSTOMER);
+    // The plan's outbox items are the workload's: with the invoice and the charge, the effects per customer the fenced unit writes.
+    expect(2 + INVOICE_MIX.outboxItems).toBe(EFFECTS_PER_CUSTOMER);
     expect(p.unitSize).toBe(DEFAULT_UNIT_SIZE);
     expect(p.units).toBe(4 * Math.ceil(250 / DEFAULT_UNIT_SIZE)); // four shards of 250
-    expect(p.writeUnits.invoices).toBe(1_000 * INVOICE_MIX.unitItems.invoices * 2);
-    expect(p.writeUnits.outbox).toBe(1_000 * INVOICE_MIX.unitItems.outbox * (2 + INVOICE_MIX.senderWritesPerItem));
-    expect(p.writeUnits.fences).toBe(p.units * 2 + p.invocations); // the unit's fence write (transactional) and one raise per invocation
+    // The work's writes are the measured profile's shares times the plan's customers and units.
+    const work = projectedWrites(INVOICE_PROFILE, 1_000, p.units);
+    expect(p.writeUnits.invoices).toBeCloseTo(work.get('invoices')!);
+    expect(p.writeUnits.outbox).toBeCloseTo(work.get('outbox')!);
+    expect(p.writeUnits.fences).toBeCloseTo(work.get('fences')! + p.invocations); // the units' fence writes, and one raise per invocation
+    // Per customer: every write unit is on a line of the breakdown, and every table and index has its hottest key.
+    expect(p.writeUnitsPerCustomer.total * 1_000).toBeCloseTo(p.writeUnits.total);
+    expect(p.writeUnitsPerCustomer.breakdown.reduce((x, w) => x + w.units, 0)).toBeCloseTo(p.writeUnitsPerCustomer.total);
+    const places = TABLE_ROLES.flatMap((r) => [r, ...TABLES[r].globalSecondaryIndexes.map((i) => `${r}/${i.indexName}`)]);
+    expect(new Set(p.partitions.map((x) => `${x.table}${x.index === undefined ? '' : `/${x.index}`}`))).toEqual(new Set(places));
     expect(p.requests.transactWriteItems).toBe(p.units);
     expect([p.s3Puts, p.emails, p.paymentCalls]).toEqual([1_000, 1_000, 1_000]);
     const total = Object.entries(p.writeUnits).filter(([k]) => k !== 'total').reduce((n, [, v]) => n + v, 0);

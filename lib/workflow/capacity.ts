@@ -23,6 +23,7 @@ export const AWS_LIMITS = {
   newTableWarmReadUnits: 12_000,
   /** Each partition serves at most 1,000 write units/s and 3,000 read units/s; one item lives on one partition ("warm throughput scenarios"). */
   partitionWriteUnitsPerSecond: 1_000,
+  partitionReadUnitsPerSecond: 3_000,
   /** A transactional write costs 2 write request units per 1 KB of each item (DynamoDB on-demand pricing; "Capacity management for transactions"). */
   transactionalWriteFactor: 2,
   /** Lambda concurrent executions per Region and account, by default (raise: Service Quotas, "Concurrent executions"). */

@@ -121,3 +121,4 @@ export {
   type PlanAssumptions,
   type PlanLimits,
 } from './capacity.js';
+export { projectedKeyRate, projectedWrites, type Basis, type KeyScope, type LoadProfile, type PlanRates, type ProfileKey, type ProfileRun, type ProfileWrite } from './load-profile.js';

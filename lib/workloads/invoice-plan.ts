@@ -10,6 +10,8 @@
  */
 import {
   AWS_LIMITS,
+  projectedKeyRate,
+  projectedWrites,
   bindingLimit,
   costOf,
   DEFAULT_ASSUMPTIONS,
@@ -18,17 +20,20 @@ import {
   workerConcurrencyFor,
   type LimitVerdict,
   type PlanAssumptions,
+  type ProfileKey,
+  type TableRole,
+  UNFINISHED,
+  UNFINISHED_INDEX,
 } from '../workflow/index.js';
 import { InvalidInputError } from '../protocol/index.js';
+import { INVOICE_PROFILE } from './invoice-profile.js';
 import { shardRange } from './invoice-shards.js';
 import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from './invoices.js';
 
-/** What one customer costs, by table and service (the design's workload, above). */
+/** What one customer costs outside DynamoDB (its DynamoDB writes are the measured profile). */
 export const INVOICE_MIX = {
-  /** Items of the unit's transaction per customer: invoice + charge on Invoices, the email and the payment notification on Outbox. */
-  unitItems: { invoices: 2, outbox: 2 },
-  /** The sender's writes per outbox item: claim and mark sent, the unsent index's entry and removal (standard writes, 1 KB). */
-  senderWritesPerItem: 4,
+  /** Outbox items per customer (the invoice email, the payment provider's charge notification): one provider call each. */
+  outboxItems: 2,
   s3Puts: 1,
   emails: 1,
   /** The payment provider's POST (outside AWS: no AWS cost, but one call per customer). */
@@ -57,6 +62,10 @@ export interface InvoicePlan {
   invocations: number;
   requests: Record<string, number>;
   writeUnits: Record<'invoices' | 'outbox' | 'fences' | 'jobs' | 'leases' | 'total', number>;
+  /** Write units per customer, with the line of every write that makes them up. */
+  writeUnitsPerCustomer: { total: number; breakdown: WriteShare[] };
+  /** Per table and index, its hottest key at the rate the work asks (the profile's shares), against one partition's limits. */
+  partitions: PartitionLoad[];
   readUnits: number;
   s3Puts: number;
   emails: number;
@@ -69,6 +78,34 @@ export interface InvoicePlan {
   limits: LimitVerdict[];
   settings: { shards: number; workerMaxConcurrency: number; warmWriteUnits: { invoices: number; outbox: number }; lambdaConcurrency: number };
   assumptions: PlanAssumptions;
+}
+
+/** Single-item updates per customer (each outbox item's delivery), from the profile: one unit each (items under 1 KB). */
+const updatesPerCustomer = (): number => INVOICE_PROFILE.writes.filter((w) => w.basis === 'customer' && w.index === undefined && w.purpose.startsWith('UpdateItem')).reduce((n, w) => n + w.units, 0);
+
+/** One line of the write units per customer: where, what for, how many, and whether measured or counted from the assumptions. */
+export interface WriteShare {
+  table: TableRole;
+  index?: string;
+  purpose: string;
+  units: number;
+  source: 'measured' | 'assumed';
+}
+
+/** The write units per customer of a plan, line by line: the profile's, then the clock's and the shape's. */
+function writeShares(m: { units: number; shaped: Record<TableRole, number> }, n: number): WriteShare[] {
+  const lines: WriteShare[] = INVOICE_PROFILE.writes
+    .filter((w) => w.basis !== 'shard')
+    .map((w) => ({ table: w.role, ...(w.index === undefined ? {} : { index: w.index }), purpose: w.purpose, units: (w.units * (w.basis === 'customer' ? n : m.units)) / n, source: 'measured' as const }));
+  const what: Record<TableRole, string> = {
+    fences: 'fence raise per invocation',
+    jobs: 'heartbeat stamps (and their index moves), shard creation, run record',
+    leases: 'acquire and release per invocation, renewals',
+    invoices: '',
+    outbox: '',
+  };
+  for (const [t, u] of Object.entries(m.shaped) as [TableRole, number][]) if (u > 0) lines.push({ table: t, purpose: what[t], units: u / n, source: 'assumed' });
+  return lines;
 }
 
 /** The run's request mix: everything it sends, counted from the protocol (one transaction per unit, the per-invocation steps, the completion checks). */
@@ -87,13 +124,18 @@ function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
   const stamps = Math.ceil(busySeconds / (a.leaseMs / 4 / 1000)) + 2 * k; // lease/4, and every shard's first and last unit
   const renewals = Math.ceil(busySeconds / (a.leaseMs / 2 / 1000));
   const runRecordKb = Math.max(1, Math.ceil((k * 48) / 1024));
+  const work = projectedWrites(INVOICE_PROFILE, n, units);
+  const measured = (t: TableRole) => work.get(t) ?? 0;
+  // What follows the run's shape and the clock: a fence raise per invocation; heartbeat stamps
+  // (each moves the job in the sweeper's index: 2 index writes); a shard's creation with its
+  // index entry; the run record's put and doneAt; acquire and release per invocation, renewals.
+  const shaped = { invoices: 0, outbox: 0, fences: invocations, jobs: stamps * (1 + 2) + k * 2 + 2 * runRecordKb, leases: invocations * 2 + renewals };
   const writeUnits = {
-    invoices: n * INVOICE_MIX.unitItems.invoices * TX,
-    outbox: n * INVOICE_MIX.unitItems.outbox * (TX + INVOICE_MIX.senderWritesPerItem),
-    fences: units * TX + invocations,
-    // checkpoint per unit; heartbeat stamps move the job in the sweeper's index (2 writes); job creation + index entry; run record put + doneAt.
-    jobs: units * TX + stamps * 2 + k * 2 + 2 * runRecordKb,
-    leases: invocations * 2 + renewals,
+    invoices: measured('invoices') + shaped.invoices,
+    outbox: measured('outbox') + shaped.outbox,
+    fences: measured('fences') + shaped.fences,
+    jobs: measured('jobs') + shaped.jobs,
+    leases: measured('leases') + shaped.leases,
   };
   const total = Object.values(writeUnits).reduce((x, y) => x + y, 0);
   // Per invocation: the screen read and the checkpoint read (strongly consistent); per shard: its completion check (the run record and every shard).
@@ -104,11 +146,12 @@ function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
     unitsPerShard,
     invocations,
     busySeconds,
+    shaped,
     writeUnits: { ...writeUnits, total },
     readUnits,
     requests: {
       transactWriteItems: units,
-      updateItem: invocations * 3 + renewals + k + n * INVOICE_MIX.unitItems.outbox * 2, // acquire, raise, release; renewals; doneAt checks; the sender's two per outbox item
+      updateItem: invocations * 3 + renewals + k + updatesPerCustomer() * n, // acquire, raise, release; renewals; doneAt checks; the delivery's updates (measured)
       getItem: invocations * 2 + k,
       batchGetItem: k * Math.ceil(k / 100),
       putItem: k + 1,
@@ -119,7 +162,7 @@ function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
 }
 
 /** Each limit's floor on the wall time at `k` shards, with the given warm throughput. */
-function verdicts(m: ReturnType<typeof mix>, k: number, warm: { invoices: number; outbox: number }, a: PlanAssumptions, quota: number, lambda: number): LimitVerdict[] {
+function verdicts(m: ReturnType<typeof mix>, n: number, k: number, warm: { invoices: number; outbox: number }, a: PlanAssumptions, quota: number, lambda: number): LimitVerdict[] {
   const perInvocation = Math.ceil(a.invocationMs / a.unitLatencyMs);
   const chain = (m.unitsPerShard * a.unitLatencyMs + Math.floor(m.unitsPerShard / perInvocation) * a.handoffMs) / 1000;
   const table = (name: 'invoices' | 'outbox'): LimitVerdict => {
@@ -136,19 +179,64 @@ function verdicts(m: ReturnType<typeof mix>, k: number, warm: { invoices: number
           : `the table-level write throughput quota (${quota}; Service Quotas), then warm throughput to match`,
     };
   };
-  const stampWrites = k * 2 * (4000 / a.leaseMs); // each shard stamps every lease/4: 2 index writes, all under the index key 'open'
   const esm = workerConcurrencyFor(k);
   const waves = (slots: number) => chain * (k / Math.max(1, Math.min(k, slots)));
   return [
     { name: "one shard's chain of transactions", seconds: chain, allows: 1000 / a.unitLatencyMs, demands: 1000 / a.unitLatencyMs, unit: 'units/s per shard', raise: 'more shards (plan --shards, stack context shards)' },
     table('invoices'),
     table('outbox'),
-    { name: "per-item write rate (each shard's fence and job item)", seconds: (m.unitsPerShard * TX) / AWS_LIMITS.partitionWriteUnitsPerSecond, allows: AWS_LIMITS.partitionWriteUnitsPerSecond, demands: (TX * 1000) / a.unitLatencyMs, unit: 'write units/s per item', raise: 'none for one item (a shard has one fence by design): more shards' },
-    { name: "sweeper index partition (key 'open')", seconds: chain * (stampWrites / AWS_LIMITS.partitionWriteUnitsPerSecond), allows: AWS_LIMITS.partitionWriteUnitsPerSecond, demands: stampWrites, unit: 'write units/s', raise: "a longer heartbeat interval (WorkerDeps.heartbeatEveryMs) or more index key values" },
+    ...partitionLoads(m, k, a, chain, n).map(partitionVerdict(chain)),
     { name: 'Lambda concurrency', seconds: waves(lambda), allows: lambda, demands: esm, unit: 'concurrent invocations', raise: `the account's Lambda concurrent executions quota (${lambda}; Service Quotas)` },
     { name: 'SQS event source maximum concurrency', seconds: waves(esm), allows: esm, demands: k, unit: 'concurrent invocations', raise: `stack context workerMaxConcurrency (set from shards: ${esm}; at most ${AWS_LIMITS.eventSourceMaxConcurrency})` },
   ];
 }
+
+/** The hottest partition-key value of one table or index, at the rate the work asks of it. */
+export interface PartitionLoad {
+  table: TableRole;
+  index?: string;
+  /** The key's pattern (digits as N), e.g. `open#N`; `scope`: how its values grow with the run. */
+  key: string;
+  scope: ProfileKey['scope'];
+  writeUnitsPerSecond: number;
+  readUnitsPerSecond: number;
+  limit: { writeUnitsPerSecond: number; readUnitsPerSecond: number };
+}
+
+/**
+ * Per table and index, the hottest key value when the work runs as fast as the shards allow
+ * (`seconds`: the chain), from the profile's shares; the sweeper index's key also takes the
+ * heartbeat stamps (every lease/4 per shard: two index writes), which follow the clock.
+ * A shard's other clock-driven writes (renewals, acquire and release) are a few per minute.
+ */
+export function partitionLoads(m: { units: number }, k: number, a: PlanAssumptions, seconds: number, n = 0): PartitionLoad[] {
+  const rates = { customers: n, units: m.units, shards: k, seconds };
+  const hottest = new Map<string, PartitionLoad>();
+  for (const key of INVOICE_PROFILE.keys) {
+    const r = projectedKeyRate(INVOICE_PROFILE, key, rates);
+    const stamps = key.role === 'jobs' && key.index === UNFINISHED_INDEX && key.pattern === UNFINISHED ? k * 2 * (4000 / a.leaseMs) : 0;
+    const load: PartitionLoad = {
+      table: key.role,
+      ...(key.index === undefined ? {} : { index: key.index }),
+      key: key.pattern,
+      scope: key.scope,
+      writeUnitsPerSecond: r.write + stamps,
+      readUnitsPerSecond: r.read,
+      limit: { writeUnitsPerSecond: AWS_LIMITS.partitionWriteUnitsPerSecond, readUnitsPerSecond: AWS_LIMITS.partitionReadUnitsPerSecond },
+    };
+    const at = `${key.role}/${key.index ?? ''}`;
+    const heat = (x: PartitionLoad) => Math.max(x.writeUnitsPerSecond / x.limit.writeUnitsPerSecond, x.readUnitsPerSecond / x.limit.readUnitsPerSecond);
+    if (!hottest.has(at) || heat(load) > heat(hottest.get(at)!)) hottest.set(at, load);
+  }
+  return [...hottest.values()];
+}
+
+/** A partition's floor: the time its key's units take at 1,000 write (3,000 read) units a second. */
+const partitionVerdict = (chain: number) => (p: PartitionLoad): LimitVerdict => {
+  const share = Math.max(p.writeUnitsPerSecond / p.limit.writeUnitsPerSecond, p.readUnitsPerSecond / p.limit.readUnitsPerSecond);
+  const raise = p.scope === 'fixed' ? 'more values for the key (a write-sharded key, read by a fan-out query)' : p.scope === 'shard' ? 'more shards' : 'none: one item takes its few writes once';
+  return { name: `partition ${p.table}${p.index === undefined ? '' : `/${p.index}`} key ${p.key}`, seconds: chain * share, allows: p.limit.writeUnitsPerSecond, demands: p.writeUnitsPerSecond, unit: 'write units/s on one key', raise };
+};
 
 function planAt(n: number, k: number, unitSize: number, a: PlanAssumptions, quota: number, lambda: number) {
   const m = mix(n, k, unitSize, a);
@@ -156,10 +244,10 @@ function planAt(n: number, k: number, unitSize: number, a: PlanAssumptions, quot
   // Recommended warm throughput: what the shards write at, to the 1,000 above, within the quota, never below a new table's.
   const want = (t: 'invoices' | 'outbox') => Math.min(quota, Math.max(AWS_LIMITS.newTableWarmWriteUnits, Math.ceil(m.writeUnits[t] / chain / 1000) * 1000));
   const warm = { invoices: want('invoices'), outbox: want('outbox') };
-  const limits = verdicts(m, k, warm, a, quota, lambda);
+  const limits = verdicts(m, n, k, warm, a, quota, lambda);
   const binding = bindingLimit(limits);
   const ramp = rampSeconds(Math.min(k, workerConcurrencyFor(k))) / 2;
-  const unwarmed = bindingLimit(verdicts(m, k, { invoices: AWS_LIMITS.newTableWarmWriteUnits, outbox: AWS_LIMITS.newTableWarmWriteUnits }, a, quota, lambda));
+  const unwarmed = bindingLimit(verdicts(m, n, k, { invoices: AWS_LIMITS.newTableWarmWriteUnits, outbox: AWS_LIMITS.newTableWarmWriteUnits }, a, quota, lambda));
   return { m, warm, limits, binding, wall: binding.seconds + ramp, wallUnwarmed: unwarmed.seconds + ramp };
 }
 
@@ -198,6 +286,8 @@ export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
     invocations: m.invocations,
     requests: m.requests,
     writeUnits: m.writeUnits,
+    writeUnitsPerCustomer: { total: m.writeUnits.total / n, breakdown: writeShares(m, n) },
+    partitions: partitionLoads(m, k, a, (m.unitsPerShard * a.unitLatencyMs) / 1000, n),
     readUnits: m.readUnits,
     s3Puts: n * INVOICE_MIX.s3Puts,
     emails: n * INVOICE_MIX.emails,

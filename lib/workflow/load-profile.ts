@@ -1,0 +1,91 @@
+/**
+ * A run's measured load profile (cli/call-profile.ts measures it from the calls of two local
+ * runs; `npm run -s cli -- profile --write` stores it beside its workload) and its projection to
+ * a plan's size: the write units per customer, by table, index and purpose, and the heat of the
+ * hottest partition-key value of every table and index. Pure data and arithmetic.
+ *
+ * What a write is counted against (its basis):
+ * - `customer`: the work of one customer (its items, the outbox's deliveries of them);
+ * - `unit`: one fenced unit's transaction on its shard's items (the fence, the checkpoint);
+ * - `shard`: a shard's own writes outside its units (creation, acquire and release per
+ *   invocation, lease renewals, heartbeat stamps, completion): their number follows the run's
+ *   shape and the clock, not the work, and the local run's lease is short, so they are listed
+ *   but not projected: the planner counts them from its own assumptions.
+ * A key value's scope says how its load grows: `item` (one per customer's item: bounded by what
+ * one item takes), `shard` (one per shard: a shard's share), `fixed` (a set that does not grow
+ * with the run: its share of the whole).
+ */
+import type { TableRole } from './schema.js';
+
+export type Basis = 'customer' | 'unit' | 'shard';
+export type KeyScope = 'item' | 'shard' | 'fixed';
+
+export interface ProfileRun {
+  readonly customers: number;
+  readonly shards: number;
+  readonly units: number;
+}
+
+export interface ProfileWrite {
+  readonly role: TableRole;
+  readonly index?: string;
+  readonly purpose: string;
+  readonly basis: Basis;
+  /** Write units per customer (basis customer), per unit (basis unit), or in the larger run (basis shard). */
+  readonly units: number;
+}
+
+/** The hottest key value of one key pattern of a table or index, in the larger run. */
+export interface ProfileKey {
+  readonly role: TableRole;
+  readonly index?: string;
+  /** The key values with their digits as `N` (`open#N`, `invoice#N-N#cust-N`). */
+  readonly pattern: string;
+  readonly scope: KeyScope;
+  /** Distinct values of the pattern in the larger run. */
+  readonly values: number;
+  /** The hottest value's write units by basis, and its read units (absolute, in the larger run). */
+  readonly hottest: { readonly key: string; readonly customer: number; readonly unit: number; readonly shard: number; readonly read: number };
+}
+
+export interface LoadProfile {
+  readonly measuredWith: string;
+  /** The two runs the scopes were told apart by; the shares are the larger's. */
+  readonly runs: readonly [ProfileRun, ProfileRun];
+  readonly writes: readonly ProfileWrite[];
+  readonly keys: readonly ProfileKey[];
+  /** Single-item writes whose index writes the engine reported, and how many the rules predicted alike. */
+  readonly indexRules: { readonly checked: number; readonly agreed: number };
+}
+
+/** What a plan runs at: its size and the wall time its work is spread over. */
+export interface PlanRates {
+  readonly customers: number;
+  readonly units: number;
+  readonly shards: number;
+  readonly seconds: number;
+}
+
+/** Write units of the work (basis customer and unit) at a plan's size, by table. */
+export function projectedWrites(p: LoadProfile, customers: number, units: number): Map<TableRole, number> {
+  const out = new Map<TableRole, number>();
+  for (const w of p.writes) {
+    if (w.basis === 'shard') continue;
+    out.set(w.role, (out.get(w.role) ?? 0) + w.units * (w.basis === 'customer' ? customers : units));
+  }
+  return out;
+}
+
+/** The hottest value's rate of one key pattern, write and read units per second, at the plan's rates. */
+export function projectedKeyRate(p: LoadProfile, k: ProfileKey, r: PlanRates): { write: number; read: number } {
+  const big = p.runs[1];
+  const h = k.hottest;
+  if (k.scope === 'item') return { write: h.customer + h.unit, read: h.read }; // one item's whole life in one second: an upper bound
+  // A fixed value keeps its share of the whole; a shard's value its shard's share (1 of `shards`).
+  const share = k.scope === 'fixed' ? 1 : big.shards / r.shards;
+  const perSecond = (x: number, per: number, total: number) => ((x / per) * total * share) / r.seconds;
+  // Reads of a shard's key come with its units (the screen and checkpoint reads of each
+  // invocation: the local run's short invocations read more often, so this overstates them).
+  const read = k.scope === 'shard' ? perSecond(h.read, big.units, r.units) : perSecond(h.read, big.customers, r.customers);
+  return { write: perSecond(h.customer, big.customers, r.customers) + perSecond(h.unit, big.units, r.units), read };
+}
