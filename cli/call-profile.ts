@@ -326,30 +326,44 @@ export function buildProfile(small: MeasuredRun, big: MeasuredRun, measuredWith:
   }
   const checked = small.agreement.checked + big.agreement.checked;
   const indexRules = { checked, agreed: checked - small.agreement.disagreed.length - big.agreement.disagreed.length };
-  return { measuredWith, runs, writes: [...writes.values()].sort(byPlace), keys: hottestKeys(big.load, scope, basis).sort(byPlace), indexRules };
+  const smallReads = patternReads(small.load);
+  const keys = hottestKeys(big.load, scope, basis).map((k) => ({ ...k, readsGrow: scopeOf(smallReads.get(`${place(k)}\u0000${k.pattern}`), k.total.read, runs) }));
+  return { measuredWith, runs, writes: [...writes.values()].sort(byPlace), keys: keys.sort(byPlace), indexRules };
+}
+
+const place = (k: { role: string; index?: string }) => (k.index === undefined ? k.role : `${k.role}/${k.index}`);
+
+/** Read units of each key pattern, by `<where>\0<pattern>`. */
+function patternReads(load: CallLoad): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [where, byKey] of load.keys) for (const [key, k] of byKey) out.set(`${where}\u0000${patternOf(key)}`, (out.get(`${where}\u0000${patternOf(key)}`) ?? 0) + k.readUnits);
+  return out;
 }
 
 const byPlace = (a: { role: string; index?: string }, b: { role: string; index?: string }) => `${a.role}/${a.index ?? ''}`.localeCompare(`${b.role}/${b.index ?? ''}`);
 
-function hottestKeys(load: CallLoad, scope: Map<string, KeyScope>, basis: (tx: boolean, role: TableRole, p: string) => Basis): ProfileKey[] {
-  const out: ProfileKey[] = [];
+function hottestKeys(load: CallLoad, scope: Map<string, KeyScope>, basis: (tx: boolean, role: TableRole, p: string) => Basis): Omit<ProfileKey, 'readsGrow'>[] {
+  const out: Omit<ProfileKey, 'readsGrow'>[] = [];
+  const zero = (): { customer: number; unit: number; shard: number; read: number } => ({ customer: 0, unit: 0, shard: 0, read: 0 });
+  const heat = (x: ReturnType<typeof zero>) => x.customer + x.unit + x.shard + x.read;
   for (const [where, byKey] of load.keys) {
     const [role, index] = where.split('/') as [TableRole, string | undefined];
-    const groups = new Map<string, { key: string; customer: number; unit: number; shard: number; read: number; values: number }>();
+    const groups = new Map<string, { hottest: { key: string } & ReturnType<typeof zero>; total: ReturnType<typeof zero>; values: number }>();
     for (const [key, k] of byKey) {
-      const h = { key, customer: 0, unit: 0, shard: 0, read: k.readUnits, values: 0 };
+      const h = { key, ...zero(), read: k.readUnits };
       for (const [cause, units] of k.writes) {
         const [tx, basePattern] = cause.split('|') as [string, string];
         h[basis(tx === '1', role, basePattern)] += units;
       }
       const pattern = patternOf(key);
-      const best = groups.get(pattern);
-      const load = (x: typeof h) => x.customer + x.unit + x.shard + x.read;
-      const values = (best?.values ?? 0) + 1;
-      groups.set(pattern, best === undefined || load(h) > load(best) ? { ...h, values } : { ...best, values });
+      const g = groups.get(pattern) ?? { hottest: h, total: zero(), values: 0 };
+      groups.set(pattern, g);
+      g.values++;
+      for (const b of ['customer', 'unit', 'shard', 'read'] as const) g.total[b] += h[b];
+      if (heat(h) > heat(g.hottest)) g.hottest = h;
     }
-    for (const [pattern, { values, ...hottest }] of groups) {
-      out.push({ role, ...(index === undefined ? {} : { index }), pattern, scope: scope.get(`${where}\u0000${pattern}`) ?? 'item', values, hottest });
+    for (const [pattern, g] of groups) {
+      out.push({ role, ...(index === undefined ? {} : { index }), pattern, scope: scope.get(`${where}\u0000${pattern}`) ?? 'item', values: g.values, hottest: g.hottest, total: g.total });
     }
   }
   return out;

@@ -23,7 +23,18 @@ export interface EffectsOptions {
   bucket?: string;
   /** HOST:PORT of an SMTP server to deliver to instead of the embedded sink. */
   smtp?: { host: string; port: number };
+  /** How long after the sink's answer its record reaches the recorder (default EVENT_DELAY_MS). */
+  eventDelayMs?: number;
 }
+
+/**
+ * SES publishes a message's Send event asynchronously (event publishing, through EventBridge),
+ * after SendEmail has answered: the sender has normally marked the item SENT by then, and the
+ * recorder writes nothing. The sink plays that order: its record follows its answer by this much
+ * (well inside the reconciler's record lag, leaseMs / 2 locally), so a sender killed after the
+ * send still leaves a record, and a recorder that arrives first still finds the item unsent.
+ */
+export const EVENT_DELAY_MS = 100;
 
 export interface Effects {
   readonly s3: S3Client;
@@ -84,15 +95,22 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
   const s3 = s3Client({ endpoint: s3Url });
   const bucket = opts.bucket ?? DEFAULT_BUCKET;
   await ensureBucket(s3, bucket, s3Url);
+  const events = new Set<Promise<unknown>>();
   const sink =
     opts.smtp === undefined
       ? await startSmtpSink({
-          // The provider's record: the same recorder code as SES events in AWS, fed by the sink.
+          // The provider's record: the same recorder code as SES events in AWS, fed by the sink after its answer.
           onReceived: async (m) => {
             const id = headerOf(m.raw, 'X-Outbox-Id');
             const table = headerOf(m.raw, 'X-Outbox-Table');
             if (id === undefined || table === undefined) return;
-            await recordSesEvent(opts.doc, table, { eventType: 'Send', mail: { messageId: m.queueId, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } } });
+            const event = { eventType: 'Send', mail: { messageId: m.queueId, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } } };
+            // A record that fails to land is a lost event (EventBridge gives up on a target too): the reconciler's case.
+            const later: Promise<unknown> = new Promise((r) => setTimeout(r, opts.eventDelayMs ?? EVENT_DELAY_MS))
+              .then(() => recordSesEvent(opts.doc, table, event))
+              .catch(() => undefined)
+              .finally(() => events.delete(later));
+            events.add(later);
           },
         })
       : undefined;
@@ -112,6 +130,7 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
     http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, 3_000) },
     from: SENDER_ADDRESS,
     close: async () => {
+      await Promise.allSettled([...events]);
       s3.destroy();
       await Promise.all([embeddedS3?.close(), sink?.close(), payments.close()]);
     },

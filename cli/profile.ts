@@ -15,7 +15,7 @@ import { startDynamoLocal } from './dynamodb-local.js';
 import { startEffects } from './effects-env.js';
 import { parseFlags } from './flags.js';
 import { requireTools } from './prerequisites.js';
-import { invoiceRun, PERIODS, UNIT_SIZE } from './run.js';
+import { invoiceRun, UNIT_SIZE } from './run.js';
 import { streamsClient } from './streams.js';
 
 export const PROFILE_HELP = `profile [--write] [--json]: measures the invoice run's write and read units per table, index,
@@ -24,10 +24,13 @@ partition-key value and purpose, from two quiet local runs (DynamoDB Local's Con
   --json    the profile as one JSON object
   npm run -s cli -- profile --write`;
 
-/** The two runs: customers x2, shards x3 (so a shard's key is told from a customer's). */
+/**
+ * The two runs, one period each (a plan is one period's run): customers x2, shards x3, so a
+ * shard's key is told from a customer's; 20 customers a shard at least, 2 units of 10.
+ */
 export const PROFILE_RUNS = [
-  { customers: 60, shards: 2 },
-  { customers: 120, shards: 6 },
+  { customers: 160, shards: 2 },
+  { customers: 320, shards: 6 },
 ] as const;
 
 const CAPACITY_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'GetItem', 'Query', 'Scan', 'TransactWriteItems', 'BatchWriteItem', 'BatchGetItem', 'TransactGetItems']);
@@ -60,10 +63,10 @@ export async function measureProfile(endpoint: string, prefix: string): Promise<
     const streams = streamsClient(endpoint);
     try {
       await ensureTables(dynamo.client, tables);
-      const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: `profile-${i}`, customers: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, onClient: (c) => recordInto(calls, c) });
+      const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: `profile-${i}`, customers: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, onClient: (c) => recordInto(calls, c) });
       const profiler = new LoadProfiler(tables);
       for (const c of calls) profiler.observe(c);
-      measured.push({ run: { customers: r.customers * PERIODS.length, shards: r.shards * PERIODS.length, units: run.units }, load: profiler.load, agreement: profiler.agreement });
+      measured.push({ run: { customers: r.customers, shards: r.shards, units: run.units }, load: profiler.load, agreement: profiler.agreement });
     } finally {
       await effects.close();
       streams.destroy();
@@ -71,7 +74,7 @@ export async function measureProfile(endpoint: string, prefix: string): Promise<
       recorded.client.destroy();
     }
   }
-  return buildProfile(measured[0]!, measured[1]!, `npm run -s cli -- profile --write (${PROFILE_RUNS.map((r) => `${r.customers} customers x ${PERIODS.length} periods, ${r.shards} shards`).join('; then ')}; ${UNIT_SIZE} per unit)`);
+  return buildProfile(measured[0]!, measured[1]!, `npm run -s cli -- profile --write (one period of ${PROFILE_RUNS.map((r) => `${r.customers} customers in ${r.shards} shards`).join(', then ')}; ${UNIT_SIZE} per unit)`);
 }
 
 export const PROFILE_FILE = fileURLToPath(new URL('../lib/workloads/invoice-profile.ts', import.meta.url));

@@ -48,6 +48,8 @@ export interface RunOptions {
   set: string;
   /** Inject the faults (default true); false: a quiet run whose request counts follow only the work (the call profile). */
   faults?: boolean;
+  /** How many of PERIODS to run (default all). */
+  periods?: number;
   /** Called with the handlers' DynamoDB client before the run (a call recorder: cli/profile.ts). */
   onClient?: (client: Dynamo['client']) => void;
 }
@@ -201,7 +203,7 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
 /** The scheduler's starter, once per period (the local stand-in for the monthly schedule), and the faults for the jobs it started. */
 async function startPeriods(opts: RunOptions, starter: ReturnType<typeof createStarterHandler>, queue: LocalQueue, timeline: Timeline) {
   const starts = [];
-  for (const [i, period] of PERIODS.entries()) starts.push(await starter({ period, customers: opts.customers, seed: opts.seed + i }));
+  for (const [i, period] of PERIODS.slice(0, opts.periods ?? PERIODS.length).entries()) starts.push(await starter({ period, customers: opts.customers, seed: opts.seed + i }));
   const jobIds = starts.flatMap((r) => r.jobs.map((j) => j.jobId));
   const runIds = starts.map((r) => r.runId);
   const jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));

@@ -45,7 +45,18 @@ export interface ProfileKey {
   /** Distinct values of the pattern in the larger run. */
   readonly values: number;
   /** The hottest value's write units by basis, and its read units (absolute, in the larger run). */
-  readonly hottest: { readonly key: string; readonly customer: number; readonly unit: number; readonly shard: number; readonly read: number };
+  readonly hottest: { readonly key: string } & KeyUnits;
+  /** All values' together. */
+  readonly total: KeyUnits;
+  /** How the pattern's reads grew from the smaller run to the larger: with the customers, the shards, or not. */
+  readonly readsGrow: KeyScope;
+}
+
+export interface KeyUnits {
+  readonly customer: number;
+  readonly unit: number;
+  readonly shard: number;
+  readonly read: number;
 }
 
 export interface LoadProfile {
@@ -79,13 +90,23 @@ export function projectedWrites(p: LoadProfile, customers: number, units: number
 /** The hottest value's rate of one key pattern, write and read units per second, at the plan's rates. */
 export function projectedKeyRate(p: LoadProfile, k: ProfileKey, r: PlanRates): { write: number; read: number } {
   const big = p.runs[1];
-  const h = k.hottest;
-  if (k.scope === 'item') return { write: h.customer + h.unit, read: h.read }; // one item's whole life in one second: an upper bound
+  if (k.scope === 'item') return { write: k.hottest.customer + k.hottest.unit, read: k.hottest.read }; // one item's whole life in one second: an upper bound
+  // A fixed set of several values is spread by a hash (the unsent index's open#n): a small run's
+  // hottest value is mostly sampling noise, so the set's mean, raised by three standard
+  // deviations of a uniform spread at the plan's size, is its hottest value there.
+  const spread = k.scope === 'fixed' && k.values > 1;
+  const h = spread ? scaled(k.total, 1 / k.values) : k.hottest;
   // A fixed value keeps its share of the whole; a shard's value its shard's share (1 of `shards`).
   const share = k.scope === 'fixed' ? 1 : big.shards / r.shards;
   const perSecond = (x: number, per: number, total: number) => ((x / per) * total * share) / r.seconds;
   // Reads of a shard's key come with its units (the screen and checkpoint reads of each
   // invocation: the local run's short invocations read more often, so this overstates them).
-  const read = k.scope === 'shard' ? perSecond(h.read, big.units, r.units) : perSecond(h.read, big.customers, r.customers);
-  return { write: perSecond(h.customer, big.customers, r.customers) + perSecond(h.unit, big.units, r.units), read };
+  // A fixed key read once per shard (a run record, read by each shard's completion check): all the plan's shards read it.
+  const read =
+    k.scope === 'shard' ? perSecond(h.read, big.units, r.units) : k.readsGrow === 'shard' ? ((h.read / big.shards) * r.shards) / r.seconds : perSecond(h.read, big.customers, r.customers);
+  const write = perSecond(h.customer, big.customers, r.customers) + perSecond(h.unit, big.units, r.units);
+  const noise = spread ? 1 + 3 / Math.sqrt(Math.max(1, write * r.seconds)) : 1;
+  return { write: write * noise, read: read * noise };
 }
+
+const scaled = (u: KeyUnits, f: number): KeyUnits => ({ customer: u.customer * f, unit: u.unit * f, shard: u.shard * f, read: u.read * f });

@@ -233,9 +233,13 @@ export function partitionLoads(m: { units: number }, k: number, a: PlanAssumptio
 
 /** A partition's floor: the time its key's units take at 1,000 write (3,000 read) units a second. */
 const partitionVerdict = (chain: number) => (p: PartitionLoad): LimitVerdict => {
-  const share = Math.max(p.writeUnitsPerSecond / p.limit.writeUnitsPerSecond, p.readUnitsPerSecond / p.limit.readUnitsPerSecond);
+  const w = p.writeUnitsPerSecond / p.limit.writeUnitsPerSecond;
+  const r = p.readUnitsPerSecond / p.limit.readUnitsPerSecond;
   const raise = p.scope === 'fixed' ? 'more values for the key (a write-sharded key, read by a fan-out query)' : p.scope === 'shard' ? 'more shards' : 'none: one item takes its few writes once';
-  return { name: `partition ${p.table}${p.index === undefined ? '' : `/${p.index}`} key ${p.key}`, seconds: chain * share, allows: p.limit.writeUnitsPerSecond, demands: p.writeUnitsPerSecond, unit: 'write units/s on one key', raise };
+  const name = `partition ${p.table}${p.index === undefined ? '' : `/${p.index}`} key ${p.key}`;
+  return w >= r
+    ? { name, seconds: chain * w, allows: p.limit.writeUnitsPerSecond, demands: p.writeUnitsPerSecond, unit: 'write units/s on one key', raise }
+    : { name, seconds: chain * r, allows: p.limit.readUnitsPerSecond, demands: p.readUnitsPerSecond, unit: 'read units/s on one key', raise };
 };
 
 function planAt(n: number, k: number, unitSize: number, a: PlanAssumptions, quota: number, lambda: number) {

@@ -1,20 +1,20 @@
 /**
- * The invoice run's measured load profile (generated: npm run -s cli -- profile --write (60 customers x 3 periods, 2 shards; then 120 customers x 3 periods, 6 shards; 10 per unit)).
+ * The invoice run's measured load profile (generated: npm run -s cli -- profile --write (one period of 160 customers in 2 shards, then 320 customers in 6 shards; 10 per unit)).
  * Do not edit: measure again. test/profile.test.ts checks it against a fresh measurement.
  */
 import type { LoadProfile } from '../workflow/index.js';
 
 export const INVOICE_PROFILE: LoadProfile = {
-  "measuredWith": "npm run -s cli -- profile --write (60 customers x 3 periods, 2 shards; then 120 customers x 3 periods, 6 shards; 10 per unit)",
+  "measuredWith": "npm run -s cli -- profile --write (one period of 160 customers in 2 shards, then 320 customers in 6 shards; 10 per unit)",
   "runs": [
     {
-      "customers": 180,
-      "shards": 6,
-      "units": 18
+      "customers": 160,
+      "shards": 2,
+      "units": 16
     },
     {
-      "customers": 360,
-      "shards": 18,
+      "customers": 320,
+      "shards": 6,
       "units": 36
     }
   ],
@@ -23,7 +23,7 @@ export const INVOICE_PROFILE: LoadProfile = {
       "role": "fences",
       "purpose": "UpdateItem SET generation,updatedAt",
       "basis": "shard",
-      "units": 18
+      "units": 6
     },
     {
       "role": "fences",
@@ -41,7 +41,7 @@ export const INVOICE_PROFILE: LoadProfile = {
       "role": "jobs",
       "purpose": "PutItem",
       "basis": "shard",
-      "units": 30
+      "units": 14
     },
     {
       "role": "jobs",
@@ -53,52 +53,39 @@ export const INVOICE_PROFILE: LoadProfile = {
       "role": "jobs",
       "purpose": "UpdateItem SET doneAt",
       "basis": "shard",
-      "units": 3
-    },
-    {
-      "role": "jobs",
-      "purpose": "UpdateItem SET heartbeatAt,requeues,sweepUnchanged REMOVE sweepObservation",
-      "basis": "shard",
-      "units": 5
+      "units": 1
     },
     {
       "role": "jobs",
       "index": "unfinished-by-heartbeat",
       "purpose": "PutItem",
       "basis": "shard",
-      "units": 18
+      "units": 6
     },
     {
       "role": "jobs",
       "index": "unfinished-by-heartbeat",
       "purpose": "transaction Update",
       "basis": "unit",
-      "units": 1.5
-    },
-    {
-      "role": "jobs",
-      "index": "unfinished-by-heartbeat",
-      "purpose": "UpdateItem SET heartbeatAt,requeues,sweepUnchanged REMOVE sweepObservation",
-      "basis": "shard",
-      "units": 10
+      "units": 1.528
     },
     {
       "role": "leases",
       "purpose": "UpdateItem SET durationMs,expiresAt,generation,owner,takenFrom,version",
       "basis": "shard",
-      "units": 18
+      "units": 6
     },
     {
       "role": "leases",
       "purpose": "UpdateItem SET durationMs,expiresAt,version",
       "basis": "shard",
-      "units": 5
+      "units": 15
     },
     {
       "role": "leases",
       "purpose": "UpdateItem SET version REMOVE expiresAt,owner",
       "basis": "shard",
-      "units": 18
+      "units": 6
     },
     {
       "role": "outbox",
@@ -110,47 +97,46 @@ export const INVOICE_PROFILE: LoadProfile = {
       "role": "outbox",
       "purpose": "UpdateItem SET claimToken,claimedAt,status ADD attempts",
       "basis": "customer",
-      "units": 2
+      "units": 1
     },
     {
       "role": "outbox",
       "purpose": "UpdateItem ADD providerEvents",
       "basis": "customer",
-      "units": 1
+      "units": 0.00625
     },
     {
       "role": "outbox",
       "purpose": "UpdateItem SET providerMessageId,sentAt,status REMOVE claimToken,unsent",
       "basis": "customer",
-      "units": 2
+      "units": 1
     },
     {
       "role": "outbox",
-      "index": "unsent-by-age",
+      "purpose": "UpdateItem SET providerMessageId,sentAt,status REMOVE unsent ADD attempts",
+      "basis": "customer",
+      "units": 1
+    },
+    {
+      "role": "outbox",
+      "index": "unsent-by-shard",
       "purpose": "transaction Put",
       "basis": "customer",
       "units": 2
     },
     {
       "role": "outbox",
-      "index": "unsent-by-age",
-      "purpose": "UpdateItem SET claimToken,claimedAt,status ADD attempts",
-      "basis": "customer",
-      "units": 2
-    },
-    {
-      "role": "outbox",
-      "index": "unsent-by-age",
-      "purpose": "UpdateItem ADD providerEvents",
-      "basis": "customer",
-      "units": 0.9056
-    },
-    {
-      "role": "outbox",
-      "index": "unsent-by-age",
+      "index": "unsent-by-shard",
       "purpose": "UpdateItem SET providerMessageId,sentAt,status REMOVE claimToken,unsent",
       "basis": "customer",
-      "units": 2
+      "units": 1
+    },
+    {
+      "role": "outbox",
+      "index": "unsent-by-shard",
+      "purpose": "UpdateItem SET providerMessageId,sentAt,status REMOVE unsent ADD attempts",
+      "basis": "customer",
+      "units": 1
     }
   ],
   "keys": [
@@ -158,79 +144,121 @@ export const INVOICE_PROFILE: LoadProfile = {
       "role": "fences",
       "pattern": "invoices#invoice-run#N-N#shard-N-of-N",
       "scope": "shard",
-      "values": 18,
+      "values": 6,
       "hottest": {
         "key": "invoices#invoice-run#2026-09#shard-0-of-6",
         "customer": 0,
-        "unit": 4,
+        "unit": 12,
         "shard": 1,
         "read": 0
-      }
+      },
+      "total": {
+        "customer": 0,
+        "unit": 72,
+        "shard": 6,
+        "read": 0
+      },
+      "readsGrow": "item"
     },
     {
       "role": "invoices",
       "pattern": "invoice#N-N#cust-N",
       "scope": "item",
-      "values": 360,
+      "values": 320,
       "hottest": {
         "key": "invoice#2026-09#cust-0000000",
         "customer": 2,
         "unit": 0,
         "shard": 0,
-        "read": 9
-      }
+        "read": 7
+      },
+      "total": {
+        "customer": 640,
+        "unit": 0,
+        "shard": 0,
+        "read": 2240
+      },
+      "readsGrow": "shard"
     },
     {
       "role": "invoices",
       "pattern": "charge#N-N#cust-N",
       "scope": "item",
-      "values": 360,
+      "values": 320,
       "hottest": {
         "key": "charge#2026-09#cust-0000000",
         "customer": 2,
         "unit": 0,
         "shard": 0,
         "read": 0
-      }
+      },
+      "total": {
+        "customer": 640,
+        "unit": 0,
+        "shard": 0,
+        "read": 0
+      },
+      "readsGrow": "item"
     },
     {
       "role": "jobs",
       "pattern": "invoice-run#N-N",
       "scope": "fixed",
-      "values": 3,
+      "values": 1,
       "hottest": {
         "key": "invoice-run#2026-09",
         "customer": 0,
         "unit": 0,
         "shard": 0,
         "read": 1
-      }
+      },
+      "total": {
+        "customer": 0,
+        "unit": 0,
+        "shard": 0,
+        "read": 1
+      },
+      "readsGrow": "fixed"
     },
     {
       "role": "jobs",
       "pattern": "run#invoice-run#N-N",
       "scope": "fixed",
-      "values": 3,
+      "values": 1,
       "hottest": {
-        "key": "run#invoice-run#2026-11",
+        "key": "run#invoice-run#2026-09",
         "customer": 0,
         "unit": 0,
         "shard": 2,
-        "read": 20
-      }
+        "read": 12
+      },
+      "total": {
+        "customer": 0,
+        "unit": 0,
+        "shard": 2,
+        "read": 12
+      },
+      "readsGrow": "shard"
     },
     {
       "role": "jobs",
       "pattern": "invoice-run#N-N#shard-N-of-N",
       "scope": "shard",
-      "values": 18,
+      "values": 6,
       "hottest": {
-        "key": "invoice-run#2026-11#shard-0-of-6",
+        "key": "invoice-run#2026-09#shard-0-of-6",
         "customer": 0,
-        "unit": 4,
-        "shard": 2,
-        "read": 13
-      }
+        "unit": 12,
+        "shard": 1,
+        "read": 8
+      },
+      "total": {
+        "customer": 0,
+        "unit": 72,
+        "shard": 6,
+        "read": 48
+      },
+      "readsGrow": "shard"
     },
     {
       "role": "jobs",
@@ -241,9 +269,16 @@ export const INVOICE_PROFILE: LoadProfile = {
         "key": "collector#profile-1/invoices/",
         "customer": 0,
         "unit": 0,
-        "shard": 9,
-        "read": 9
-      }
+        "shard": 7,
+        "read": 7
+      },
+      "total": {
+        "customer": 0,
+        "unit": 0,
+        "shard": 7,
+        "read": 7
+      },
+      "readsGrow": "fixed"
     },
     {
       "role": "jobs",
@@ -254,80 +289,123 @@ export const INVOICE_PROFILE: LoadProfile = {
       "hottest": {
         "key": "open",
         "customer": 0,
-        "unit": 54,
-        "shard": 28,
-        "read": 1.5
-      }
+        "unit": 55,
+        "shard": 6,
+        "read": 2
+      },
+      "total": {
+        "customer": 0,
+        "unit": 55,
+        "shard": 6,
+        "read": 2
+      },
+      "readsGrow": "fixed"
     },
     {
       "role": "leases",
       "pattern": "job#invoice-run#N-N#shard-N-of-N",
       "scope": "shard",
-      "values": 18,
+      "values": 6,
       "hottest": {
-        "key": "job#invoice-run#2026-10#shard-5-of-6",
+        "key": "job#invoice-run#2026-09#shard-4-of-6",
         "customer": 0,
         "unit": 0,
-        "shard": 3,
-        "read": 2
-      }
+        "shard": 4,
+        "read": 4
+      },
+      "total": {
+        "customer": 0,
+        "unit": 0,
+        "shard": 27,
+        "read": 16
+      },
+      "readsGrow": "item"
     },
     {
       "role": "outbox",
       "pattern": "email#N-N#cust-N",
       "scope": "item",
-      "values": 360,
+      "values": 320,
       "hottest": {
-        "key": "email#2026-09#cust-0000000",
-        "customer": 5,
+        "key": "email#2026-09#cust-0000242",
+        "customer": 4,
         "unit": 0,
         "shard": 0,
-        "read": 0
-      }
+        "read": 4.5
+      },
+      "total": {
+        "customer": 1282,
+        "unit": 0,
+        "shard": 0,
+        "read": 829
+      },
+      "readsGrow": "item"
     },
     {
       "role": "outbox",
       "pattern": "payment#N-N#cust-N",
       "scope": "item",
-      "values": 360,
+      "values": 320,
       "hottest": {
-        "key": "payment#2026-09#cust-0000000",
-        "customer": 4,
+        "key": "payment#2026-09#cust-0000286",
+        "customer": 3,
         "unit": 0,
         "shard": 0,
-        "read": 0
-      }
+        "read": 4
+      },
+      "total": {
+        "customer": 960,
+        "unit": 0,
+        "shard": 0,
+        "read": 650
+      },
+      "readsGrow": "item"
     },
     {
       "role": "outbox",
-      "pattern": "(scan)",
+      "index": "unsent-by-shard",
+      "pattern": "open#N",
       "scope": "fixed",
-      "values": 1,
+      "values": 32,
       "hottest": {
-        "key": "(scan)",
-        "customer": 0,
+        "key": "open#16",
+        "customer": 52,
         "unit": 0,
         "shard": 0,
         "read": 25.5
-      }
+      },
+      "total": {
+        "customer": 1280,
+        "unit": 0,
+        "shard": 0,
+        "read": 784
+      },
+      "readsGrow": "item"
     },
     {
       "role": "outbox",
-      "index": "unsent-by-age",
+      "index": "unsent-by-shard",
       "pattern": "open",
       "scope": "fixed",
       "values": 1,
       "hottest": {
         "key": "open",
-        "customer": 2486,
+        "customer": 0,
         "unit": 0,
         "shard": 0,
-        "read": 953
-      }
+        "read": 0
+      },
+      "total": {
+        "customer": 0,
+        "unit": 0,
+        "shard": 0,
+        "read": 0
+      },
+      "readsGrow": "item"
     }
   ],
   "indexRules": {
-    "checked": 2764,
-    "agreed": 2754
+    "checked": 1468,
+    "agreed": 1468
   }
 };
