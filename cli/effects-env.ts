@@ -12,6 +12,7 @@ import { InvalidInputError } from '../lib/protocol/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { messageIdentity, recordSesEvent, type EmailProvider, type HttpProvider } from '../lib/workflow/index.js';
 import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
+import { asFunction } from './aws-calls.js';
 import { startPaymentsProvider, type PaymentsProvider } from './payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';
 import { headerOf, startSmtpSink, type SmtpSink } from './smtp-sink.js';
@@ -92,7 +93,8 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
             const id = headerOf(m.raw, 'X-Outbox-Id');
             const table = headerOf(m.raw, 'X-Outbox-Table');
             if (id === undefined || table === undefined) return;
-            await recordSesEvent(opts.doc, table, { eventType: 'Send', mail: { messageId: m.queueId, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } } });
+            // The recorder's invocation (SES events through EventBridge in AWS).
+            await asFunction('recorder', () => recordSesEvent(opts.doc, table, { eventType: 'Send', mail: { messageId: m.queueId, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } } }));
           },
         })
       : undefined;
