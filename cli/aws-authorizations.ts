@@ -27,6 +27,11 @@ export interface ArnNames {
   /** The physical name of the table a local table stands for (`local` is `<prefix><role>`). */
   table(local: string): string;
   bucket(local: string): string;
+  /** The work queue's physical name (the local runtime's queue is no SQS queue: its sends are recorded at the port). */
+  readonly queue: string;
+  /** The SES email identity a From address sends as, and the configuration set every email names. */
+  emailIdentity(from: string): string;
+  readonly configurationSet: string;
 }
 
 /**
@@ -39,7 +44,7 @@ export const STREAM_LABEL = '2026-01-01T00:00:00.000';
 export const TEST_ENV = { partition: 'aws', region: 'eu-west-1', account: '111122223333' } as const;
 
 /** The local names unchanged (npm start's default: no synthesized stack to name them by). */
-export const localArnNames: ArnNames = { ...TEST_ENV, table: (n) => n, bucket: (n) => n };
+export const localArnNames: ArnNames = { ...TEST_ENV, table: (n) => n, bucket: (n) => n, queue: 'work-queue', emailIdentity: (from) => from, configurationSet: 'local' };
 
 /** The schema role of a local table name (`<prefix><role>`, lib/workflow tableNames), if it has one. */
 export function roleOfTable(local: string): TableRole | undefined {
@@ -66,6 +71,16 @@ export class ArnBuilder {
   }
   object(local: string, key: string): string {
     return `${this.bucket(local)}/${key}`;
+  }
+  queue(): string {
+    const { partition, region, account } = this.names;
+    return `arn:${partition}:sqs:${region}:${account}:${this.names.queue}`;
+  }
+  /** SESv2 SendEmail is authorized on the identity and on the configuration set it names. */
+  sendEmail(from: string): string[] {
+    const { partition, region, account } = this.names;
+    const at = (rest: string) => `arn:${partition}:ses:${region}:${account}:${rest}`;
+    return [at(`identity/${this.names.emailIdentity(from)}`), at(`configuration-set/${this.names.configurationSet}`)];
   }
 }
 

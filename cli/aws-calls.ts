@@ -12,6 +12,7 @@
  * takes it is sent with ReturnConsumedCapacity INDEXES unless its caller chose one.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { EmailProvider, WorkQueue } from '../lib/workflow/index.js';
 import { ArnBuilder, dynamodbAuthorizations, localArnNames, s3Authorizations, streamsAuthorizations, type ArnNames, type Authorization } from './aws-authorizations.js';
 
 export type { ArnNames, Authorization } from './aws-authorizations.js';
@@ -19,7 +20,8 @@ export type { ArnNames, Authorization } from './aws-authorizations.js';
 export interface AwsCall {
   /** The function whose invocation made the call: worker, sweeper, starter, sender, reconciler, recorder, collector. */
   fn: string;
-  service: 'dynamodb' | 'dynamodbstreams' | 's3';
+  /** sqs and sesv2: recorded at the port (the local queue, the SMTP provider), where the Lambda would call the SDK. */
+  service: 'dynamodb' | 'dynamodbstreams' | 's3' | 'sqs' | 'sesv2';
   /** The API operation as sent (GetItem, TransactWriteItems, PutObject...). */
   action: string;
   /** What IAM authorizes for it: one per (action, resource); a transaction has one per item. */
@@ -103,6 +105,39 @@ export class AwsCallRecorder {
 
   as<T>(fn: string, f: () => T): T {
     return asFunction(fn, f);
+  }
+
+  /** The work queue as the functions see it: each send is the SQS SendMessage the Lambda would make. */
+  queue(queue: WorkQueue): WorkQueue {
+    return {
+      // Recorded before the send: IAM authorizes the attempt, whatever its outcome.
+      send: (message) => {
+        this.port('sqs', 'SendMessage', [{ action: 'sqs:SendMessage', resource: this.arns.queue(), context: {} }], { MessageBody: JSON.stringify(message) });
+        return queue.send(message);
+      },
+    };
+  }
+
+  /** The email provider as the sender and the reconciler see it: each send is SES's SendEmail. */
+  email(provider: EmailProvider): EmailProvider {
+    return {
+      name: provider.name,
+      send: (mail) => {
+        const resources = this.arns.sendEmail(mail.from);
+        this.port('sesv2', 'SendEmail', resources.map((resource) => ({ action: 'ses:SendEmail', resource, context: {} })), { FromEmailAddress: mail.from });
+        return provider.send(mail);
+      },
+    };
+  }
+
+  /** A call made at a port (no SDK client locally), recorded as the current function's. */
+  private port(service: AwsCall['service'], action: string, authorizations: Authorization[], input: Record<string, unknown>): void {
+    const fn = current.getStore();
+    if (fn === undefined) {
+      this.unattributed++;
+      return;
+    }
+    this.records.push({ fn, service, action, authorizations, resources: authorizations.map((a) => a.resource), input });
   }
 
   private async around(next: Next, context: Ctx, args: { input: Record<string, unknown> }) {

@@ -13,7 +13,7 @@ import { OUTBOX_ATTR, OUTBOX_INDEX, UNFINISHED, type CollectReport, type Documen
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
-import { asFunction } from './aws-calls.js';
+import { asFunction, type AwsCallRecorder } from './aws-calls.js';
 import type { Effects } from './effects-env.js';
 import type { S3Request } from './s3-endpoint.js';
 import { headerOf } from './smtp-sink.js';
@@ -36,6 +36,8 @@ export interface RunEffectsOptions {
   faults: boolean;
   /** The workload's documents (their folder and how a key names its pointer): the invoice workload's by default. */
   catalog?: DocumentCatalog;
+  /** Records the SES sends of the sender and the reconciler (locally SMTP: recorded at the provider port). */
+  calls?: AwsCallRecorder;
 }
 
 export type DocumentCatalog = NonNullable<Processor<unknown>['documents']>;
@@ -99,7 +101,7 @@ export class RunEffects {
       table: o.tables.outbox,
       clock: o.clock,
       telemetry: inLane(o.telemetry, 'sender'),
-      email: o.effects.email,
+      email: o.calls?.email(o.effects.email) ?? o.effects.email,
       http: o.effects.http,
       from: o.effects.from,
       ...(this.kill === undefined ? {} : { hooks: this.kill }),

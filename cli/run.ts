@@ -137,10 +137,11 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   const plan = new FaultPlan([], clock, timeline, (owner) => runtime?.crash(owner));
   const mode = opts.leaseMode === 'version-watch' ? { kind: 'version-watch' as const } : { kind: 'wall-clock' as const, maxClockSkewMs: 50 };
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
-  const base = { doc: dynamo.doc, tables: opts.tables, clock, queue, telemetry };
+  // The handlers' sends are SQS SendMessage calls in AWS: recorded at the port when recording.
+  const base = { doc: dynamo.doc, tables: opts.tables, clock, queue: opts.calls?.queue(queue) ?? queue, telemetry };
 
   const workload = opts.workload ?? invoiceProcessor;
-  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true, ...(workload.documents ? { catalog: workload.documents } : {}) });
+  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: true, ...(workload.documents ? { catalog: workload.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
   const worker = createWorkerHandler({ ...base, processor: workload, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
   const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers, shards: opts.shards ?? 1 });

@@ -103,6 +103,8 @@ describe('every AWS call the functions make locally is allowed by their role and
     ['sender', 'dynamodb:GetRecords'],
     ['sweeper', 'dynamodb:Query'],
     ['recorder', 'dynamodb:UpdateItem'],
+    ['starter', 'sqs:SendMessage'],
+    ['sender', 'ses:SendEmail'],
   ])('a grant removed from the stack fails, naming the function, the action and the resource: %s without %s', async (fn, action) => {
     const { denied } = await new StackIam(withoutGrant(template, stack, fn, action)).evaluate(calls);
     const resource = calls.find((c) => c.fn === fn && c.authorizations.some((a) => a.action === action))!.authorizations.find((a) => a.action === action)!.resource;

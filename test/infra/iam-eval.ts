@@ -80,7 +80,18 @@ export class StackIam {
         return role === undefined ? local : this.physicalName(this.tables[role]);
       },
       bucket: () => this.documentsBucket,
+      queue: this.physicalName(this.only('AWS::SQS::Queue', 'WorkQueue')),
+      // The sender sends as the stack's identity (its SENDER_ADDRESS is the identity's address).
+      emailIdentity: () => this.physicalName(this.only('AWS::SES::EmailIdentity', '')),
+      configurationSet: this.physicalName(this.only('AWS::SES::ConfigurationSet', '')),
     };
+  }
+
+  /** The one resource of `type` whose logical id contains `part`. */
+  private only(type: string, part: string): string {
+    const ids = Object.keys(this.template.Resources).filter((id) => this.template.Resources[id]!.Type === type && id.includes(part));
+    if (ids.length !== 1) throw new TemplateReadError(`expected one ${type} named like "${part}", found ${ids.length}`);
+    return ids[0]!;
   }
 
   /** Logical id → the physical name this evaluation gives it (buckets are lower case, as S3 requires). */
