@@ -12,6 +12,8 @@
  * takes it is sent with ReturnConsumedCapacity INDEXES unless its caller chose one.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { EmailProvider, WorkQueue } from '../lib/workflow/index.js';
 import { ArnBuilder, dynamodbAuthorizations, localArnNames, s3Authorizations, streamsAuthorizations, type ArnNames, type Authorization } from './aws-authorizations.js';
 
@@ -42,15 +44,21 @@ export interface AwsCall {
 }
 
 const current = new AsyncLocalStorage<string>();
+/**
+ * Whether any recorder exists in this process: until one does, the marks are not set at all. On
+ * Node 20 a store in use makes every promise carry its context, a cost a run that records
+ * nothing (npm start without --calls, the chaos long runs) should not pay.
+ */
+let recording = false;
 
 /** Runs `f` as an invocation of `fn`: every call it makes, its timers' too, is recorded as that function's. */
 export function asFunction<T>(fn: string, f: () => T): T {
-  return current.run(fn, f);
+  return recording ? current.run(fn, f) : f();
 }
 
 /** Runs `f` as no function's: a local stand-in's own call (one AWS makes from configuration). */
 export function outsideFunctions<T>(f: () => T): T {
-  return current.exit(f);
+  return recording ? current.exit(f) : f();
 }
 
 /** The operations that take ReturnConsumedCapacity (DynamoDB API reference). */
@@ -79,6 +87,7 @@ export class AwsCallRecorder {
   private readonly iterators = new Map<string, string>();
 
   constructor(names: ArnNames = localArnNames) {
+    recording = true;
     this.arns = new ArnBuilder(names);
   }
 
@@ -213,4 +222,10 @@ export class AwsCallRecorder {
 /** A recorder with the ARNs built from `names` (the stack's, in the IAM test; the local names by default). */
 export function recordAwsCalls(names?: ArnNames): AwsCallRecorder {
   return new AwsCallRecorder(names);
+}
+
+/** The records as JSON lines (npm start --calls FILE). */
+export function writeCalls(path: string, records: readonly AwsCall[]): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, records.map((r) => JSON.stringify(r)).join('\n') + '\n');
 }
