@@ -16,6 +16,7 @@ import { recordAwsCalls, type AwsCall } from '../../cli/aws-calls.js';
 import { startEffects } from '../../cli/effects-env.js';
 import { invoiceRun } from '../../cli/run.js';
 import { streamsClient } from '../../cli/streams.js';
+import { InvalidInputError } from '../../lib/protocol/index.js';
 import { INVOICE_DOCUMENTS_PREFIX, invoiceWorkload } from '../../lib/workloads/invoices.js';
 import { perTestTables } from '../support/tables.js';
 import { StackIam, type FunctionRole, type TemplateJson } from './iam-eval.js';
@@ -90,7 +91,8 @@ describe('every AWS call the functions make locally is allowed by their role and
     const dynamo = calls.filter((c) => c.service === 'dynamodb');
     expect(dynamo.every((c) => c.input.ReturnConsumedCapacity === 'INDEXES')).toBe(true);
     expect(dynamo.filter((c) => c.error === undefined).every((c) => c.consumed !== undefined)).toBe(true);
-    const transaction = dynamo.find((c) => c.action === 'TransactWriteItems')!;
+    // A committed one: a cancelled transaction (a fence refusal) answers an error, without the capacity.
+    const transaction = dynamo.find((c) => c.action === 'TransactWriteItems' && c.error === undefined)!;
     expect(Array.isArray(transaction.consumed)).toBe(true);
     expect(JSON.stringify(transaction.input)).toMatch(/"pk":\{"S":/);
   });
@@ -172,6 +174,10 @@ describe("the documents' prefix is the workload's: one setting reaches the stack
         `collector: s3:ListBucket on ${bucket} {"s3:prefix":"${OTHER_PREFIX}"} is ImplicitlyDenied`,
       ]),
     );
+  });
+
+  it('a prefix that is not one folder ending in "/" is refused where the workload is built (a grant on `docs*` would match `docs-old/`)', () => {
+    for (const bad of ['docs', 'a/b/', '/docs/', 'Docs/', '']) expect(() => invoiceWorkload(bad), bad).toThrow(InvalidInputError);
   });
 
   it('infra/ and functions/ never name the folder: they take it from the workload descriptor', () => {
