@@ -83,6 +83,8 @@ describe('every AWS call the functions make locally is allowed by their role and
     const { decisions, denied } = await stack.evaluate(calls);
     process.stdout.write(`IAM from the calls: ${calls.length} calls, ${decisions.length} distinct, ${decisions.length - denied.length} allowed (runs ${runMs} ms, evaluation ${Date.now() - started} ms); distinct per function ${JSON.stringify(distinctPerFunction(calls))}\n`);
     expect(denied).toEqual([]);
+    // Every call named its resource as the stack does: no "*" fallback, no local document folder in an ARN.
+    expect(calls.filter((c) => c.resources.some((r) => r === '*' || r.includes('/iam/')))).toEqual([]);
     // Each of the seven functions made calls: a function missing here would be proven of nothing.
     expect(Object.keys(distinctPerFunction(calls))).toEqual(['collector', 'reconciler', 'recorder', 'sender', 'starter', 'sweeper', 'worker']);
   });
