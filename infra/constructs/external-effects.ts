@@ -175,7 +175,7 @@ export class ExternalEffects extends Construct {
   private guardBucket(): void {
     this.bucket.addToResourcePolicy(
       new PolicyStatement({
-        sid: 'DenyInvoicePutWithoutIfNoneMatch',
+        sid: 'DenyDocumentPutWithoutIfNoneMatch',
         effect: Effect.DENY,
         principals: [new AnyPrincipal()],
         actions: ['s3:PutObject'],
