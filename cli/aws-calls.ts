@@ -50,6 +50,7 @@ const current = new AsyncLocalStorage<string>();
  * nothing (npm start without --calls, the chaos long runs) should not pay.
  */
 let recording = false;
+let recorders = 0;
 
 /** Runs `f` as an invocation of `fn`: every call it makes, its timers' too, is recorded as that function's. */
 export function asFunction<T>(fn: string, f: () => T): T {
@@ -85,6 +86,8 @@ export class AwsCallRecorder {
   private readonly sets = new Set<string>();
   /** Which stream each live shard iterator reads (GetRecords names only the iterator). */
   private readonly iterators = new Map<string, string>();
+  /** Middleware names are unique per stack: two recorders may share a client. */
+  private readonly id = ++recorders;
 
   constructor(names: ArnNames = localArnNames) {
     recording = true;
@@ -97,18 +100,21 @@ export class AwsCallRecorder {
     return this;
   }
 
-  /** Installs the recorder on a client (once; a document client shares its base client's stack). */
+  /**
+   * Installs the recorder on a DynamoDB, DynamoDB Streams or S3 client (once; a document client
+   * shares its base client's stack). Another client's calls pass unrecorded.
+   */
   attach(client: AnyClient): this {
     if (this.attached.has(client.middlewareStack as object)) return this;
     this.attached.add(client.middlewareStack as object);
     const stack = client.middlewareStack as Stack;
     // Before serialization: the capacity request must be part of what is sent.
-    stack.add((next: Next, context: Ctx) => (args: { input: Record<string, unknown> }) => this.around(next, context, args), { step: 'initialize', name: 'awsCallRecorder', priority: 'low' });
+    stack.add((next: Next, context: Ctx) => (args: { input: Record<string, unknown> }) => this.around(next, context, args), { step: 'initialize', name: `awsCallRecorder-${this.id}`, priority: 'low' });
     // After serialization the input is what went on the wire (the document client marshals just before it).
     stack.add((next: Next, context: Ctx) => (args: { input: Record<string, unknown> }) => {
       context.awsCallInput = args.input;
       return next(args);
-    }, { step: 'build', name: 'awsCallInput' });
+    }, { step: 'build', name: `awsCallInput-${this.id}` });
     return this;
   }
 
