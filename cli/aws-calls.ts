@@ -26,7 +26,7 @@ export interface AwsCall {
   service: 'dynamodb' | 'dynamodbstreams' | 's3' | 'sqs' | 'sesv2';
   /** The API operation as sent (GetItem, TransactWriteItems, PutObject...). */
   action: string;
-  /** What IAM authorizes for it: one per (action, resource); a transaction has one per item. */
+  /** What IAM authorizes for it, one per distinct (action, resource, context): a transaction's per item action and table. */
   authorizations: Authorization[];
   /** The distinct resources of `authorizations`, as ARNs AWS would evaluate. */
   resources: string[];
@@ -39,7 +39,10 @@ export interface AwsCall {
   input: Record<string, unknown>;
   /** The response's ConsumedCapacity (an object, or an array for batches and transactions). */
   consumed?: unknown;
-  /** The error's name when the call failed (a condition failure was still authorized and still consumed capacity). */
+  /**
+   * The error's name when the call failed: a condition failure was still authorized, and still
+   * consumed capacity, which DynamoDB does not report in an error answer (`consumed` is absent).
+   */
   error?: string;
 }
 
