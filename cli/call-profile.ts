@@ -21,6 +21,8 @@ export interface ProfiledCall {
   readonly input: Readonly<Record<string, unknown>>;
   /** The response's ConsumedCapacity: one object, or one per table (transactions, batches). */
   readonly consumed?: unknown;
+  /** Set when the call failed: a refused condition still bills its write, and changes no index. */
+  readonly error?: string;
 }
 
 /** One partition-key value of a table or index, and what landed on it. */
@@ -158,6 +160,7 @@ export class LoadProfiler {
   observe(call: ProfiledCall): void {
     const actions = actionsOf(call).filter((a) => this.roles.has(a.table));
     const consumed = consumedList(call.consumed);
+    if (call.error !== undefined) return this.failed(call, actions);
     for (const a of actions) {
       const role = this.roles.get(a.table)!;
       if (a.kind === 'Get' || a.kind === 'Query' || a.kind === 'Scan') {
@@ -180,6 +183,19 @@ export class LoadProfiler {
       }
     }
     for (const a of actions) this.follow(a);
+  }
+
+  /**
+   * A refused write (a condition that did not hold, a cancelled transaction) bills as if it had
+   * written, 1 unit per KB (2 in a transaction), and writes no index; the engine's error answer
+   * carries no capacity, so the rules count it. Throttles and other errors bill nothing.
+   */
+  private failed(call: ProfiledCall, actions: Action[]): void {
+    if (!/ConditionalCheckFailed|TransactionCanceled/.test(call.error ?? '')) return;
+    for (const a of actions) {
+      if (a.kind === 'Get' || a.kind === 'Query' || a.kind === 'Scan') continue;
+      this.add(this.roles.get(a.table)!, undefined, a, (a.inTransaction ? 2 : 1) * Math.max(1, Math.ceil(sizeOf(a.item) / 1024)), false, ' (refused)');
+    }
   }
 
   /** Whether the engine wrote the index as often as the rules say. */
@@ -210,7 +226,7 @@ export class LoadProfiler {
     return 0;
   }
 
-  private add(role: TableRole, index: string | undefined, a: Action, units: number, read: boolean): void {
+  private add(role: TableRole, index: string | undefined, a: Action, units: number, read: boolean, note = ''): void {
     const where = index === undefined ? role : `${role}/${index}`;
     const key = index === undefined || read ? (a.key ?? '(scan)') : (this.indexKeyOf(a, index) ?? '(unknown)');
     const byKey = this.load.keys.get(where) ?? new Map<string, KeyLoad>();
@@ -224,7 +240,7 @@ export class LoadProfiler {
     const basePattern = patternOf(a.key ?? '');
     const cause = `${a.inTransaction ? 1 : 0}|${basePattern}`;
     k.writes.set(cause, (k.writes.get(cause) ?? 0) + units);
-    const purpose = purposeOf(a);
+    const purpose = `${purposeOf(a)}${note}`;
     const id = `${where}\u0000${purpose}\u0000${basePattern}`;
     const p = this.load.purposes.get(id) ?? { role, ...(index === undefined ? {} : { index }), purpose, inTransaction: a.inTransaction, basePattern, writeUnits: 0, requests: 0 };
     this.load.purposes.set(id, p);

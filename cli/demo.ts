@@ -17,6 +17,7 @@ import { checkEndpoint } from './endpoint.js';
 import { intFlag, outFileFlag, parseFlags, urlFlag } from './flags.js';
 import { replayIncident, type IncidentResult } from './incident.js';
 import { invoiceRun, PERIODS, type RunResult } from './run.js';
+import { recordAwsCalls, writeCalls } from './aws-calls.js';
 import { renderSvg, splitDelivery } from './timeline.js';
 import { streamsClient } from './streams.js';
 import { progressReporter } from './progress.js';
@@ -46,6 +47,9 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
   --leave-unfinished    (with --endpoint) after the checked run, start one more period's job and
                         crash its worker after its first commit, with no sweeper left to recover
                         it: the report names the job and the requeue command that finishes it
+  --calls FILE          write every AWS call each function made in the invoice run to FILE, one
+                        JSON record a line (cli/aws-calls.ts: function, action, ARNs, input,
+                        consumed capacity); npm test evaluates them against the stack's IAM
   --json                print one JSON report on stdout and nothing else there
   --help                this text
 `;
@@ -66,6 +70,8 @@ export interface DemoFlags {
   json: boolean;
   /** Leave one job part way for the ops loop (cli/leave-unfinished.ts). */
   leaveUnfinished: boolean;
+  /** Where to write the invoice run's AWS call records (absolute, checked writable). */
+  calls?: string;
 }
 
 export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
@@ -85,6 +91,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
       'leave-unfinished': { type: 'boolean', default: false },
+      calls: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     allowPositionals: false,
@@ -115,6 +122,7 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     out: outFileFlag('out', values.out ?? 'out/timeline.svg'),
     json: values.json,
     leaveUnfinished: values['leave-unfinished'],
+    ...(values.calls === undefined ? {} : { calls: outFileFlag('calls', values.calls) }),
   };
 }
 
@@ -216,7 +224,9 @@ export async function demo(flags: DemoFlags): Promise<number> {
     const sharded = flags.shards > 1 ? ` (${flags.shards} shards each)` : '';
     out(`\n2. Invoice run: ${plural(flags.customers, 'customer')} x ${PERIODS.length} periods${sharded}, ${plural(flags.workers, 'worker')}, sweeper, injected faults.`);
     const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
+    const calls = flags.calls === undefined ? undefined : recordAwsCalls();
     const run = await invoiceRun({
+      ...(calls === undefined ? {} : { calls }),
       dynamo,
       endpoint,
       streams,
@@ -235,6 +245,10 @@ export async function demo(flags: DemoFlags): Promise<number> {
     const left = flags.leaveUnfinished ? await leaveUnfinished({ doc: dynamo.doc, tables: runTables, customers: flags.customers, seed: flags.seed }) : undefined;
     writeTimeline(flags, safe, unsafe, run);
     out(`\nTimeline picture: ${flags.out}`);
+    if (calls !== undefined && flags.calls !== undefined) {
+      writeCalls(flags.calls, calls.records);
+      out(`AWS calls of the functions: ${calls.records.length} recorded, in ${flags.calls}`);
+    }
 
     const failed = failures({ safe, unsafe, run });
     if (flags.json) process.stdout.write(JSON.stringify({ ...report(flags, started, { safe, unsafe, run }, failed), ...(left === undefined ? {} : { leftUnfinished: { ...left, finish: requeueCommand(flags, left) } }) }) + '\n');

@@ -12,6 +12,7 @@ import { InvalidInputError } from '../lib/protocol/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { messageIdentity, recordSesEvent, type EmailProvider, type HttpProvider } from '../lib/workflow/index.js';
 import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
+import { asFunction } from './aws-calls.js';
 import { startPaymentsProvider, type PaymentsProvider } from './payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';
 import { headerOf, startSmtpSink, type SmtpSink } from './smtp-sink.js';
@@ -99,15 +100,16 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
   const sink =
     opts.smtp === undefined
       ? await startSmtpSink({
-          // The provider's record: the same recorder code as SES events in AWS, fed by the sink after its answer.
+          // The provider's record: the same recorder code as SES events in AWS, fed by the sink.
           onReceived: async (m) => {
             const id = headerOf(m.raw, 'X-Outbox-Id');
             const table = headerOf(m.raw, 'X-Outbox-Table');
             if (id === undefined || table === undefined) return;
             const event = { eventType: 'Send', mail: { messageId: m.queueId, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } } };
-            // A record that fails to land is a lost event (EventBridge gives up on a target too): the reconciler's case.
+            // The recorder's invocation (SES events through EventBridge in AWS), after the answer. A
+            // record that fails to land is a lost event (EventBridge gives up on a target too): the reconciler's case.
             const later: Promise<unknown> = new Promise((r) => setTimeout(r, opts.eventDelayMs ?? EVENT_DELAY_MS))
-              .then(() => recordSesEvent(opts.doc, table, event))
+              .then(() => asFunction('recorder', () => recordSesEvent(opts.doc, table, event)))
               .catch(() => undefined)
               .finally(() => events.delete(later));
             events.add(later);

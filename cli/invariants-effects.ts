@@ -23,7 +23,8 @@ import { customerId, customerRange, parseInvoiceInput } from '../lib/workloads/i
 import type { StreamChange } from './streams.js';
 
 export interface EffectsSources {
-  s3?: { client: S3Client; bucket: string; set: string };
+  /** `prefix`: the workload's documents folder (its descriptor's `documents.prefix`). */
+  s3?: { client: S3Client; bucket: string; set: string; prefix: string };
   /** The email provider's record (raw messages), or undefined when the run delivered elsewhere (--smtp). */
   mails?: readonly { raw: string }[];
   /** The payment provider's record. */
@@ -47,7 +48,7 @@ type Add = (name: 'DOCS' | 'DELIVERY', msg: string) => void;
 type Item = Record<string, unknown>;
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
-/** `[<set>/]invoices/<period>/<customer>/<generation>.json` → the generation, or undefined. */
+/** `[<set>/]<prefix><period>/<customer>/<generation>.json` → the generation, or undefined. */
 const generationInKey = (key: string): number | undefined => {
   const m = /\/(\d+)\.json$/.exec(key);
   return m === null ? undefined : Number(m[1]);
@@ -71,7 +72,7 @@ async function listVersions(s3: NonNullable<EffectsSources['s3']>, prefix: strin
 export async function checkDocs(s3: EffectsSources['s3'], invoices: readonly Item[], invoiceStream: readonly StreamChange[], add: Add): Promise<EffectsStats['documents']> {
   const stats = { written: 0, referenced: 0, orphaned: 0, collected: 0, checked: s3 !== undefined };
   if (s3 === undefined) return stats;
-  const prefix = `${s3.set === '' ? '' : `${s3.set}/`}invoices/`;
+  const prefix = `${s3.set === '' ? '' : `${s3.set}/`}${s3.prefix}`;
   const versions = await listVersions(s3, prefix);
   const writes = new Map<string, number>();
   for (const v of versions) if (!v.marker) writes.set(v.key, (writes.get(v.key) ?? 0) + 1);

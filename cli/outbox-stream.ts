@@ -11,6 +11,7 @@
  * same records).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { outsideFunctions } from './aws-calls.js';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand, type DynamoDBStreamsClient, type _Record } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
@@ -98,7 +99,8 @@ export class OutboxStream {
   }
 
   private async discover(): Promise<void> {
-    const arn = (await this.opts.client.send(new DescribeTableCommand({ TableName: this.opts.table }))).Table?.LatestStreamArn;
+    // The stand-in's own lookup, no function's: in AWS the event source mapping is configured with the stream ARN.
+    const arn = (await outsideFunctions(() => this.opts.client.send(new DescribeTableCommand({ TableName: this.opts.table })))).Table?.LatestStreamArn;
     if (arn === undefined) return;
     const d = await this.opts.streams.send(new DescribeStreamCommand({ StreamArn: arn }));
     for (const s of d.StreamDescription?.Shards ?? []) {

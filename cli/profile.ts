@@ -1,16 +1,17 @@
 /**
  * `npm run -s cli -- profile [--write]`: measures where the invoice run's writes land. Two quiet
- * local runs (no faults) of the real handlers with the effects, every DynamoDB call recorded
- * with the engine's ConsumedCapacity (cli/call-profile.ts); the runs grow their customers and
+ * local runs (no faults) of the real handlers with the effects, every call of every function
+ * recorded (cli/aws-calls.ts, the records the IAM test evaluates) with the engine's
+ * ConsumedCapacity, and accounted by cli/call-profile.ts; the runs grow their customers and
  * their shards by different factors, which tells a customer's key from a shard's. Prints the
  * profile; --write stores it as lib/workloads/invoice-profile.ts, which the planner reads.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamo } from '../lib/protocol/index.js';
 import { ensureTables, tableNames, type LoadProfile } from '../lib/workflow/index.js';
-import { buildProfile, LoadProfiler, type MeasuredRun, type ProfiledCall } from './call-profile.js';
+import { recordAwsCalls } from './aws-calls.js';
+import { buildProfile, LoadProfiler, type MeasuredRun } from './call-profile.js';
 import { startDynamoLocal } from './dynamodb-local.js';
 import { startEffects } from './effects-env.js';
 import { parseFlags } from './flags.js';
@@ -33,45 +34,26 @@ export const PROFILE_RUNS = [
   { customers: 320, shards: 6 },
 ] as const;
 
-const CAPACITY_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'GetItem', 'Query', 'Scan', 'TransactWriteItems', 'BatchWriteItem', 'BatchGetItem', 'TransactGetItems']);
-
-/** Records every call of `client` with the engine's ConsumedCapacity (asked for, where the caller did not). */
-function recordInto(calls: ProfiledCall[], client: DynamoDBClient): void {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const action = String(context.commandName ?? '').replace(/Command$/, '');
-      const input = args.input as Record<string, unknown>;
-      if (CAPACITY_ACTIONS.has(action) && input.ReturnConsumedCapacity === undefined) input.ReturnConsumedCapacity = 'INDEXES';
-      const out = await next(args);
-      calls.push({ action, input, consumed: (out.output as { ConsumedCapacity?: unknown }).ConsumedCapacity });
-      return out;
-    },
-    { step: 'initialize', name: 'profileRecorder', priority: 'low' },
-  );
-}
-
 /** Measures the profile on an engine at `endpoint` (tables with `prefix`). */
 export async function measureProfile(endpoint: string, prefix: string): Promise<LoadProfile> {
   const measured: MeasuredRun[] = [];
   for (const [i, r] of PROFILE_RUNS.entries()) {
     const tables = tableNames(`${prefix}${i}-`);
     const dynamo = createDynamo({ endpoint });
-    const recorded = createDynamo({ endpoint });
-    const calls: ProfiledCall[] = [];
-    recordInto(calls, recorded.client);
-    const effects = await startEffects({ doc: recorded.doc, bucket: `profile-${i}` });
+    // The functions' calls (the checker's and the run's own waits are no function's: not recorded).
+    const calls = recordAwsCalls();
+    const effects = await startEffects({ doc: dynamo.doc, bucket: `profile-${i}` });
     const streams = streamsClient(endpoint);
     try {
       await ensureTables(dynamo.client, tables);
-      const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: `profile-${i}`, customers: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, onClient: (c) => recordInto(calls, c) });
+      const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: `profile-${i}`, customers: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, calls });
       const profiler = new LoadProfiler(tables);
-      for (const c of calls) profiler.observe(c);
+      for (const c of calls.records) if (c.service === 'dynamodb') profiler.observe(c);
       measured.push({ run: { customers: r.customers, shards: r.shards, units: run.units }, load: profiler.load, agreement: profiler.agreement });
     } finally {
       await effects.close();
       streams.destroy();
       dynamo.client.destroy();
-      recorded.client.destroy();
     }
   }
   return buildProfile(measured[0]!, measured[1]!, `npm run -s cli -- profile --write (one period of ${PROFILE_RUNS.map((r) => `${r.customers} customers in ${r.shards} shards`).join(', then ')}; ${UNIT_SIZE} per unit)`);

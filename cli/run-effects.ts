@@ -9,10 +9,11 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { countUnsent, type CollectReport, type DocumentTarget, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { countUnsent, type CollectReport, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
+import { asFunction, type AwsCallRecorder } from './aws-calls.js';
 import type { Effects } from './effects-env.js';
 import type { S3Request } from './s3-endpoint.js';
 import { headerOf } from './smtp-sink.js';
@@ -33,7 +34,13 @@ export interface RunEffectsOptions {
   leaseMs: number;
   /** Inject the external-effect faults (the demo's faulted run, chaos). */
   faults: boolean;
+  /** The workload's documents (their folder and how a key names its pointer): the invoice workload's by default. */
+  catalog?: DocumentCatalog;
+  /** Records the SES sends of the sender and the reconciler (locally SMTP: recorded at the provider port). */
+  calls?: AwsCallRecorder;
 }
+
+export type DocumentCatalog = NonNullable<Processor<unknown>['documents']>;
 
 /** Telemetry whose timeline entries go to one lane (the sender, the reconciler, the collector). */
 export const inLane = (t: Telemetry, lane: string): Telemetry => ({ count: (m, n) => t.count(m, n), gauge: (m, v) => t.gauge(m, v), event: (name, f) => t.event(name, { ...f, lane }) });
@@ -94,7 +101,7 @@ export class RunEffects {
       table: o.tables.outbox,
       clock: o.clock,
       telemetry: inLane(o.telemetry, 'sender'),
-      email: o.effects.email,
+      email: o.calls?.email(o.effects.email) ?? o.effects.email,
       http: o.effects.http,
       from: o.effects.from,
       ...(this.kill === undefined ? {} : { hooks: this.kill }),
@@ -198,17 +205,22 @@ export class RunEffects {
   }
 
   start(): void {
-    this.stream.start();
+    // The stream's reads are the sender's: in AWS its event source mapping reads with the function's role.
+    asFunction('sender', () => this.stream.start());
+  }
+
+  private get catalog(): DocumentCatalog {
+    return this.o.catalog ?? invoiceProcessor.documents!;
   }
 
   async reconcileOnce(): Promise<ReconcileReport> {
-    const r = await this.reconciler(undefined, this.invocation());
+    const r = await asFunction('reconciler', () => this.reconciler(undefined, this.invocation()));
     this.reconciles.push(r);
     return r;
   }
 
   async collectOnce(minAgeMs: number): Promise<CollectReport> {
-    const catalog = invoiceProcessor.documents!;
+    const catalog = this.catalog;
     const prefix = `${this.o.set}/${catalog.prefix}`;
     const collector: CollectorHandler = createCollectorHandler({
       doc: this.o.dynamo.doc,
@@ -221,7 +233,7 @@ export class RunEffects {
       telemetry: inLane(this.o.telemetry, 'collector'),
       minAgeMs,
     });
-    const r = await collector(undefined, this.invocation());
+    const r = await asFunction('collector', () => collector(undefined, this.invocation()));
     this.collects.push(r);
     return r;
   }
@@ -268,7 +280,7 @@ export class RunEffects {
     let movedAt = clock.monotonicNow();
     let unsent = 0;
     for (;;) {
-      await this.stream.drain(1).catch(() => undefined);
+      await asFunction('sender', () => this.stream.drain(1)).catch(() => undefined);
       const r = await this.reconcileOnce();
       if (this.stream.backlog === 0 && r.oldestUnsentAgeMs === 0) {
         unsent = 0;
@@ -323,7 +335,7 @@ export class RunEffects {
   sources(): EffectsSources {
     const e = this.o.effects;
     return {
-      s3: { client: e.s3, bucket: e.bucket, set: this.o.set },
+      s3: { client: e.s3, bucket: e.bucket, set: this.o.set, prefix: this.catalog.prefix },
       claimTimeoutMs: this.claimTimeoutMs,
       ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],

@@ -11,11 +11,12 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamo, systemClock, type Dynamo } from '../lib/protocol/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
-import { METRIC, readJob, readRun, type Job, type TableNames } from '../lib/workflow/index.js';
+import { invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import { METRIC, readJob, readRun, type Job, type Processor, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
+import { asFunction, type AwsCallRecorder } from './aws-calls.js';
 import type { Effects } from './effects-env.js';
 import { FaultPlan, type Fault } from './faults.js';
 import { deliveryWaitingFor, unitsWaitingFor, type ProgressUpdate } from './progress.js';
@@ -46,12 +47,14 @@ export interface RunOptions {
   /** The bucket and the providers; `set` is the run's document folder (named like its tables). */
   effects: Effects;
   set: string;
+  /** Records every AWS call each function makes (cli/aws-calls.ts): attached to the handlers' clients for this run. */
+  calls?: AwsCallRecorder;
+  /** The workload (its documents' folder among the rest): the invoice workload by default. */
+  workload?: Processor<InvoiceRunInput>;
   /** Inject the faults (default true); false: a quiet run whose request counts follow only the work (the call profile). */
   faults?: boolean;
-  /** How many of PERIODS to run (default all). */
+  /** How many of PERIODS to run (default all: the profile runs one, as a plan plans one). */
   periods?: number;
-  /** Called with the handlers' DynamoDB client before the run (a call recorder: cli/profile.ts). */
-  onClient?: (client: Dynamo['client']) => void;
 }
 
 export interface RunResult {
@@ -112,7 +115,9 @@ export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   const wire = new WireCheck(opts.tables);
   const proxy = await startFaultProxy(opts.endpoint, { onExchange: (ex) => wire.observe(ex) });
   const viaProxy = createDynamo({ endpoint: proxy.endpoint });
-  opts.onClient?.(viaProxy.client);
+  // The handlers' clients, and the run's own (the embedded SMTP sink's recorder writes with it):
+  // what the checker and the run's waits send there is no function's, and is not recorded.
+  opts.calls?.attach(viaProxy.client).attach(opts.dynamo.client).attach(opts.streams).attach(opts.effects.s3).documentSet(opts.set);
   try {
     return await runThroughProxy(opts, viaProxy, wire);
   } finally {
@@ -136,10 +141,12 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   const plan = new FaultPlan([], clock, timeline, (owner) => runtime?.crash(owner));
   const mode = opts.leaseMode === 'version-watch' ? { kind: 'version-watch' as const } : { kind: 'wall-clock' as const, maxClockSkewMs: 50 };
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
-  const base = { doc: dynamo.doc, tables: opts.tables, clock, queue, telemetry };
+  // The handlers' sends are SQS SendMessage calls in AWS: recorded at the port when recording.
+  const base = { doc: dynamo.doc, tables: opts.tables, clock, queue: opts.calls?.queue(queue) ?? queue, telemetry };
 
-  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false });
-  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
+  const workload = opts.workload ?? invoiceProcessor;
+  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, ...(workload.documents ? { catalog: workload.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
+  const worker = createWorkerHandler({ ...base, processor: workload, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
   const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers, shards: opts.shards ?? 1 });
   runtime = new LocalRuntime({
@@ -203,7 +210,7 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
 /** The scheduler's starter, once per period (the local stand-in for the monthly schedule), and the faults for the jobs it started. */
 async function startPeriods(opts: RunOptions, starter: ReturnType<typeof createStarterHandler>, queue: LocalQueue, timeline: Timeline) {
   const starts = [];
-  for (const [i, period] of PERIODS.slice(0, opts.periods ?? PERIODS.length).entries()) starts.push(await starter({ period, customers: opts.customers, seed: opts.seed + i }));
+  for (const [i, period] of PERIODS.slice(0, opts.periods ?? PERIODS.length).entries()) starts.push(await asFunction('starter', () => starter({ period, customers: opts.customers, seed: opts.seed + i })));
   const jobIds = starts.flatMap((r) => r.jobs.map((j) => j.jobId));
   const runIds = starts.map((r) => r.runId);
   const jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));

@@ -14,6 +14,7 @@ import type { Clock } from '../lib/protocol/index.js';
 import type { SweeperHandler } from '../functions/sweeper-handler.js';
 import type { WorkerHandler } from '../functions/worker-handler.js';
 import { sqsEvent, type LocalQueue } from './queue.js';
+import { asFunction } from './aws-calls.js';
 
 export interface LocalRuntimeOptions {
   clock: Clock;
@@ -104,7 +105,8 @@ export class LocalRuntime {
         awsRequestId: requestId,
         getRemainingTimeInMillis: () => Math.max(0, this.opts.invocationTimeoutMs - (clock.monotonicNow() - started)),
       };
-      const invocation = this.opts.worker(sqsEvent(batch), context);
+      // Every AWS call of the invocation is the worker's (cli/aws-calls.ts attributes them by this mark).
+      const invocation = asFunction('worker', () => this.opts.worker(sqsEvent(batch), context));
       const timeout = new AbortController();
       const crashed = new Promise<'crashed'>((resolve) => this.crashSignals.set(requestId, () => resolve('crashed')));
       const result = await Promise.race([
@@ -137,7 +139,7 @@ export class LocalRuntime {
     while (this.running) {
       if (!(await this.pause(this.opts.sweepIntervalMs))) return;
       try {
-        const report = await sweeper({});
+        const report = await asFunction('sweeper', () => sweeper({}));
         this.sweeps++;
         this.opts.onSweep?.(report);
       } catch (e) {

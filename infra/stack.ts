@@ -31,20 +31,39 @@ import { ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { FencedWorkflow, TABLE_IDS } from './constructs/fenced-workflow.js';
-import { TABLE_ROLES } from '../lib/workflow/index.js';
+import { ConfigError } from '../lib/protocol/index.js';
+import { TABLE_ROLES, type Processor } from '../lib/workflow/index.js';
+import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { ContextSettings } from './context.js';
 import { OUTPUTS } from './outputs.js';
+
+/** The folder of the workload's documents: a workload without documents has no bucket to guard, which this stack does not build. */
+function documentsPrefixOf(workload: Pick<Processor<never>, 'documents'>): string {
+  const prefix = workload.documents?.prefix;
+  if (prefix === undefined) throw new ConfigError('workload', 'declares no documents (documents.prefix): the stack guards the bucket and grants by that folder');
+  return prefix;
+}
 
 /** Stack output keys (infra/outputs.ts, free of CDK imports for the CLI). */
 export { OUTPUTS };
 
+export interface FencedWorkflowStackProps extends StackProps {
+  /**
+   * The workload the worker runs (functions/worker.ts runs the invoice workload): the stack
+   * takes what it must agree on from its descriptor, the documents' folder.
+   * @default the invoice workload
+   */
+  readonly workload?: Pick<Processor<never>, 'documents'>;
+}
+
 export class FencedWorkflowStack extends Stack {
   readonly workflow: FencedWorkflow;
 
-  constructor(scope: Construct, id: string, props: StackProps = {}) {
+  constructor(scope: Construct, id: string, props: FencedWorkflowStackProps = {}) {
+    const { workload, ...stackProps } = props;
     super(scope, id, {
       description: 'Fenced workflow: DynamoDB leases and fences, Lambda workers, an SQS work queue, a scheduled sweeper',
-      ...props,
+      ...stackProps,
     });
     const settings = new ContextSettings((key) => this.node.tryGetContext(key));
     const fenceEpoch = settings.fenceEpoch();
@@ -75,7 +94,7 @@ export class FencedWorkflowStack extends Stack {
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
-      externalEffects: { senderAddress, ...(paymentsUrl ? { paymentsUrl } : {}) },
+      externalEffects: { senderAddress, ...(paymentsUrl ? { paymentsUrl } : {}), documentsPrefix: documentsPrefixOf(workload ?? invoiceProcessor) },
       ...(shards !== undefined ? { shards } : {}),
       ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
       ...(warmThroughput ? { warmThroughput } : {}),

@@ -9,6 +9,9 @@ import { METRIC } from '../lib/workflow/index.js';
 import { streamsClient } from '../cli/streams.js';
 import { BREAKS, CONTROLS } from './chaos/controls.js';
 import { chaosRun } from './chaos/harness.js';
+import { recordAwsCalls } from '../cli/aws-calls.js';
+import { StackIam, type TemplateJson } from './infra/iam-eval.js';
+import { templateOf } from './infra/support.js';
 
 const endpoint = inject('dynamoEndpoint');
 const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClient(endpoint) };
@@ -25,7 +28,10 @@ const STOPPED = /"message":"(commit-rejected|commit-uncertain|commit-contended|l
 
 describe('chaos (fixed seeds)', () => {
   it(`seeds ${SEEDS.join(', ')}: the real protocol keeps FENCE, ONCE, PROGRESS, TOKENS, DOCS, DELIVERY, RUNS and no lease held by two; the fence refuses the stale writes`, async () => {
-    const runs = await Promise.all(SEEDS.map((seed) => chaosRun(env, seed, 'fenced')));
+    // Every AWS call of the five runs, evaluated against the synthesized stack (test/infra/iam-calls.test.ts does the same for npm start's run).
+    const stack = new StackIam(templateOf().template.toJSON() as TemplateJson);
+    const calls = recordAwsCalls(stack.arnNames());
+    const runs = await Promise.all(SEEDS.map((seed) => chaosRun(env, seed, 'fenced', { calls })));
     for (const r of runs) {
       const story = `seed ${r.seed}: ${r.history.slice(-40).join('\n')}`;
       expect(r.error, story).toBeUndefined();
@@ -49,6 +55,10 @@ describe('chaos (fixed seeds)', () => {
     }
     const refused = runs.filter((r) => (r.metrics[METRIC.staleGenerationRejected] ?? 0) >= 1).map((r) => r.seed);
     expect(refused.length, `seeds whose fence refused a stale write: ${refused.join(' ')}`).toBeGreaterThanOrEqual(1);
+    // The drills' raise-epoch and seal are the operator's (counterWriters), not a function's: unrecorded.
+    const { decisions, denied } = await stack.evaluate(calls.records);
+    process.stdout.write(`IAM from the chaos calls: ${calls.records.length} calls, ${decisions.length} distinct, ${decisions.length - denied.length} allowed\n`);
+    expect(denied, `${decisions.length} distinct calls of the chaos runs`).toEqual([]);
   }, 120_000);
 
   // Each control once in CI, both ways across the set: the incident's interleaving forced (seed

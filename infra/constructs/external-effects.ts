@@ -5,8 +5,9 @@
  * reconciler and the collector (scheduled), the recorder (SES events through EventBridge).
  *
  * The bucket refuses what the design forbids even to a principal that holds the permission: a
- * PutObject under invoices/ without If-None-Match (an overwrite) and any delete by a role other
- * than the collector's.
+ * PutObject under the documents prefix without If-None-Match (an overwrite) and any delete by a
+ * role other than the collector's. The prefix is the workload's (its descriptor's
+ * `documents.prefix`): every statement and acknowledgement that names it takes it from there.
  */
 import { CfnElement, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
@@ -34,6 +35,8 @@ export interface ExternalEffectsProps {
   readonly environment: Readonly<Record<string, string>>;
   readonly scheduleDeadLetterQueue: Queue;
   readonly services: Readonly<Record<'sender' | 'reconciler' | 'recorder' | 'collector', string>>;
+  /** The folder the workload's documents are written under (`Processor.documents.prefix`, ending in "/"). */
+  readonly documentsPrefix: string;
 }
 
 export class ExternalEffects extends Construct {
@@ -50,8 +53,12 @@ export class ExternalEffects extends Construct {
   /** What the worker needs in its environment to put documents. */
   readonly workerEnvironment: Readonly<Record<string, string>>;
 
+  /** The workload's documents folder (its descriptor's `documents.prefix`). */
+  readonly documentsPrefix: string;
+
   constructor(scope: Construct, id: string, props: ExternalEffectsProps) {
     super(scope, id);
+    this.documentsPrefix = props.documentsPrefix;
     this.accessLogs = new Bucket(this, 'AccessLogs', {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
       encryption: BucketEncryption.S3_MANAGED,
@@ -127,10 +134,15 @@ export class ExternalEffects extends Construct {
     this.acknowledge();
   }
 
-  /** The finding id of a wildcard below invoices/ (cdk-nag names the bucket by its logical id). */
-  private invoicesWildcard(): string {
+  /** The documents' object ARNs: every key under the workload's prefix. */
+  private documents(): string {
+    return this.bucket.arnForObjects(`${this.documentsPrefix}*`);
+  }
+
+  /** The finding id of a wildcard below the documents prefix (cdk-nag names the bucket by its logical id). */
+  private documentsWildcard(): string {
     const logicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as CfnElement);
-    return `AwsSolutions::AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/invoices/*]`;
+    return `AwsSolutions::AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${this.documentsPrefix}*]`;
   }
 
   private acknowledge(): void {
@@ -143,8 +155,8 @@ export class ExternalEffects extends Construct {
       reason: 'Added by the DynamoDB event source: dynamodb:ListStreams supports no resource-level permission (Service Authorization Reference, DynamoDB). The stream reads themselves name the Outbox stream ARN.',
     });
     Validations.of(this.collector.role.node.findChild('DefaultPolicy')).acknowledge({
-      id: this.invoicesWildcard(),
-      reason: 'The collector lists, reads (for If-Match) and deletes document objects: every key under invoices/ is one (invoices/<period>/<customer>/<generation>.json), and nothing else in the bucket is granted.',
+      id: this.documentsWildcard(),
+      reason: `The collector lists, reads (for If-Match) and deletes document objects: every key under ${this.documentsPrefix} is one (one per item and generation), and nothing else in the bucket is granted.`,
     });
     for (const f of [this.reconciler.fn, this.collector.fn]) {
       Validations.of(f.node.findChild('EventInvokeConfig')).acknowledge({
@@ -160,15 +172,15 @@ export class ExternalEffects extends Construct {
     }
   }
 
-  /** The bucket policy: no overwrite under invoices/, and no delete but the collector's. */
+  /** The bucket policy: no overwrite under the documents prefix, and no delete but the collector's. */
   private guardBucket(): void {
     this.bucket.addToResourcePolicy(
       new PolicyStatement({
-        sid: 'DenyInvoicePutWithoutIfNoneMatch',
+        sid: 'DenyDocumentPutWithoutIfNoneMatch',
         effect: Effect.DENY,
         principals: [new AnyPrincipal()],
         actions: ['s3:PutObject'],
-        resources: [this.bucket.arnForObjects('invoices/*')],
+        resources: [this.documents()],
         conditions: { Null: { 's3:if-none-match': 'true' } },
       }),
     );
@@ -202,15 +214,20 @@ export class ExternalEffects extends Construct {
     allow(this.reconciler, ['ses:SendEmail'], [identityArn, configSetArn]);
     // Recorder (effects/recorder.ts): read the item's status (a SENT item needs no record), ADD providerEvents conditional on its existence.
     allow(this.recorder, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);
-    // Collector (effects/collector.ts): list invoices/, read the pointer, the fence and the job
+    // Collector (effects/collector.ts): list the documents prefix, read the pointer, the fence and the job
     // (consistent GetItem), DeleteObject with If-Match (which also needs s3:GetObject).
     this.collector.role.addToPrincipalPolicy(this.listDocuments());
-    allow(this.collector, ['s3:DeleteObject', 's3:GetObject'], [this.bucket.arnForObjects('invoices/*')]);
+    allow(this.collector, ['s3:DeleteObject', 's3:GetObject'], [this.documents()]);
     allow(this.collector, ['dynamodb:GetItem'], [props.tables.invoices.tableArn, props.tables.fences.tableArn, props.tables.jobs.tableArn]);
+    // The pointers of a page in consistent batches (BatchGetItem on the pointer table), and the
+    // resumable cursor item it keeps in Jobs (a PutItem per page): test/infra/iam-calls.test.ts
+    // found both missing from this role, the local run making them and AWS refusing them.
+    allow(this.collector, ['dynamodb:BatchGetItem'], [props.tables.invoices.tableArn]);
+    allow(this.collector, ['dynamodb:PutItem'], [props.tables.jobs.tableArn]);
   }
 
   /**
-   * s3:ListBucket on the bucket, only for listings under invoices/ (the `s3:prefix` condition).
+   * s3:ListBucket on the bucket, only for listings under the documents prefix (`s3:prefix`).
    * Granted to the worker too, which never lists: without it S3 answers a HEAD or GET of a
    * missing key 403 AccessDenied instead of 404, and the HEAD that resolves a 412 must tell
    * "gone" (put again) from "not readable". The alternative, reading a 403 as one or the other,
@@ -218,17 +235,17 @@ export class ExternalEffects extends Construct {
    * The adapter still types a 403 (ObjectStateUnknownError) rather than trust this grant.
    */
   private listDocuments(): PolicyStatement {
-    return new PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': 'invoices/*' } } });
+    return new PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': `${this.documentsPrefix}*` } } });
   }
 
   /** The worker's part: put documents (If-None-Match; the HEAD that resolves a 412 needs GetObject, and ListBucket for a 404) and create outbox items in its transaction. */
   grantWorker(worker: FencedFunction, outbox: ITable): void {
-    worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:PutObject', 's3:GetObject'], resources: [this.bucket.arnForObjects('invoices/*')] }));
+    worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:PutObject', 's3:GetObject'], resources: [this.documents()] }));
     worker.role.addToPrincipalPolicy(this.listDocuments());
     worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['dynamodb:PutItem'], resources: [outbox.tableArn] }));
     Validations.of(worker.role.node.findChild('DefaultPolicy')).acknowledge({
-      id: this.invoicesWildcard(),
-      reason: "The worker puts each unit's documents under invoices/<period>/<customer>/<generation>.json (If-None-Match, required by the bucket policy) and reads one back only to resolve a 412; the keys are new per generation, so no fixed ARN can name them.",
+      id: this.documentsWildcard(),
+      reason: `The worker puts each unit's documents under ${this.documentsPrefix} (If-None-Match, required by the bucket policy) and reads one back only to resolve a 412; the keys are new per generation, so no fixed ARN can name them.`,
     });
   }
 }

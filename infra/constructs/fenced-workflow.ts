@@ -136,8 +136,12 @@ export interface FencedWorkflowProps {
    * accepted, and a restored copy is older (docs/runbook-dr.md).
    */
   readonly adoptTables?: Partial<Record<TableRole, AdoptedTable>>;
-  /** The external effects: the From address of the emails (an SES identity is created for it), the payment provider's endpoint. */
-  readonly externalEffects: { readonly senderAddress: string; readonly paymentsUrl?: string };
+  /**
+   * The external effects: the From address of the emails (an SES identity is created for it), the
+   * payment provider's endpoint, and the folder the worker's processor writes its documents under:
+   * its descriptor's `documents.prefix`, which the bucket policy and every S3 grant name.
+   */
+  readonly externalEffects: { readonly senderAddress: string; readonly paymentsUrl?: string; readonly documentsPrefix: string };
 }
 
 export interface AdoptedTable {
@@ -264,6 +268,7 @@ export class FencedWorkflow extends Construct {
       environment,
       scheduleDeadLetterQueue: this.scheduleDeadLetterQueue,
       services: { sender: 'sender', reconciler: 'reconciler', recorder: 'recorder', collector: 'collector' },
+      documentsPrefix: props.externalEffects.documentsPrefix,
     });
 
     // ---- Compute ------------------------------------------------------------------------------

@@ -102,9 +102,17 @@ export function expectedTotals(input: InvoiceRunInput): { invoices: number; char
   return { invoices: to - from, charges: to - from, totalCents };
 }
 
+/**
+ * The folder of the invoice documents in the bucket: the one setting every use of it reads (the
+ * stack's bucket policy and S3 grants, the collector, the local run and its checker), so a fork
+ * that changes it cannot leave a policy naming the old one (test/infra/iam-calls.test.ts).
+ */
+export const INVOICE_DOCUMENTS_PREFIX = 'invoices/';
+
 /** The document of a customer's invoice for a period, as this generation renders it (the key holds the generation). */
-export const invoiceDocumentName = (period: string, customer: string, generation: number): string => `invoices/${period}/${customer}/${generation}.json`;
-const DOCUMENT_NAME = /^invoices\/(\d{4}-(?:0[1-9]|1[0-2]))\/(cust-\d{7})\/(\d+)\.json$/;
+export const invoiceDocumentName = (period: string, customer: string, generation: number, prefix = INVOICE_DOCUMENTS_PREFIX): string => `${prefix}${period}/${customer}/${generation}.json`;
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const documentName = (prefix: string): RegExp => new RegExp(`^${escapeRegExp(prefix)}(\\d{4}-(?:0[1-9]|1[0-2]))/(cust-\\d{7})/(\\d+)\\.json$`);
 /** The payment provider the charge notifications go to (the sender maps it to an endpoint). */
 export const PAYMENTS_TARGET = 'payments';
 /** Customers' addresses live in a reserved domain (RFC 2606): the sample never mails anyone real. */
@@ -119,55 +127,63 @@ function customersOf(input: InvoiceRunInput, unit: number): { id: string; amount
 }
 
 /** A customer's invoice document: everything from (input, generation, unit), never the clock (Processor.unitDocuments). */
-function renderInvoice(input: InvoiceRunInput, ctx: UnitContext, c: { id: string; amount: number }): DocumentDraft {
+function renderInvoice(input: InvoiceRunInput, ctx: UnitContext, c: { id: string; amount: number }, prefix: string): DocumentDraft {
   const doc = { period: input.period, customerId: c.id, amountCents: c.amount, currency: input.currency, jobId: ctx.jobId, generation: ctx.generation, unit: ctx.unit };
-  return { ref: c.id, name: invoiceDocumentName(input.period, c.id, ctx.generation), body: `${JSON.stringify(doc, null, 1)}\n`, contentType: 'application/json' };
+  return { ref: c.id, name: invoiceDocumentName(input.period, c.id, ctx.generation, prefix), body: `${JSON.stringify(doc, null, 1)}\n`, contentType: 'application/json' };
 }
 
-export const invoiceProcessor: Processor<InvoiceRunInput> = {
-  name: 'invoice-run',
-  parseInput: parseInvoiceInput,
-  // At least one unit: the last unit is what marks the job DONE, even for an empty run.
-  totalUnits: (input) => Math.max(1, Math.ceil((customerRange(input).to - customerRange(input).from) / input.unitSize)),
-  unitDocuments(input, ctx: UnitContext): DocumentDraft[] {
-    return customersOf(input, ctx.unit).map((c) => renderInvoice(input, ctx, c));
-  },
-  unitEffects(input, ctx: UnitContext): Effect[] {
-    const effects: Effect[] = [];
-    const origin = { jobId: ctx.jobId, unit: ctx.unit };
-    for (const c of customersOf(input, ctx.unit)) {
-      const common = {
-        jobId: ctx.jobId,
-        customerId: c.id,
-        amountCents: c.amount,
-        currency: input.currency,
-        generation: ctx.generation,
-        unit: ctx.unit,
-        updatedAt: ctx.now,
-      };
-      const doc = ctx.documents?.get(c.id);
-      const pointer = doc === undefined ? {} : { documentKey: doc.key, documentEtag: doc.etag };
-      const amount = `${(c.amount / 100).toFixed(2)} ${input.currency}`;
-      effects.push(upsert(ctx.tables.invoices, { pk: `invoice#${input.period}#${c.id}`, ...common, ...pointer }));
-      effects.push(onceOnly(ctx.tables.invoices, { pk: `charge#${input.period}#${c.id}`, ...common }));
-      effects.push(
-        outboxEmail(ctx.tables.outbox, `email#${input.period}#${c.id}`, origin, {
-          to: customerAddress(c.id),
-          subject: `Your invoice for ${input.period}: ${amount}`,
-          body: `Invoice ${input.period} for ${c.id}: ${amount}.${doc === undefined ? '' : ` Document: ${doc.key}`}\n`,
-        }),
-      );
-      effects.push(outboxHttp(ctx.tables.outbox, `payment#${input.period}#${c.id}`, origin, { target: PAYMENTS_TARGET, request: { customerId: c.id, amountCents: c.amount, currency: input.currency, reference: `invoice#${input.period}#${c.id}` } }));
-    }
-    return effects;
-  },
-  documents: {
-    prefix: 'invoices/',
-    refOf(name: string, tables: TableNames): DocumentRef | undefined {
-      const m = DOCUMENT_NAME.exec(name);
-      if (m === null) return undefined;
-      const [, period, customer, generation] = m as unknown as [string, string, string, string];
-      return { jobId: invoiceJobId(period), generation: Number(generation), pointer: { table: tables.invoices, pk: `invoice#${period}#${customer}` } };
+/** The invoice workload with its documents under `prefix` (a fork's own folder; the tests' second one). */
+export function invoiceWorkload(prefix: string = INVOICE_DOCUMENTS_PREFIX): Processor<InvoiceRunInput> {
+  // A folder: the grants name `<prefix>*`, so without the slash they would also match `invoices-old/...`.
+  if (!/^[a-z0-9][a-z0-9._-]*\/$/.test(prefix)) throw new InvalidInputError('documents prefix', `must be one folder name ending in "/" (e.g. "invoices/"), got "${prefix}"`);
+  const DOCUMENT_NAME = documentName(prefix);
+  return {
+    name: 'invoice-run',
+    parseInput: parseInvoiceInput,
+    // At least one unit: the last unit is what marks the job DONE, even for an empty run.
+    totalUnits: (input) => Math.max(1, Math.ceil((customerRange(input).to - customerRange(input).from) / input.unitSize)),
+    unitDocuments(input, ctx: UnitContext): DocumentDraft[] {
+      return customersOf(input, ctx.unit).map((c) => renderInvoice(input, ctx, c, prefix));
     },
-  },
-};
+    unitEffects(input, ctx: UnitContext): Effect[] {
+      const effects: Effect[] = [];
+      const origin = { jobId: ctx.jobId, unit: ctx.unit };
+      for (const c of customersOf(input, ctx.unit)) {
+        const common = {
+          jobId: ctx.jobId,
+          customerId: c.id,
+          amountCents: c.amount,
+          currency: input.currency,
+          generation: ctx.generation,
+          unit: ctx.unit,
+          updatedAt: ctx.now,
+        };
+        const doc = ctx.documents?.get(c.id);
+        const pointer = doc === undefined ? {} : { documentKey: doc.key, documentEtag: doc.etag };
+        const amount = `${(c.amount / 100).toFixed(2)} ${input.currency}`;
+        effects.push(upsert(ctx.tables.invoices, { pk: `invoice#${input.period}#${c.id}`, ...common, ...pointer }));
+        effects.push(onceOnly(ctx.tables.invoices, { pk: `charge#${input.period}#${c.id}`, ...common }));
+        effects.push(
+          outboxEmail(ctx.tables.outbox, `email#${input.period}#${c.id}`, origin, {
+            to: customerAddress(c.id),
+            subject: `Your invoice for ${input.period}: ${amount}`,
+            body: `Invoice ${input.period} for ${c.id}: ${amount}.${doc === undefined ? '' : ` Document: ${doc.key}`}\n`,
+          }),
+        );
+        effects.push(outboxHttp(ctx.tables.outbox, `payment#${input.period}#${c.id}`, origin, { target: PAYMENTS_TARGET, request: { customerId: c.id, amountCents: c.amount, currency: input.currency, reference: `invoice#${input.period}#${c.id}` } }));
+      }
+      return effects;
+    },
+    documents: {
+      prefix,
+      refOf(name: string, tables: TableNames): DocumentRef | undefined {
+        const m = DOCUMENT_NAME.exec(name);
+        if (m === null) return undefined;
+        const [, period, customer, generation] = m as unknown as [string, string, string, string];
+        return { jobId: invoiceJobId(period), generation: Number(generation), pointer: { table: tables.invoices, pk: `invoice#${period}#${customer}` } };
+      },
+    },
+  };
+}
+
+export const invoiceProcessor: Processor<InvoiceRunInput> = invoiceWorkload();

@@ -24,6 +24,7 @@ import { RunEffects } from '../../cli/run-effects.js';
 import { runsRecorded } from '../../cli/run.js';
 import { startFaultProxy, type FaultProxy } from '../../cli/fault-proxy.js';
 import { WireCheck } from '../../cli/wire-check.js';
+import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/aws-calls.js';
 import { controlProtocol, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
@@ -82,14 +83,18 @@ function injectFaults(proxy: FaultProxy, schedule: Schedule): void {
   if (schedule.delayP > 0) proxy.delay({ ...always, when: () => r() < schedule.delayP }, Math.round(schedule.delayMaxMs * r()));
 }
 
-/** The pauses' events, read from the tables directly (not through the proxy, not from the worker). */
+/**
+ * The pauses' events, read from the tables directly (not through the proxy, not from the worker):
+ * the pause runs inside the worker's invocation, but these reads are the harness's, no function's.
+ */
 function probes(direct: Dynamo, tables: TableNames): PauseProbes {
   return {
-    unitCommitted: async (jobId, unit) => ((await readJob(direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit,
-    fencedAbove: async (jobId, generation) => {
-      const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId) }, ConsistentRead: true }))).Item;
-      return typeof fence?.generation === 'number' && fence.generation > generation;
-    },
+    unitCommitted: (jobId, unit) => outsideFunctions(async () => ((await readJob(direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit),
+    fencedAbove: (jobId, generation) =>
+      outsideFunctions(async () => {
+        const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId) }, ConsistentRead: true }))).Item;
+        return typeof fence?.generation === 'number' && fence.generation > generation;
+      }),
   };
 }
 
@@ -100,7 +105,7 @@ export async function chaosRun(
   env: { endpoint: string; direct: Dynamo; streams: DynamoDBStreamsClient },
   seed: number,
   variant: Variant,
-  opts: { deadlineMs?: number; keepTables?: boolean; leaseMode?: ChaosLeaseMode } = {},
+  opts: { deadlineMs?: number; keepTables?: boolean; leaseMode?: ChaosLeaseMode; calls?: AwsCallRecorder } = {},
 ): Promise<RunRecord> {
   const base = makeSchedule(seed, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
   const forced = variant === 'fenced' || forcedFor(seed);
@@ -116,6 +121,8 @@ export async function chaosRun(
   const proxy = await startFaultProxy(env.endpoint, { onExchange: (ex) => wire.observe(ex) });
   injectFaults(proxy, schedule);
   const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
+  // The handlers' clients (the effects' functions use the direct one): the checker's and the drill's calls are no function's.
+  opts.calls?.attach(viaProxy.client).attach(env.direct.client).attach(env.streams).documentSet(`chaos-${seed}-${variant}`);
 
   const telemetry = new LocalTelemetry(undefined, (line) => history.push(`${at()} ${line}`));
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: schedule.leaseMs * 48, maxReceiveCount: 10 });
@@ -138,10 +145,11 @@ export async function chaosRun(
   const mode = schedule.leaseMode === 'wall-clock' ? { kind: 'wall-clock' as const, maxClockSkewMs: schedule.maxClockSkewMs } : { kind: 'version-watch' as const };
   // One object for every invocation: the drill raises its epoch, as a redeploy would.
   const lease = { epoch: 0, durationMs: schedule.leaseMs, mode };
-  const deps = { doc: viaProxy.doc, tables, clock, queue, telemetry };
+  const deps = { doc: viaProxy.doc, tables, clock, queue: opts.calls?.queue(queue) ?? queue, telemetry };
   // The external effects: a bucket, an SMTP sink and a payment provider of this run's own.
   const effects = await startEffects({ doc: env.direct.doc });
-  const fx = new RunEffects({ dynamo: env.direct, streams: env.streams, tables, set: `chaos-${seed}-${variant}`, effects, clock, telemetry, leaseMs: schedule.leaseMs, faults: true });
+  opts.calls?.attach(effects.s3);
+  const fx = new RunEffects({ dynamo: env.direct, streams: env.streams, tables, set: `chaos-${seed}-${variant}`, effects, clock, telemetry, leaseMs: schedule.leaseMs, faults: true, ...(opts.calls ? { calls: opts.calls } : {}) });
   const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases, effects, outboxTable: tables.outbox, set: `chaos-${seed}-${variant}` });
   // Each concurrency slot is a host with its own wall clock.
   const workers: WorkerHandler[] = schedule.skews.map((skew) => {
@@ -155,7 +163,9 @@ export async function chaosRun(
     for (let i = 0; i < schedule.sweepBurst; i++) report = schedule.overlappingSweeps ? (await Promise.all([sweepOnce({}), sweepOnce({})]))[0]! : await sweepOnce({});
     return report!;
   };
-  const starter = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, customers: 0 });
+  const startOnce = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, customers: 0 });
+  // The scheduler's invocation of the starter: its calls are the starter's.
+  const starter: StarterHandler = (event) => asFunction('starter', () => startOnce(event));
   runtime = new LocalRuntime({
     clock,
     queue,

@@ -25,6 +25,7 @@ import { invoiceJobId, PAYMENTS_TARGET } from '../../lib/workloads/invoices.js';
 import { sesEvent, startSesEndpoint, type SesEndpoint } from '../support/ses-endpoint.js';
 import { makeTables, type TestTables } from '../support/tables.js';
 import { lambdaEnvironment, metricSum, runBundle, type BundleOptions } from './lambda-run.js';
+import type { WireRequest } from './wire-calls.js';
 
 export type EffectFunction = 'sender' | 'reconciler' | 'recorder' | 'collector';
 
@@ -41,7 +42,8 @@ const PERIOD = '2026-03';
 const origin = { jobId: invoiceJobId(PERIOD), unit: 0 };
 const mail = (customer: string) => outboxEmail('', `email#${PERIOD}#${customer}`, origin, { to: `${customer}@customers.example`, subject: `Your invoice for ${PERIOD}`, body: `Invoice ${PERIOD} for ${customer}.\n` });
 
-export function describeEffectBundles(get: () => Bundles): void {
+/** `onWire`: each run's HTTP requests, by function, for the IAM evaluation of the bundles' calls. */
+export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFunction, wire: readonly WireRequest[], s3Url: string) => void): void {
   describe('the bundled sender, recorder, reconciler and collector run like Lambda runs them', () => {
     let t: TestTables;
     let s3: S3Endpoint;
@@ -63,13 +65,15 @@ export function describeEffectBundles(get: () => Bundles): void {
     });
 
     /** The stack's environment of `f`, every resource it names replaced by the local one, plus the local endpoints. */
-    const invoke = (f: EffectFunction, functionName: string, events: BundleOptions['events']) => {
+    const invoke = async (f: EffectFunction, functionName: string, events: BundleOptions['events']) => {
       const { template, fns, assetDirs } = get();
       const n = t.names;
       const local = { [ENV.leasesTable]: n.leases, [ENV.fencesTable]: n.fences, [ENV.jobsTable]: n.jobs, [ENV.invoicesTable]: n.invoices, [ENV.outboxTable]: n.outbox, [ENV.documentsBucket]: BUCKET, [ENV.sesConfigurationSet]: CONFIGURATION_SET, [ENV.queueUrl]: 'http://127.0.0.1:9/000000000000/unused' };
       // AWS_ENDPOINT_URL_SESV2 is the SDK's own setting: the bundle's SES client is not told anything else.
       const endpoints = { [ENV.dynamoEndpoint]: t.endpoint, [ENV.s3Endpoint]: s3.url, [ENV.paymentsUrl]: `${payments.url}/charges`, AWS_ENDPOINT_URL_SESV2: ses.url };
-      return runBundle(assetDirs[f], { functionName, events, env: lambdaEnvironment(template, fns[f], local, endpoints) });
+      const run = await runBundle(assetDirs[f], { functionName, events, env: lambdaEnvironment(template, fns[f], local, endpoints) });
+      onWire?.(f, run.wire, s3.url);
+      return run;
     };
     /** An outbox item as the fenced unit writes it (generation and updatedAt stamped), with `extra` delivery state. */
     const put = async (e: Effect, extra: Record<string, unknown> = {}) => {

@@ -25,6 +25,9 @@ import { getItem, scanAll } from '../support/fixtures.js';
 import { makeTables, type TestTables } from '../support/tables.js';
 import { describeEffectBundles, type Bundles } from './artifact-effects.js';
 import { metricSum, runBundle } from './lambda-run.js';
+import type { AwsCall } from '../../cli/aws-calls.js';
+import { StackIam, type TemplateJson } from './iam-eval.js';
+import { callsFromWire, type WireRequest } from './wire-calls.js';
 import { buildApp, logicalId, withoutCfnValidation } from './support.js';
 
 const FUNCTIONS = ['worker', 'sweeper', 'starter', 'sender', 'reconciler', 'recorder', 'collector'] as const;
@@ -47,7 +50,13 @@ beforeAll(() => {
     }),
   ) as Bundles<FunctionName>['assetDirs'];
   bundles = { template, fns, assetDirs };
+  stackIam = new StackIam(template as unknown as TemplateJson);
 }, 120_000);
+
+/** Every AWS call the bundles made in this file's runs, for the evaluation at the end. */
+const bundledCalls: AwsCall[] = [];
+let stackIam: StackIam;
+const keepCalls = (fn: string, wire: readonly WireRequest[], s3Url: string) => bundledCalls.push(...callsFromWire(fn, wire, stackIam.arnNames(), new URL(s3Url).host));
 
 /** Every module a bundle still imports or requires at run time, as esbuild's parser sees them (not a text search). */
 function runtimeImports(file: string): string[] {
@@ -114,7 +123,7 @@ describe('the bundled worker runs like Lambda runs it', () => {
     daemon.on('message', (m) => datagrams.push(m.toString('utf8')));
     await new Promise<void>((r) => daemon.bind(0, '127.0.0.1', () => r()));
     const daemonPort = (daemon.address() as { port: number }).port;
-    const { results, logs, emf } = await runBundle(bundles.assetDirs.worker, {
+    const { results, logs, emf, wire } = await runBundle(bundles.assetDirs.worker, {
       functionName: 'Worker',
       events: [event],
       env: {
@@ -138,6 +147,7 @@ describe('the bundled worker runs like Lambda runs it', () => {
         POWERTOOLS_METRICS_NAMESPACE: 'FencedWorkflow',
       },
     });
+    keepCalls('worker', wire, s3.url);
 
     expect(results).toEqual([{ batchItemFailures: [{ itemIdentifier: 'm-2' }] }]);
 
@@ -179,4 +189,18 @@ describe('the bundled worker runs like Lambda runs it', () => {
   });
 });
 
-describeEffectBundles(() => bundles);
+describeEffectBundles(() => bundles, keepCalls);
+
+// Last in the file: the runs above are done (vitest runs a file's tests in order).
+describe('IAM from the bundled calls', () => {
+  it("every AWS call the bundled functions sent is allowed by the stack's roles and resource policies (the same evaluation as test/infra/iam-calls.test.ts, the calls read off the wire)", async () => {
+    const { decisions, denied } = await stackIam.evaluate(bundledCalls);
+    process.stdout.write(`IAM from the bundled calls: ${bundledCalls.length} calls, ${decisions.length} distinct, ${decisions.length - denied.length} allowed\n`);
+    expect(denied).toEqual([]);
+    expect([...new Set(bundledCalls.map((c) => c.fn))].sort()).toEqual(['collector', 'reconciler', 'recorder', 'sender', 'worker']);
+    const actions = [...new Set(bundledCalls.flatMap((c) => c.authorizations.map((x) => `${c.fn} ${x.action}`)))].sort();
+    process.stdout.write(`${actions.join(', ')}\n`);
+    // The SDK paths only the bundles take: SES v2 through its client, the S3 conditional put and delete.
+    expect(actions).toEqual(expect.arrayContaining(['sender ses:SendEmail', 'worker s3:PutObject', 'worker dynamodb:PutItem', 'collector s3:DeleteObject', 'recorder dynamodb:UpdateItem']));
+  });
+});

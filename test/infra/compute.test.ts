@@ -76,7 +76,7 @@ describe('functions', () => {
   it("the unit size is bounded by the invoice workload's transaction (4 effects per customer + fence + checkpoint <= 100)", () => {
     expect(MAX_UNIT_SIZE).toBe(INVOICE_MAX_UNIT_SIZE);
     const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, ...props });
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, ...props });
     expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/unitSize: must be an integer in \[1, 24\] \(4 effects per item/);
     expect(build({ unitSize: MAX_UNIT_SIZE })).not.toThrow();
     expect(build({ staleAfter: Duration.seconds(31) })).toThrow(/staleAfter \(31000 ms\) must exceed the lease duration plus the clock-skew bound/);
@@ -84,7 +84,7 @@ describe('functions', () => {
 
   it("version-watch: the worker's timeout must cover a full lease watch, or no worker could ever take over a dead holder's job", () => {
     const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, leaseMode: 'version-watch', ...props });
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, leaseMode: 'version-watch', ...props });
     expect(build({ leaseDuration: Duration.minutes(2) })).toThrow(/worker.timeout: in version-watch mode the worker's timeout \(120000 ms\) must cover a full lease watch/);
     expect(build({ leaseDuration: Duration.minutes(2), worker: { entry: 'functions/worker.ts', timeout: Duration.minutes(3) } })).not.toThrow();
     expect(build({})).not.toThrow(); // 30 s leases, 2-minute worker
@@ -93,7 +93,7 @@ describe('functions', () => {
 
   it("a fork's unit size cap comes from its processor's effects per item: (100 - fence - checkpoint) / effects", () => {
     const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, ...props });
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, ...props });
     expect(build({ effectsPerItem: 1, unitSize: 98 })).not.toThrow();
     expect(build({ effectsPerItem: 1, unitSize: 99 })).toThrow(/unitSize: must be an integer in \[1, 98\]/);
     expect(build({ effectsPerItem: 3, unitSize: 32 })).not.toThrow();
@@ -112,7 +112,7 @@ describe('functions', () => {
 
   it("a fork's sweep interval is checked at synth as the sweeper checks it (1 s to 1 day) and as the schedule needs it (whole minutes)", () => {
     const build = (sweepInterval: Duration) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' }, sweepInterval });
+      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, sweepInterval });
     expect(build(Duration.seconds(90))).toThrow(/sweepInterval: must be a whole number of minutes, got 90 s/);
     expect(build(Duration.days(2))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);
     expect(build(Duration.minutes(0))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);

@@ -6,13 +6,14 @@
  * counterpart.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { IConstruct } from 'constructs';
 import { localRegion, localSigningKeys } from '../../lib/protocol/index.js';
 import { logicalId, tempDir } from './support.js';
+import type { WireRequest } from './wire-calls.js';
 
 const run = promisify(execFile);
 
@@ -24,6 +25,8 @@ export interface BundleRun {
   logs: Record<string, unknown>[];
   /** The CloudWatch EMF lines (Powertools Metrics). */
   emf: Record<string, unknown>[];
+  /** Every HTTP request the process sent (wire-preload.mjs), for the IAM evaluation of its calls. */
+  wire: WireRequest[];
 }
 
 export interface BundleOptions {
@@ -44,6 +47,7 @@ export async function runBundle(assetDir: string, opts: BundleOptions): Promise<
   const taskRoot = tempDir('fenced-task-');
   cpSync(assetDir, taskRoot, { recursive: true });
   const resultFile = join(taskRoot, 'results.json');
+  const wireFile = join(taskRoot, 'wire.jsonl');
   const name = opts.functionName;
   const bootstrap = [
     `const { handler } = await import(${JSON.stringify(pathToFileURL(join(taskRoot, 'index.mjs')).href)});`,
@@ -54,7 +58,8 @@ export async function runBundle(assetDir: string, opts: BundleOptions): Promise<
     '}',
     `(await import('node:fs')).writeFileSync(process.env.TEST_RESULT, JSON.stringify(results));`,
   ].join('\n');
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', bootstrap], {
+  const preload = pathToFileURL(join(import.meta.dirname, 'wire-preload.mjs')).href;
+  const { stdout } = await run(process.execPath, ['--import', preload, '--input-type=module', '-e', bootstrap], {
     cwd: taskRoot,
     timeout: 30_000,
     env: {
@@ -74,10 +79,12 @@ export async function runBundle(assetDir: string, opts: BundleOptions): Promise<
       ...opts.env,
       TEST_EVENTS: JSON.stringify(opts.events),
       TEST_RESULT: resultFile,
+      TEST_WIRE: wireFile,
     },
   });
   const lines = jsonLines(stdout);
-  return { results: JSON.parse(readFileSync(resultFile, 'utf8')) as unknown[], stdout, logs: lines.filter((l) => !('_aws' in l)), emf: lines.filter((l) => '_aws' in l) };
+  const wire = existsSync(wireFile) ? readFileSync(wireFile, 'utf8').trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as WireRequest) : [];
+  return { results: JSON.parse(readFileSync(resultFile, 'utf8')) as unknown[], stdout, logs: lines.filter((l) => !('_aws' in l)), emf: lines.filter((l) => '_aws' in l), wire };
 }
 
 /** The sum of a metric over EMF lines (a value or a list of values per line). */

@@ -10,7 +10,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { afterAll } from 'vitest';
 import { addComplianceChecks } from '../../infra/constructs/checks.js';
-import { FencedWorkflowStack } from '../../infra/stack.js';
+import { FencedWorkflowStack, type FencedWorkflowStackProps } from '../../infra/stack.js';
 
 export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 const CDK_JSON_CONTEXT = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
@@ -35,7 +35,7 @@ export interface TestApp {
 }
 
 /** The app as infra/app.ts builds it. `bundle: false` (default) skips esbuild (~50 ms instead of ~1 s per function). */
-export function buildApp(opts: { context?: Record<string, unknown>; bundle?: boolean; nag?: boolean; stackName?: string } = {}): TestApp {
+export function buildApp(opts: { context?: Record<string, unknown>; bundle?: boolean; nag?: boolean; stackName?: string; workload?: FencedWorkflowStackProps['workload'] } = {}): TestApp {
   const outdir = tempDir('fenced-cdk-');
   const app = new App({
     outdir,
@@ -45,7 +45,7 @@ export function buildApp(opts: { context?: Record<string, unknown>; bundle?: boo
       ...opts.context,
     },
   });
-  const stack = new FencedWorkflowStack(app, opts.stackName ?? 'FencedWorkflow');
+  const stack = new FencedWorkflowStack(app, opts.stackName ?? 'FencedWorkflow', opts.workload ? { workload: opts.workload } : {});
   if (opts.nag ?? false) addComplianceChecks(app);
   return { app, stack, outdir };
 }

@@ -61,7 +61,7 @@ describe('the deployed tables keep their identity', () => {
   it('a renamed construct is caught, with the reason in the failure', () => {
     const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'FencedWorkflow');
-    new FencedWorkflow(stack, 'InvoiceWorkflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com' } });
+    new FencedWorkflow(stack, 'InvoiceWorkflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' } });
     const drift = tableIdDrift(withoutCfnValidation(() => Template.fromStack(stack)).toJSON());
     expect(drift).toHaveLength(5);
     expect(drift.find((d) => d.startsWith('leases'))).toMatch(
@@ -228,7 +228,7 @@ describe('Leases and Fences are never replicated (global tables replicate asynch
     new FencedWorkflow(stack, 'Workflow', {
       fenceEpoch: 0,
       worker: { entry: 'functions/worker.ts' },
-      externalEffects: { senderAddress: 'billing@example.com' },
+      externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' },
       replicationRegions: { [role]: ['eu-central-1'] },
     });
     return () => withoutCfnValidation(() => Template.fromStack(stack));
