@@ -223,6 +223,22 @@ describe('the http path has no claim: the Idempotency-Key is what keeps the effe
     expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', providerMessageId: ledger(pk)!.chargeId });
   });
 
+  it("the sender's copy (a stream image) and the reconciler's (a GetItem) send the same bytes: the provider replays the key instead of refusing it as reused", async () => {
+    // The quiet local run found it: the reconciler resent an item the sender was still at, its
+    // request map read back in another key order, and the provider refused the key as reused
+    // with other parameters (400 idempotency_error): the sender then wrote the item FAILED.
+    const pk = 'payment#key-order';
+    // Not written to the table: only the two copies' requests are sent (the reconciler's tests below see no extra item).
+    const i = { pk, request: { customerId: pk, amountCents: 1234, currency: 'EUR' } } as unknown as OutboxItem;
+    const reordered = { ...i, request: Object.fromEntries(Object.entries(i.request ?? {}).reverse()) } as OutboxItem;
+    expect(Object.keys(reordered.request!)).not.toEqual(Object.keys(i.request!));
+    const p = new FetchHttpProvider(`${payments.url}/charges`, 3_000);
+    const call = (x: OutboxItem) => ({ idempotencyKey: messageIdentity.idempotencyKey(t.names.outbox, pk), headers: {}, body: x.request ?? {} });
+    const first = await p.post(call(i));
+    expect(await p.post(call(reordered))).toEqual(first);
+    expect(ledger(pk)).toMatchObject({ requests: 2, refused: 0 });
+  });
+
   it('a refusal for now (503) writes nothing and the item is sent later; a refusal for good (the key already used with other parameters) ends FAILED with the reason', async () => {
     const pk = 'payment#down';
     const i = await item(pk);

@@ -41,7 +41,7 @@ export const INVOICE_PROFILE: LoadProfile = {
       "role": "jobs",
       "purpose": "PutItem",
       "basis": "shard",
-      "units": 14
+      "units": 13
     },
     {
       "role": "jobs",
@@ -57,6 +57,12 @@ export const INVOICE_PROFILE: LoadProfile = {
     },
     {
       "role": "jobs",
+      "purpose": "UpdateItem SET doneAt (refused)",
+      "basis": "shard",
+      "units": 1
+    },
+    {
+      "role": "jobs",
       "index": "unfinished-by-heartbeat",
       "purpose": "PutItem",
       "basis": "shard",
@@ -67,7 +73,7 @@ export const INVOICE_PROFILE: LoadProfile = {
       "index": "unfinished-by-heartbeat",
       "purpose": "transaction Update",
       "basis": "unit",
-      "units": 1.528
+      "units": 1.417
     },
     {
       "role": "leases",
@@ -79,7 +85,7 @@ export const INVOICE_PROFILE: LoadProfile = {
       "role": "leases",
       "purpose": "UpdateItem SET durationMs,expiresAt,version",
       "basis": "shard",
-      "units": 15
+      "units": 10
     },
     {
       "role": "leases",
@@ -101,21 +107,39 @@ export const INVOICE_PROFILE: LoadProfile = {
     },
     {
       "role": "outbox",
-      "purpose": "UpdateItem ADD providerEvents",
-      "basis": "customer",
-      "units": 0.00625
-    },
-    {
-      "role": "outbox",
       "purpose": "UpdateItem SET providerMessageId,sentAt,status REMOVE claimToken,unsent",
       "basis": "customer",
       "units": 1
     },
     {
       "role": "outbox",
+      "purpose": "UpdateItem ADD providerEvents",
+      "basis": "customer",
+      "units": 0.003125
+    },
+    {
+      "role": "outbox",
       "purpose": "UpdateItem SET providerMessageId,sentAt,status REMOVE unsent ADD attempts",
       "basis": "customer",
       "units": 1
+    },
+    {
+      "role": "outbox",
+      "purpose": "UpdateItem SET claimToken,claimedAt,status ADD attempts (refused)",
+      "basis": "customer",
+      "units": 0.275
+    },
+    {
+      "role": "outbox",
+      "purpose": "UpdateItem SET providerMessageId,sentAt,status REMOVE unsent ADD attempts (refused)",
+      "basis": "customer",
+      "units": 0.01875
+    },
+    {
+      "role": "outbox",
+      "purpose": "UpdateItem SET failureReason,status REMOVE unsent ADD attempts (refused)",
+      "basis": "customer",
+      "units": 0.2875
     },
     {
       "role": "outbox",
@@ -170,13 +194,13 @@ export const INVOICE_PROFILE: LoadProfile = {
         "customer": 2,
         "unit": 0,
         "shard": 0,
-        "read": 7
+        "read": 6
       },
       "total": {
         "customer": 640,
         "unit": 0,
         "shard": 0,
-        "read": 2240
+        "read": 1920
       },
       "readsGrow": "shard"
     },
@@ -229,13 +253,13 @@ export const INVOICE_PROFILE: LoadProfile = {
         "key": "run#invoice-run#2026-09",
         "customer": 0,
         "unit": 0,
-        "shard": 2,
+        "shard": 3,
         "read": 12
       },
       "total": {
         "customer": 0,
         "unit": 0,
-        "shard": 2,
+        "shard": 3,
         "read": 12
       },
       "readsGrow": "shard"
@@ -269,16 +293,16 @@ export const INVOICE_PROFILE: LoadProfile = {
         "key": "collector#profile-1/invoices/",
         "customer": 0,
         "unit": 0,
-        "shard": 7,
-        "read": 7
+        "shard": 6,
+        "read": 6
       },
       "total": {
         "customer": 0,
         "unit": 0,
-        "shard": 7,
-        "read": 7
+        "shard": 6,
+        "read": 6
       },
-      "readsGrow": "fixed"
+      "readsGrow": "item"
     },
     {
       "role": "jobs",
@@ -289,15 +313,15 @@ export const INVOICE_PROFILE: LoadProfile = {
       "hottest": {
         "key": "open",
         "customer": 0,
-        "unit": 55,
+        "unit": 51,
         "shard": 6,
-        "read": 2
+        "read": 1.5
       },
       "total": {
         "customer": 0,
-        "unit": 55,
+        "unit": 51,
         "shard": 6,
-        "read": 2
+        "read": 1.5
       },
       "readsGrow": "fixed"
     },
@@ -307,19 +331,19 @@ export const INVOICE_PROFILE: LoadProfile = {
       "scope": "shard",
       "values": 6,
       "hottest": {
-        "key": "job#invoice-run#2026-09#shard-4-of-6",
+        "key": "job#invoice-run#2026-09#shard-1-of-6",
         "customer": 0,
         "unit": 0,
         "shard": 4,
-        "read": 4
+        "read": 2
       },
       "total": {
         "customer": 0,
         "unit": 0,
-        "shard": 27,
-        "read": 16
+        "shard": 22,
+        "read": 13
       },
-      "readsGrow": "item"
+      "readsGrow": "shard"
     },
     {
       "role": "outbox",
@@ -327,19 +351,19 @@ export const INVOICE_PROFILE: LoadProfile = {
       "scope": "item",
       "values": 320,
       "hottest": {
-        "key": "email#2026-09#cust-0000242",
-        "customer": 4,
+        "key": "email#2026-09#cust-0000043",
+        "customer": 6,
         "unit": 0,
         "shard": 0,
         "read": 4.5
       },
       "total": {
-        "customer": 1282,
+        "customer": 1369,
         "unit": 0,
         "shard": 0,
-        "read": 829
+        "read": 989
       },
-      "readsGrow": "item"
+      "readsGrow": "shard"
     },
     {
       "role": "outbox",
@@ -347,19 +371,19 @@ export const INVOICE_PROFILE: LoadProfile = {
       "scope": "item",
       "values": 320,
       "hottest": {
-        "key": "payment#2026-09#cust-0000286",
-        "customer": 3,
+        "key": "payment#2026-09#cust-0000040",
+        "customer": 5,
         "unit": 0,
         "shard": 0,
         "read": 4
       },
       "total": {
-        "customer": 960,
+        "customer": 1058,
         "unit": 0,
         "shard": 0,
-        "read": 650
+        "read": 833
       },
-      "readsGrow": "item"
+      "readsGrow": "shard"
     },
     {
       "role": "outbox",
@@ -372,15 +396,15 @@ export const INVOICE_PROFILE: LoadProfile = {
         "customer": 52,
         "unit": 0,
         "shard": 0,
-        "read": 25.5
+        "read": 6.5
       },
       "total": {
         "customer": 1280,
         "unit": 0,
         "shard": 0,
-        "read": 784
+        "read": 197.5
       },
-      "readsGrow": "item"
+      "readsGrow": "fixed"
     },
     {
       "role": "outbox",
@@ -405,7 +429,7 @@ export const INVOICE_PROFILE: LoadProfile = {
     }
   ],
   "indexRules": {
-    "checked": 1468,
-    "agreed": 1468
+    "checked": 1463,
+    "agreed": 1463
   }
 };

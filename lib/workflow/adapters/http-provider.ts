@@ -10,6 +10,18 @@
  */
 import type { HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
 
+/**
+ * JSON with every object's keys in order: the same request on every send. A provider compares a
+ * replayed key's parameters with the first request's and refuses a difference as a reused key
+ * (Stripe's idempotency_error), while the sender and the reconciler read one item from different
+ * places (a stream image, a GetItem), whose maps come back in different key orders.
+ */
+export function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_, x: unknown) =>
+    x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x,
+  );
+}
+
 export class FetchHttpProvider implements HttpProvider {
   readonly name: string;
   constructor(
@@ -25,7 +37,7 @@ export class FetchHttpProvider implements HttpProvider {
       res = await fetch(this.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': call.idempotencyKey, ...call.headers },
-        body: JSON.stringify(call.body),
+        body: canonicalJson(call.body),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {
