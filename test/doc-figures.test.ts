@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parsePlanFlags, renderPlan } from '../cli/plan.js';
 import { PRICES_US_EAST_1 } from '../lib/workflow/index.js';
-import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoice-plan.js';
+import { planInvoiceRun } from '../lib/workloads/invoice-plan.js';
 import { VARIANTS } from '../model/variants.js';
 import { CONTROLS } from './chaos/controls.js';
 
@@ -24,16 +24,13 @@ const DOCS = [
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
 /** The text with every run of whitespace as one space: a figure may wrap across lines. */
 const flat = (path: string) => read(path).replace(/\s+/g, ' ');
-const n = (x: number) => x.toLocaleString('en-US');
+const n = (x: number) => Math.round(x).toLocaleString('en-US');
 const usd = (x: number) => `$${x.toFixed(2)}`;
 const wruCost = (wru: number) => (wru * PRICES_US_EAST_1.dynamoWriteRequestUnitPerMillion) / 1e6;
 
 describe('the cost of 10,000 invoices, as the planner computes it', () => {
   const plan = planInvoiceRun(parsePlanFlags(['--customers', '10000']));
   const w = plan.writeUnits;
-  // What the plan leaves out, quoted beside it: the recorder's two SES events per email, and the
-  // unsent index's rewrite when the sender's claim changes an outbox item (one per outbox item).
-  const extras = plan.emails * 2 + plan.customers * INVOICE_MIX.unitItems.outbox;
 
   it('docs/deploy.md: the write units by table, the total and its price', () => {
     const deploy = read('docs/deploy.md');
@@ -44,7 +41,6 @@ describe('the cost of 10,000 invoices, as the planner computes it', () => {
     expect(row('Jobs')).toBe(n(w.jobs));
     expect(row('Leases')).toBe(n(w.leases));
     expect(deploy).toContain(`| **DynamoDB, the plan's total** | | **${n(w.total)} WRU ≈ ${usd(plan.cost.dynamodbWrites!)}**`);
-    expect(deploy).toContain(`| **DynamoDB with them** | | **≈ ${n(w.total + extras)} WRU ≈ ${usd(wruCost(w.total + extras))}**`);
     expect(deploy).toContain(`| S3: one document PUT per invoice ($0.005 per 1,000) | ${n(plan.s3Puts)} | **${usd(plan.cost.s3Puts!)}** |`);
     expect(deploy).toContain(`| SES: one email per customer ($0.10 per 1,000) | ${n(plan.emails)} | **${usd(plan.cost.emails!)}** |`);
   });
@@ -53,7 +49,7 @@ describe('the cost of 10,000 invoices, as the planner computes it', () => {
     const readme = flat('README.md');
     expect(readme).toContain(`10,000 emails through SES **${usd(plan.cost.emails!)}**, 10,000 document PUTs **${usd(plan.cost.s3Puts!)}**`);
     expect(readme).toContain(`DynamoDB **${n(w.total)} WRU ≈ ${usd(plan.cost.dynamodbWrites!)}** as \`npm run cli -- plan --customers ${plan.customers}\``);
-    expect(readme).toContain(`**≈ ${usd(wruCost(w.total + extras))}** with the recorder's and the claim's index writes`);
+    expect(readme).toContain(`${plan.writeUnitsPerCustomer.total.toFixed(2)} WRU per customer in all`);
   });
 
   it('every "N WRU ≈ $X" in the docs is priced at the list price', () => {
