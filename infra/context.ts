@@ -75,6 +75,13 @@ export class ContextSettings {
     return this.integer('invoiceCustomers', 0, MAX_CUSTOMERS);
   }
 
+  /** `true` for the first of the two deploys an index replacement takes (docs/deploy.md, Upgrading). */
+  keepRetiredIndexes(): boolean {
+    const v = this.string('keepRetiredIndexes');
+    if (v !== undefined && v !== 'true' && v !== 'false') throw new ConfigError('keepRetiredIndexes', `must be true or false, got "${v}"`);
+    return v === 'true';
+  }
+
   /** Shard jobs per invoice run (the capacity plan's recommendation: npm run cli -- plan). */
   shards(): number | undefined {
     return this.integer('shards', 1, MAX_SHARDS);

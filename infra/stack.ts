@@ -12,6 +12,7 @@
  * | `shards`                    | shard jobs per run (npm run cli -- plan recommends)  | 1                    |
  * | `workerMaxConcurrency`      | worker event source maximum concurrency (>= shards)  | max(10, shards + 2)  |
  * | `warmThroughput`            | per table: {"invoices":{"write":40000}} (the plan's) | none (AWS defaults)  |
+ * | `keepRetiredIndexes`        | `true` for the first deploy of an index replacement  | false                |
  * | `unfinishedJobAlarmMinutes` | alarm when a job stays unfinished longer than this   | 60                   |
  * | `alarmTopicArn`             | SNS topic every alarm notifies                       | none                 |
  * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
@@ -81,6 +82,7 @@ export class FencedWorkflowStack extends Stack {
     const shards = settings.shards();
     const workerMaxConcurrency = settings.workerMaxConcurrency();
     const warmThroughput = settings.warmThroughput();
+    const keepRetiredIndexes = settings.keepRetiredIndexes();
 
     this.workflow = new FencedWorkflow(this, 'Workflow', {
       fenceEpoch,
@@ -98,6 +100,7 @@ export class FencedWorkflowStack extends Stack {
       ...(shards !== undefined ? { shards } : {}),
       ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
       ...(warmThroughput ? { warmThroughput } : {}),
+      keepRetiredIndexes,
     });
 
     const w = this.workflow;

@@ -27,7 +27,7 @@ export interface WarmUnits {
   readonly write?: number;
 }
 
-export function durableTable(scope: Construct, id: string, schema: TableSchema, replicationRegions?: string[], warm?: WarmUnits): Table {
+export function durableTable(scope: Construct, id: string, schema: TableSchema, replicationRegions?: string[], warm?: WarmUnits, keepRetiredIndexes = false): Table {
   const table = new Table(scope, id, {
     partitionKey: attributeType(schema.partitionKey),
     billingMode: BillingMode.PAY_PER_REQUEST,
@@ -43,7 +43,7 @@ export function durableTable(scope: Construct, id: string, schema: TableSchema, 
       ? { warmThroughput: { ...(warm.read !== undefined ? { readUnitsPerSecond: warm.read } : {}), ...(warm.write !== undefined ? { writeUnitsPerSecond: warm.write } : {}) } }
       : {}),
   });
-  for (const gsi of schema.globalSecondaryIndexes) {
+  for (const gsi of [...schema.globalSecondaryIndexes, ...(keepRetiredIndexes ? (schema.retiredIndexes ?? []) : [])]) {
     table.addGlobalSecondaryIndex({
       indexName: gsi.indexName,
       partitionKey: attributeType(gsi.partitionKey),

@@ -128,6 +128,8 @@ export interface FencedWorkflowProps {
    * Fences (see guards.ts); a fork may replicate Invoices for reading elsewhere.
    */
   readonly replicationRegions?: Partial<Record<TableRole, string[]>>;
+  /** Keep the tables' retired indexes for one more deploy (the first of the two an index replacement takes). */
+  readonly keepRetiredIndexes?: boolean;
   /**
    * Disaster recovery: tables restored from a backup or a point in time (a restore always
    * creates a new table) that the functions use instead of the stack's own Jobs or Invoices
@@ -194,7 +196,7 @@ export class FencedWorkflow extends Construct {
     const tables = {} as Record<TableRole, Table>;
     for (const role of TABLE_ROLES) {
       const schema = TABLES[role];
-      const table = durableTable(this, TABLE_IDS[role], schema, props.replicationRegions?.[role], props.warmThroughput?.[role]);
+      const table = durableTable(this, TABLE_IDS[role], schema, props.replicationRegions?.[role], props.warmThroughput?.[role], props.keepRetiredIndexes === true);
       if (schema.permanent) {
         table.addToResourcePolicy(denyCounterDestruction());
         refuseReplication(table, TABLE_IDS[role]);

@@ -32,6 +32,12 @@ export interface TableSchema {
    * restart below a value a resource has seen. The stack denies delete on these.
    */
   readonly permanent: boolean;
+  /**
+   * Indexes an earlier version had, kept only while a deployed stack moves off them: DynamoDB
+   * creates or deletes one GSI per table update, so replacing one takes two deploys (the stack's
+   * `keepRetiredIndexes` context: docs/deploy.md, Upgrading). Never created locally.
+   */
+  readonly retiredIndexes?: readonly IndexSchema[];
 }
 
 export const JOB_ATTR = {
@@ -187,6 +193,8 @@ export const TABLES: Readonly<Record<TableRole, TableSchema>> = {
         projection: 'KEYS_ONLY',
       },
     ],
+    // The single-key index every item entered before the key was write-sharded.
+    retiredIndexes: [{ indexName: 'unsent-by-age', partitionKey: { name: OUTBOX_ATTR.unsent, type: 'S' }, sortKey: { name: OUTBOX_ATTR.updatedAt, type: 'N' }, projection: 'ALL' }],
     stream: 'NEW_AND_OLD_IMAGES',
     permanent: false,
   },

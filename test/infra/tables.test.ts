@@ -52,6 +52,32 @@ describe('the synthesized tables are the schema module', () => {
   });
 });
 
+describe("an index replacement is two deploys (DynamoDB creates or deletes one GSI per table update)", () => {
+  const gsis = (context: Record<string, unknown>) => {
+    const built = templateOf({ context });
+    const outbox = (built.template.toJSON().Resources as Record<string, { Properties: Props }>)[logicalId(built.stack.workflow.tables.outbox)]!;
+    return ((outbox.Properties.GlobalSecondaryIndexes ?? []) as { IndexName: string }[]).map((g) => g.IndexName).sort();
+  };
+
+  it('keepRetiredIndexes=true keeps the retired unsent-by-age beside unsent-by-shard (the first deploy: one create); without it, only the new one (the second: one delete)', () => {
+    const now = TABLES.outbox.globalSecondaryIndexes.map((g) => g.indexName);
+    const retired = (TABLES.outbox.retiredIndexes ?? []).map((g) => g.indexName);
+    expect(retired).toEqual(['unsent-by-age']);
+    expect(gsis({ keepRetiredIndexes: 'true' })).toEqual([...now, ...retired].sort());
+    expect(gsis({})).toEqual(now);
+    // Each step changes one index, as DynamoDB allows.
+    expect(gsis({ keepRetiredIndexes: 'true' }).length - gsis({}).length).toBe(1);
+  });
+
+  it('a value other than true or false is refused at synth, naming the setting', () => {
+    expect(() => templateOf({ context: { keepRetiredIndexes: 'yes' } })).toThrow(/keepRetiredIndexes: must be true or false, got "yes"/);
+  });
+
+  it('the local tables never carry a retired index', () => {
+    expect(createTableInput(TABLES.outbox, 't-outbox').GlobalSecondaryIndexes?.map((g) => g.IndexName)).toEqual(TABLES.outbox.globalSecondaryIndexes.map((g) => g.indexName));
+  });
+});
+
 describe('the deployed tables keep their identity', () => {
   it('each table keeps the logical id and resource type it was first deployed with (a change would replace it with an empty one)', () => {
     expect(tableIdDrift(template.toJSON()), 'see PINNED_TABLES in test/infra/support.ts').toEqual([]);
