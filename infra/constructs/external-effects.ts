@@ -164,8 +164,8 @@ export class ExternalEffects extends Construct {
         // Easy DKIM (CDK's default, stated): SES generates the keys and signs every message as the domain.
         return new EmailIdentity(this, 'SenderIdentity', { identity: Identity.domain(setting.domain), dkimSigning: true, dkimIdentity: DkimIdentity.easyDkim() });
       case 'imported':
-        // By name, the ARN is built in the stack's own partition, region and account: SES looks the
-        // From address up there, as the sender names no identity ARN of another account.
+        // By name: its ARN in the stack's own partition, region and account, where SES looks the From
+        // address up (the sender names no identity ARN). By ARN: that one, asserted at deploy to be there (infra/stack.ts).
         return setting.arn !== undefined ? EmailIdentity.fromEmailIdentityArn(this, 'SenderIdentity', setting.arn) : EmailIdentity.fromEmailIdentityName(this, 'SenderIdentity', setting.name);
     }
   }

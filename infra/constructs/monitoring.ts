@@ -272,8 +272,8 @@ export class WorkflowMonitoring extends Construct {
   /**
    * FAILED items from both the sender and the reconciler: each marks an item FAILED when the
    * provider refuses it for good (the reconciler when it delivers what the stream left PENDING).
-   * FILL(…, 0): a sum of two series has a point only where both have one, and an emitter that
-   * failed nothing publishes no point.
+   * FILL(…, 0): an emitter that failed nothing publishes no point, and a sum of two series has no
+   * point where either lacks one, so one alone failing items would never breach.
    */
   private failedItems(e: NonNullable<WorkflowMonitoringProps['effects']>, metric: (service: string, name: string, statistic: string) => Metric): MathExpression {
     return new MathExpression({
