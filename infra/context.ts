@@ -7,6 +7,7 @@
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
 import { AWS_LIMITS, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, type TableRole } from '../lib/workflow/index.js';
 import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
+import type { SenderIdentitySetting } from './constructs/external-effects.js';
 
 export interface AdoptedTableSetting {
   readonly tableName: string;
@@ -134,9 +135,29 @@ export class ContextSettings {
   /** The From address of every email: required, and never defaulted to a domain of the code's choosing. */
   senderAddress(): string {
     const v = this.string('senderAddress');
-    if (v === undefined) throw new ConfigError('senderAddress', 'is required: the From address of the invoice emails (an SES identity is created for it), e.g. -c senderAddress=billing@your-domain');
-    if (!/^[^\s@<>"]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/.test(v)) throw new ConfigError('senderAddress', `must be an email address, got "${v.slice(0, 200)}"`);
+    if (v === undefined) throw new ConfigError('senderAddress', 'is required: the From address of the emails, e.g. -c senderAddress=billing@your-domain (docs/deploy.md, Sender identity)');
+    if (!EMAIL.test(v)) throw new ConfigError('senderAddress', `must be an email address, got "${v.slice(0, 200)}"`);
+    refuseReserved('senderAddress', v);
     return v;
+  }
+
+  /**
+   * The SES identity `address` sends as: `senderIdentity` (imported, by name or ARN), or
+   * `senderDomain` (a domain identity created, with Easy DKIM), or neither (an email-address
+   * identity created for `address`). Either must cover the address, or SES would not sign with it.
+   */
+  senderIdentity(address: string): SenderIdentitySetting {
+    const imported = this.string('senderIdentity');
+    const domain = this.string('senderDomain');
+    if (imported !== undefined && domain !== undefined) {
+      throw new ConfigError('senderIdentity', 'and senderDomain are exclusive: import an existing identity, or let the stack create a domain identity, not both');
+    }
+    if (imported !== undefined) return importedIdentity(imported, address);
+    if (domain === undefined) return { kind: 'address' };
+    if (!DOMAIN.test(domain)) throw new ConfigError('senderDomain', `must be a domain name, got "${domain.slice(0, 200)}"`);
+    refuseReserved('senderDomain', domain);
+    refuseUncovered('senderDomain', domain, address);
+    return { kind: 'domain', domain: domain.toLowerCase() };
   }
 
   paymentsUrl(): string | undefined {
@@ -149,6 +170,47 @@ export class ContextSettings {
   adoptTables(): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
     return parseAdoptTables(this.raw('adoptTables'));
   }
+}
+
+// ---- The sender's SES identity ------------------------------------------------------------------
+
+const EMAIL = /^[^\s@<>"]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/;
+/** A DNS name of 2+ labels (each 1-63 letters, digits, inner hyphens), at most 253 characters. */
+const DOMAIN = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+const IDENTITY_ARN = /^arn:aws[a-z-]*:ses:[a-z0-9-]+:\d{12}:identity\/(.+)$/;
+/**
+ * RFC 2606's reserved names: nobody can read mail at them or publish their DNS records, so SES
+ * can never verify an identity there and every email would end FAILED. example.com is also the
+ * placeholder a copied command carries.
+ */
+const RESERVED_DOMAINS = ['example.com', 'example.net', 'example.org'];
+const RESERVED_TLDS = ['example', 'test', 'invalid', 'localhost'];
+
+const domainOf = (nameOrAddress: string): string => nameOrAddress.slice(nameOrAddress.lastIndexOf('@') + 1).toLowerCase();
+/** `domain` is `parent` or one of its subdomains (SES lets a verified domain send from its subdomains). */
+const within = (domain: string, parent: string): boolean => domain === parent || domain.endsWith(`.${parent}`);
+
+function refuseReserved(key: string, nameOrAddress: string): void {
+  const d = domainOf(nameOrAddress);
+  const reserved = RESERVED_DOMAINS.find((r) => within(d, r)) ?? RESERVED_TLDS.find((t) => within(d, t));
+  if (reserved !== undefined) throw new ConfigError(key, `"${nameOrAddress.slice(0, 200)}" is in ${reserved}, reserved by RFC 2606: SES can never verify it; give an address or domain you own`);
+}
+
+/** An identity covers an address when it is that address, or its domain or a parent of it. */
+function refuseUncovered(key: string, identity: string, address: string): void {
+  const covered = identity.includes('@') ? identity.toLowerCase() === address.toLowerCase() : within(domainOf(address), identity.toLowerCase());
+  if (!covered) throw new ConfigError(key, `"${identity.slice(0, 200)}" does not cover senderAddress "${address}": give the address itself, its domain, or set senderAddress in it`);
+}
+
+/** `senderIdentity`: an identity's name (an email address or a domain) or its ARN. */
+function importedIdentity(value: string, address: string): SenderIdentitySetting {
+  const arn = value.startsWith('arn:') ? value : undefined;
+  const name = arn === undefined ? value : IDENTITY_ARN.exec(arn)?.[1];
+  if (name === undefined) throw new ConfigError('senderIdentity', `must be an SES identity ARN (arn:<partition>:ses:<region>:<account>:identity/<address or domain>), got "${value.slice(0, 200)}"`);
+  if (!EMAIL.test(name) && !DOMAIN.test(name)) throw new ConfigError('senderIdentity', `must name an email address or a domain, got "${name.slice(0, 200)}"`);
+  refuseReserved('senderIdentity', name);
+  refuseUncovered('senderIdentity', name, address);
+  return { kind: 'imported', name, ...(arn !== undefined ? { arn } : {}) };
 }
 
 /** The stack name infra/app.ts uses: context `stackName`, checked against CloudFormation's rule. */

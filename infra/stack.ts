@@ -18,7 +18,9 @@
  * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
  * | `adoptTables`               | restored Jobs/Invoices tables to use (DR runbook)    | none                 |
  * | `operatorRoleArn`           | role (ArnLike) that may update Leases/Fences: seal   | none                 |
- * | `senderAddress`             | From address of the emails (an SES identity)         | required (cdk.json)  |
+ * | `senderAddress`             | From address of the emails                           | required             |
+ * | `senderIdentity`            | existing SES identity to send as (name or ARN)       | none                 |
+ * | `senderDomain`              | domain identity to create, with Easy DKIM            | none                 |
  * | `paymentsUrl`               | payment provider's charge-notification endpoint      | none                 |
  * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | `FencedWorkflow`     |
  *
@@ -31,6 +33,7 @@ import { Arn, ArnFormat, Aws, CfnOutput, CfnRule, Duration, Fn, Stack, type Stac
 import { ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
+import type { SenderIdentitySetting } from './constructs/external-effects.js';
 import { FencedWorkflow, TABLE_IDS } from './constructs/fenced-workflow.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import { TABLE_ROLES, type Processor } from '../lib/workflow/index.js';
@@ -44,6 +47,9 @@ function documentsPrefixOf(workload: Pick<Processor<never>, 'documents'>): strin
   if (prefix === undefined) throw new ConfigError('workload', 'declares no documents (documents.prefix): the stack guards the bucket and grants by that folder');
   return prefix;
 }
+
+/** Output of a created domain identity's DKIM records: not among OUTPUTS, which every stack has and the CLI reads. */
+export const SENDER_DKIM_OUTPUT = 'SenderDkimRecords';
 
 /** Stack output keys (infra/outputs.ts, free of CDK imports for the CLI). */
 export { OUTPUTS };
@@ -78,6 +84,7 @@ export class FencedWorkflowStack extends Stack {
     const adoptTables = settings.adoptTables();
     const operatorRoleArn = settings.arn('operatorRoleArn');
     const senderAddress = settings.senderAddress();
+    const senderIdentity = settings.senderIdentity(senderAddress);
     const paymentsUrl = settings.paymentsUrl();
     const shards = settings.shards();
     const workerMaxConcurrency = settings.workerMaxConcurrency();
@@ -96,7 +103,7 @@ export class FencedWorkflowStack extends Stack {
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
-      externalEffects: { senderAddress, ...(paymentsUrl ? { paymentsUrl } : {}), documentsPrefix: documentsPrefixOf(workload ?? invoiceProcessor) },
+      externalEffects: { senderAddress, senderIdentity, ...(paymentsUrl ? { paymentsUrl } : {}), documentsPrefix: documentsPrefixOf(workload ?? invoiceProcessor) },
       ...(shards !== undefined ? { shards } : {}),
       ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
       ...(warmThroughput ? { warmThroughput } : {}),
@@ -127,7 +134,34 @@ export class FencedWorkflowStack extends Stack {
       value: w.sweeper.fn.functionName,
       description: 'Sweeper (to hold it: reserved concurrency 0; each throttled sweep lands in the schedule DLQ after one interval)',
     });
+    this.senderOutputs(senderIdentity);
     new CfnOutput(this, OUTPUTS.starterFunction, { value: w.starter.fn.functionName, description: 'Starter (invoke to start a run now)' });
+  }
+
+  /**
+   * A created domain identity: the DNS records that verify it and turn on its DKIM signing (SES
+   * sends nothing as the domain until they resolve). An imported ARN: asserted, at deploy, to be
+   * in the stack's account and region, where SES looks the From address up.
+   */
+  private senderOutputs(identity: SenderIdentitySetting): void {
+    const records = this.workflow.effects.dkimRecords;
+    if (records !== undefined) {
+      new CfnOutput(this, SENDER_DKIM_OUTPUT, {
+        value: Fn.join(' ; ', records.map((r) => Fn.join(' ', [r.name, 'CNAME', r.value]))),
+        description: 'Easy DKIM: create these three CNAME records in the sender domain\'s DNS (name CNAME value ; ...); SES verifies the domain when they resolve',
+      });
+    }
+    if (identity.kind === 'imported' && identity.arn !== undefined) {
+      const arn = Arn.split(identity.arn, ArnFormat.SLASH_RESOURCE_NAME);
+      new CfnRule(this, 'SenderIdentityInStackAccountAndRegion', {
+        assertions: [
+          {
+            assert: Fn.conditionAnd(Fn.conditionEquals(arn.region, Aws.REGION), Fn.conditionEquals(arn.account, Aws.ACCOUNT_ID)),
+            assertDescription: `senderIdentity ${identity.arn} is not in this stack's account and region: the sender names no identity ARN, so SES looks the From address up in its own account and region`,
+          },
+        ],
+      });
+    }
   }
 
   /**

@@ -17,7 +17,7 @@ import { AnyPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
-import { ConfigurationSet, EmailIdentity, EmailSendingEvent, EventDestination, Identity } from 'aws-cdk-lib/aws-ses';
+import { ConfigurationSet, DkimIdentity, EmailIdentity, EmailSendingEvent, EventDestination, Identity, type DkimRecord, type IEmailIdentity } from 'aws-cdk-lib/aws-ses';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -27,8 +27,10 @@ import { fencedFunction, type FencedFunction } from './function.js';
 
 export interface ExternalEffectsProps {
   readonly tables: Readonly<Record<'invoices' | 'fences' | 'jobs' | 'outbox', ITable>>;
-  /** The From address of every email (CDK context `senderAddress`): an SES email identity is created for it. */
+  /** The From address of every email (CDK context `senderAddress`). */
   readonly senderAddress: string;
+  /** The SES identity it sends as. @default an email-address identity created for `senderAddress` (no DKIM) */
+  readonly senderIdentity?: SenderIdentitySetting;
   /** The payment provider's charge-notification endpoint; none: those outbox items end FAILED, explained. */
   readonly paymentsUrl?: string;
   /** The environment of the workflow's functions (table names, epoch...). */
@@ -39,10 +41,29 @@ export interface ExternalEffectsProps {
   readonly documentsPrefix: string;
 }
 
+/**
+ * The SES identity the sender and the reconciler send as (CDK context `senderIdentity`,
+ * `senderDomain`; docs/deploy.md, Sender identity):
+ * - `address`: an email-address identity created for the sender address. SES verifies it by a
+ *   link mailed to it; it cannot carry Easy DKIM (DKIM keys are DNS records, and an address has
+ *   none of its own), so receivers see mail signed only by amazonses.com.
+ * - `domain`: a domain identity created with Easy DKIM: the three CNAME records it outputs both
+ *   verify the domain and let SES sign as it.
+ * - `imported`: an identity that already exists in the account and region (created by hand or by
+ *   another stack): the stack creates none, since a second AWS::SES::EmailIdentity for the same
+ *   name fails with AlreadyExists.
+ */
+export type SenderIdentitySetting =
+  | { readonly kind: 'address' }
+  | { readonly kind: 'domain'; readonly domain: string }
+  | { readonly kind: 'imported'; readonly name: string; readonly arn?: string };
+
 export class ExternalEffects extends Construct {
   readonly bucket: Bucket;
   readonly accessLogs: Bucket;
-  readonly identity: EmailIdentity;
+  readonly identity: IEmailIdentity;
+  /** The CNAME records that verify a created domain identity and enable its DKIM signing; none for another identity. */
+  readonly dkimRecords?: readonly DkimRecord[];
   readonly configurationSet: ConfigurationSet;
   readonly sender: FencedFunction;
   readonly reconciler: FencedFunction;
@@ -86,7 +107,8 @@ export class ExternalEffects extends Construct {
       removalPolicy: RemovalPolicy.RETAIN,
     });
 
-    this.identity = new EmailIdentity(this, 'SenderIdentity', { identity: Identity.email(props.senderAddress) });
+    this.identity = this.senderIdentity(props.senderAddress, props.senderIdentity ?? { kind: 'address' });
+    if (this.identity instanceof EmailIdentity && props.senderIdentity?.kind === 'domain') this.dkimRecords = this.identity.dkimRecords;
     this.configurationSet = new ConfigurationSet(this, 'ConfigurationSet', {});
     this.configurationSet.addEventDestination('ToEventBridge', {
       destination: EventDestination.eventBus(EventBus.fromEventBusName(this, 'DefaultBus', 'default')),
@@ -132,6 +154,20 @@ export class ExternalEffects extends Construct {
     this.guardBucket();
     this.grant(props);
     this.acknowledge();
+  }
+
+  private senderIdentity(address: string, setting: SenderIdentitySetting): IEmailIdentity {
+    switch (setting.kind) {
+      case 'address':
+        return new EmailIdentity(this, 'SenderIdentity', { identity: Identity.email(address) });
+      case 'domain':
+        // Easy DKIM (CDK's default, stated): SES generates the keys and signs every message as the domain.
+        return new EmailIdentity(this, 'SenderIdentity', { identity: Identity.domain(setting.domain), dkimSigning: true, dkimIdentity: DkimIdentity.easyDkim() });
+      case 'imported':
+        // By name: its ARN in the stack's own partition, region and account, where SES looks the From
+        // address up (the sender names no identity ARN). By ARN: that one, asserted at deploy to be there (infra/stack.ts).
+        return setting.arn !== undefined ? EmailIdentity.fromEmailIdentityArn(this, 'SenderIdentity', setting.arn) : EmailIdentity.fromEmailIdentityName(this, 'SenderIdentity', setting.name);
+    }
   }
 
   /** The documents' object ARNs: every key under the workload's prefix. */
@@ -201,7 +237,7 @@ export class ExternalEffects extends Construct {
     const allow = (f: FencedFunction, actions: string[], resources: string[]) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
     const outbox = props.tables.outbox.tableArn;
     const stack = Stack.of(this);
-    const identityArn = stack.formatArn({ service: 'ses', resource: 'identity', resourceName: this.identity.emailIdentityName });
+    const identityArn = this.identity.emailIdentityArn;
     const configSetArn = stack.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.configurationSet.configurationSetName });
     // Sender (lib/workflow effects/sender.ts): claim, mark SENT/FAILED, release: conditional UpdateItem; SES SendEmail.
     // The event source grants the stream reads (DescribeStream, GetRecords, GetShardIterator, ListStreams) and the DLQ send.

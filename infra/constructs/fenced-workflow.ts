@@ -25,7 +25,7 @@ import { grantDataPlane } from './permissions.js';
 import { validateScale, validateSettings } from './settings.js';
 import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
-import { ExternalEffects } from './external-effects.js';
+import { ExternalEffects, type SenderIdentitySetting } from './external-effects.js';
 
 /** Construct ids of the tables, by schema role: tools read the template by these names. */
 export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices', outbox: 'Outbox' };
@@ -143,7 +143,7 @@ export interface FencedWorkflowProps {
    * payment provider's endpoint, and the folder the worker's processor writes its documents under:
    * its descriptor's `documents.prefix`, which the bucket policy and every S3 grant name.
    */
-  readonly externalEffects: { readonly senderAddress: string; readonly paymentsUrl?: string; readonly documentsPrefix: string };
+  readonly externalEffects: { readonly senderAddress: string; readonly senderIdentity?: SenderIdentitySetting; readonly paymentsUrl?: string; readonly documentsPrefix: string };
 }
 
 export interface AdoptedTable {
@@ -266,6 +266,7 @@ export class FencedWorkflow extends Construct {
     this.effects = new ExternalEffects(this, 'Effects', {
       tables: { invoices: active.invoices, fences: active.fences, jobs: active.jobs, outbox: active.outbox },
       senderAddress: props.externalEffects.senderAddress,
+      ...(props.externalEffects.senderIdentity ? { senderIdentity: props.externalEffects.senderIdentity } : {}),
       ...(props.externalEffects.paymentsUrl ? { paymentsUrl: props.externalEffects.paymentsUrl } : {}),
       environment,
       scheduleDeadLetterQueue: this.scheduleDeadLetterQueue,

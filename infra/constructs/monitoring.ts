@@ -16,6 +16,7 @@ import {
   Dashboard,
   GraphWidget,
   HorizontalAnnotation,
+  MathExpression,
   Metric,
   SingleValueWidget,
   TextWidget,
@@ -240,18 +241,25 @@ export class WorkflowMonitoring extends Construct {
     });
   }
 
-  /** UNKNOWN outbox items (a person must decide), the oldest unsent item, the sender's failed records; and their graphs. */
+  /** UNKNOWN outbox items (a person must decide), FAILED ones (a cause to fix), the oldest unsent item, the sender's failed records; and their graphs. */
   private effectAlarms(
     e: NonNullable<WorkflowMonitoringProps['effects']>,
     metric: (service: string, name: string, statistic: string) => Metric,
     addAlarm: (a: Alarm) => Alarm,
   ): GraphWidget[][] {
     const unknown = metric(e.reconciler, METRIC.outboxUnknown, 'Sum');
+    const failed = this.failedItems(e, metric);
     const oldest = metric(e.reconciler, METRIC.outboxOldestUnsentAgeMs, 'Maximum');
     const failedRecords = metric(e.sender, METRIC.outboxRecordsFailed, 'Sum');
     const after = e.unsentAlarmAfter ?? Duration.minutes(30);
     const once = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING };
     addAlarm(new Alarm(this, 'OutboxUnknown', { alarmDescription: 'An outbox item is UNKNOWN: its send may or may not have been delivered and the provider record cannot tell. A person decides (docs/external-effects.md).', metric: unknown, ...once }));
+    addAlarm(new Alarm(this, 'OutboxFailed', {
+      alarmDescription:
+        'An outbox item ended FAILED: the provider refused it for good, or the stack is misconfigured (an unverified SES identity, no paymentsUrl). Nothing retries it: read the reason on the item, fix the cause, put it back to PENDING (docs/deploy.md, Verify the sender address; docs/external-effects.md).',
+      metric: failed,
+      ...once,
+    }));
     addAlarm(new Alarm(this, 'OutboxUnsentTooOld', { alarmDescription: `An outbox item has waited more than ${after.toHumanString()} to be sent: the provider is down, or the sender and the reconciler fail. See their logs.`, metric: oldest, threshold: after.toMilliseconds(), comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING }));
     addAlarm(new Alarm(this, 'OutboxRecordsFailed', { alarmDescription: 'The sender reported Outbox stream records failed (a provider not taking mail now, an error): retried by the stream, then its DLQ; the reconciler sends what stays PENDING.', metric: failedRecords, ...once }));
     const g = (title: string, left: IMetric[]) => new GraphWidget({ title, left, width: 12, height: 6 });
@@ -259,6 +267,21 @@ export class WorkflowMonitoring extends Construct {
       [g('Outbox deliveries', WORKFLOW_METRICS.outbox.map((m) => metric(m === METRIC.outboxUnknown ? e.reconciler : e.sender, m, 'Sum'))), g('Oldest unsent outbox item (ms)', [oldest])],
       [g('Documents', [metric('worker', METRIC.documentsPublished, 'Sum'), metric(e.collector, METRIC.documentsCollected, 'Sum')])],
     ];
+  }
+
+  /**
+   * FAILED items from both the sender and the reconciler: each marks an item FAILED when the
+   * provider refuses it for good (the reconciler when it delivers what the stream left PENDING).
+   * FILL(…, 0): an emitter that failed nothing publishes no point, and a sum of two series has no
+   * point where either lacks one, so one alone failing items would never breach.
+   */
+  private failedItems(e: NonNullable<WorkflowMonitoringProps['effects']>, metric: (service: string, name: string, statistic: string) => Metric): MathExpression {
+    return new MathExpression({
+      expression: 'FILL(sender, 0) + FILL(reconciler, 0)',
+      usingMetrics: { sender: metric(e.sender, METRIC.outboxFailed, 'Sum'), reconciler: metric(e.reconciler, METRIC.outboxFailed, 'Sum') },
+      label: 'FAILED outbox items',
+      period: Duration.minutes(5),
+    });
   }
 
   /**

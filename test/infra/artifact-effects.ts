@@ -25,6 +25,7 @@ import { invoiceJobId, PAYMENTS_TARGET } from '../../lib/workloads/invoices.js';
 import { sesEvent, startSesEndpoint, type SesEndpoint } from '../support/ses-endpoint.js';
 import { makeTables, type TestTables } from '../support/tables.js';
 import { lambdaEnvironment, metricSum, runBundle, type BundleOptions } from './lambda-run.js';
+import { TEST_SENDER } from './support.js';
 import type { WireRequest } from './wire-calls.js';
 
 export type EffectFunction = 'sender' | 'reconciler' | 'recorder' | 'collector';
@@ -105,7 +106,7 @@ export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFu
       expect(metricSum(first.emf, 'OutboxSent')).toBe(2);
       const [sent] = sesSends(email);
       expect(sesSends(email)).toHaveLength(1);
-      expect(sent).toMatchObject({ from: 'invoices@example.com', to: 'cust-0000001@customers.example', configurationSet: CONFIGURATION_SET });
+      expect(sent).toMatchObject({ from: TEST_SENDER, to: 'cust-0000001@customers.example', configurationSet: CONFIGURATION_SET });
       expect(await item(email)).toMatchObject({ status: 'SENT', attempts: 1, providerMessageId: sent!.messageId });
       expect(received(email)).toHaveLength(1);
       expect(headerOf(received(email)[0]!.raw, 'Message-ID')).toBe(`<${sent!.messageId}@email.amazonses.com>`);
@@ -137,7 +138,7 @@ export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFu
       const missed = await put(mail('cust-0000003'), { updatedAt: old });
       // What the dead sender did before it died: SES accepted its message.
       const client = new SESv2Client({ endpoint: ses.url, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
-      const deps = { doc: t.dynamo.doc, table: t.names.outbox, clock: systemClock, telemetry: silentTelemetry, email: new SesEmailProvider(client, CONFIGURATION_SET), from: 'invoices@example.com' };
+      const deps = { doc: t.dynamo.doc, table: t.names.outbox, clock: systemClock, telemetry: silentTelemetry, email: new SesEmailProvider(client, CONFIGURATION_SET), from: TEST_SENDER };
       expect(await sendItem(deps, (await item(died)) as OutboxItem)).toMatchObject({ kind: 'accepted' });
       client.destroy();
       await ses.relayed();

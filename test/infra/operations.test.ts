@@ -58,6 +58,30 @@ describe('alarms', () => {
     ]);
   });
 
+  it("an UNKNOWN outbox item alarms on the first one, on the reconciler's OutboxUnknown", () => {
+    const found = alarmOn(METRIC.outboxUnknown, { Name: 'service', Value: 'reconciler' });
+    expect(found).toEqual([expect.objectContaining({ Statistic: 'Sum', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' })]);
+  });
+
+  it('a FAILED outbox item alarms on the first one, whether the sender or the reconciler marked it, and the description says what to do', () => {
+    const failedOf = (service: string) => ({ MetricStat: { Metric: { MetricName: METRIC.outboxFailed, Namespace: 'FencedWorkflow', Dimensions: [{ Name: 'service', Value: service }] }, Period: 300, Stat: 'Sum' } });
+    const found = alarms.filter((a) => JSON.stringify(a.Metrics ?? []).includes(METRIC.outboxFailed));
+    expect(found).toEqual([
+      expect.objectContaining({
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+        AlarmDescription: expect.stringMatching(/FAILED.*put it back to PENDING/),
+        Metrics: [
+          expect.objectContaining({ Expression: 'FILL(sender, 0) + FILL(reconciler, 0)' }),
+          expect.objectContaining({ Id: 'sender', ...failedOf('sender'), ReturnData: false }),
+          expect.objectContaining({ Id: 'reconciler', ...failedOf('reconciler'), ReturnData: false }),
+        ],
+      }),
+    ]);
+  });
+
   it.each(['worker', 'sweeper', 'starter'] as const)('%s: any throttled invocation alarms', (fn) => {
     const found = alarmOn('Throttles', { Name: 'FunctionName', Value: { Ref: logicalId(w[fn].fn) } });
     expect(found).toEqual([expect.objectContaining({ Namespace: 'AWS/Lambda', Statistic: 'Sum', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);

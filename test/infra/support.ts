@@ -13,7 +13,16 @@ import { addComplianceChecks } from '../../infra/constructs/checks.js';
 import { FencedWorkflowStack, type FencedWorkflowStackProps } from '../../infra/stack.js';
 
 export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
-const CDK_JSON_CONTEXT = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+/**
+ * The From address the tests synthesize with. cdk.json holds none (an operator sets their own,
+ * and synth refuses RFC 2606's example domains), so the tests give one: never deployed, never mailed.
+ */
+export const TEST_SENDER = 'invoices@fenced-workflow.dev';
+/** cdk.json's context plus the test sender: what `cdk synth -c senderAddress=...` runs with. */
+export const CDK_JSON_CONTEXT: Record<string, unknown> = {
+  ...((JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {}),
+  senderAddress: TEST_SENDER,
+};
 
 const tempDirs: string[] = [];
 // Registered on the importing test file's root suite (this module is imported during collection).

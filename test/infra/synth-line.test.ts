@@ -3,14 +3,10 @@
  * found nothing, instead of ending silently. The app as cdk runs it: its own process, context
  * and output folder from the environment (bundling and CloudFormation validation off: seconds).
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NO_FINDINGS_LINE } from '../../infra/constructs/checks.js';
-import { root, tsx } from '../support/spawn.js';
-import { tempDir } from './support.js';
-
-const CDK_JSON_CONTEXT = (JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> }).context;
+import { tsx } from '../support/spawn.js';
+import { CDK_JSON_CONTEXT, tempDir } from './support.js';
 
 describe('npm run synth', () => {
   it('says the compliance checks found nothing', async () => {
