@@ -339,6 +339,7 @@ export class RunEffects {
       claimTimeoutMs: this.claimTimeoutMs,
       ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],
+      ...(e.payments.keyRetentionMs === undefined ? {} : { paymentsKeyRetentionMs: e.payments.keyRetentionMs }),
     };
   }
 }
