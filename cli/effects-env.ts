@@ -26,6 +26,8 @@ export interface EffectsOptions {
   smtp?: { host: string; port: number };
   /** How long after the sink's answer its record reaches the recorder (default EVENT_DELAY_MS). */
   eventDelayMs?: number;
+  /** The payment provider forgets keys this long after it stored them (scaled; Stripe's 24 h), and says so to the sender. Default: kept for good. */
+  paymentsKeyRetentionMs?: number;
 }
 
 /**
@@ -118,7 +120,8 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
       : undefined;
   const smtp = opts.smtp ?? { host: sink!.host, port: sink!.port };
   const email = new SmtpEmailProvider({ ...smtp, timeoutMs: 3_000 });
-  const payments = await startPaymentsProvider();
+  const retention = opts.paymentsKeyRetentionMs === undefined ? {} : { keyRetentionMs: opts.paymentsKeyRetentionMs };
+  const payments = await startPaymentsProvider(retention);
   return {
     s3,
     bucket,
@@ -129,7 +132,7 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
     emailName: opts.smtp === undefined ? `embedded SMTP sink ${smtp.host}:${smtp.port}` : `SMTP ${smtp.host}:${smtp.port}`,
     ...(sink === undefined ? {} : { sink }),
     payments,
-    http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, 3_000) },
+    http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, 3_000, retention) },
     from: SENDER_ADDRESS,
     close: async () => {
       await Promise.allSettled([...events]);

@@ -14,6 +14,9 @@
  *           A takeover (SENDING under one claim token → SENDING under another, in the stream) of a
  *           claim younger than the reconciler's claim timeout took over a live sender: a violation,
  *           and the ambiguous send it recorded explains no duplicate (it caused it).
+ *           An http item: the provider performed it once, under one key and one charge; no request
+ *           for a key came after the provider's declared key retention from the key's first
+ *           request (a resend past retention is a second charge at a provider that forgot it).
  */
 import { fenceKeyOfJob } from './wire-check.js';
 import { GetObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -27,8 +30,13 @@ export interface EffectsSources {
   s3?: { client: S3Client; bucket: string; set: string; prefix: string };
   /** The email provider's record (raw messages), or undefined when the run delivered elsewhere (--smtp). */
   mails?: readonly { raw: string }[];
-  /** The payment provider's record. */
-  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; requests: number }[];
+  /**
+   * The payment provider's record: per key, its charges (more than one: performed again after the
+   * key was forgotten) and when each request came (`at`, the provider's clock).
+   */
+  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; requests: number; charges?: readonly string[]; at?: readonly number[] }[];
+  /** How long the payment provider keeps a key (its declared retention): a request for a key older than this is a resend past retention. */
+  paymentsKeyRetentionMs?: number;
   /**
    * The reconciler's claim timeout (ms), the operator's setting: a takeover of a claim younger
    * than this is a violation. Undefined: takeovers' ages are not judged.
@@ -41,7 +49,8 @@ export interface EffectsSources {
 export interface EffectsStats {
   documents: { written: number; referenced: number; orphaned: number; collected: number; checked: boolean };
   emails: { items: number; sent: number; delivered: number; duplicated: number; ambiguous: number; unknown: number; failed: number; recordChecked: boolean };
-  payments: { items: number; sent: number; performed: number; requests: number };
+  /** pastRetention: items given up UNKNOWN as past the provider's key retention (refused, not resent); resentPastRetention: requests that came anyway. */
+  payments: { items: number; sent: number; performed: number; requests: number; pastRetention: number; resentPastRetention: number };
 }
 
 type Add = (name: 'DOCS' | 'DELIVERY', msg: string) => void;
@@ -184,7 +193,7 @@ export async function checkDelivery(
   }
   const premature = prematureTakeovers(outboxStream, sources.claimTimeoutMs, add);
   const emails = await checkMails(table, outbox, byId, created, premature, sources.mails, add);
-  const payments = checkPayments(table, outbox, created, sources.payments, add);
+  const payments = checkPayments(table, outbox, created, sources, add);
   return { emails, payments };
 }
 
@@ -231,7 +240,23 @@ async function checkMails(
   return stats;
 }
 
-function checkPayments(table: string, outbox: readonly Item[], created: ReadonlySet<string>, records: EffectsSources['payments'], add: Add): EffectsStats['payments'] {
+/** The provider's ledger alone: a key performed more than once, or asked for past its retention. */
+function pastRetention(mine: NonNullable<EffectsSources['payments']>, retentionMs: number | undefined, add: Add): number {
+  let late = 0;
+  for (const r of mine) {
+    const charges = r.charges?.length ?? 1;
+    if (charges > 1) add('DELIVERY', `${String(r.outboxId)}: the payment provider performed it ${charges} times under one Idempotency-Key (a request after the key was forgotten)`);
+    const first = r.at?.[0];
+    if (retentionMs === undefined || first === undefined) continue;
+    const after = (r.at ?? []).filter((t) => t - first >= retentionMs);
+    late += after.length;
+    if (after.length > 0) add('DELIVERY', `${String(r.outboxId)}: ${after.length} request(s) for its key ${after.map((t) => `${t - first} ms`).join(', ')} after the first, past the provider's key retention of ${retentionMs} ms`);
+  }
+  return late;
+}
+
+function checkPayments(table: string, outbox: readonly Item[], created: ReadonlySet<string>, sources: EffectsSources, add: Add): EffectsStats['payments'] {
+  const records = sources.payments;
   const items = outbox.filter((i) => i.kind === 'http');
   const mine = (records ?? []).filter((r) => r.outboxTable === table);
   for (const r of mine) {
@@ -242,5 +267,8 @@ function checkPayments(table: string, outbox: readonly Item[], created: Readonly
   for (const r of mine) if (r.outboxId !== undefined) performed.set(r.outboxId, (performed.get(r.outboxId) ?? 0) + 1);
   for (const [id, n] of performed) if (n > 1) add('DELIVERY', `${id}: the payment provider performed it ${n} times (under ${n} keys)`);
   if (records !== undefined) for (const i of items) if (i.status === 'SENT' && !performed.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: SENT, but the payment provider never performed it`);
-  return { items: items.length, sent: items.filter((i) => i.status === 'SENT').length, performed: performed.size, requests: mine.reduce((n, r) => n + r.requests, 0) };
+  const resentPastRetention = pastRetention(mine, sources.paymentsKeyRetentionMs, add);
+  // Counted from the items' own reason: what the operator's alarm shows.
+  const refused = items.filter((i) => i.status === 'UNKNOWN' && typeof i.failureReason === 'string' && i.failureReason.includes('key retention')).length;
+  return { items: items.length, sent: items.filter((i) => i.status === 'SENT').length, performed: performed.size, requests: mine.reduce((n, r) => n + r.requests, 0), pastRetention: refused, resentPastRetention };
 }

@@ -9,7 +9,7 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { countUnsent, type CollectReport, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { countUnsent, type CollectReport, type HttpProvider, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
@@ -38,6 +38,16 @@ export interface RunEffectsOptions {
   catalog?: DocumentCatalog;
   /** Records the SES sends of the sender and the reconciler (locally SMTP: recorded at the provider port). */
   calls?: AwsCallRecorder;
+  /** The sender's http providers, if not the run's own (a negative control hides their key retention). */
+  http?: Readonly<Record<string, HttpProvider>>;
+  /** The sender's margin before the payment provider's key retention (SenderDeps.keyRetentionMarginMs). */
+  keyRetentionMarginMs?: number;
+  /**
+   * After the first lost payment answer, the payment provider goes down past that key's
+   * retention: until it has forgotten the key ('until-forgotten'), or for 1.25 retentions
+   * ('timed'). Its item then outlives the retention: given up UNKNOWN, or resent as a second charge.
+   */
+  retentionOutage?: 'until-forgotten' | 'timed';
 }
 
 export type DocumentCatalog = NonNullable<Processor<unknown>['documents']>;
@@ -102,8 +112,9 @@ export class RunEffects {
       clock: o.clock,
       telemetry: inLane(o.telemetry, 'sender'),
       email: o.calls?.email(o.effects.email) ?? o.effects.email,
-      http: o.effects.http,
+      http: o.http ?? o.effects.http,
       from: o.effects.from,
+      ...(o.keyRetentionMarginMs === undefined ? {} : { keyRetentionMarginMs: o.keyRetentionMarginMs }),
       ...(this.kill === undefined ? {} : { hooks: this.kill }),
     };
     this.stream = new OutboxStream({
@@ -156,8 +167,27 @@ export class RunEffects {
       arm('sender', 'an SMTP acknowledgement lost (an ambiguous send)', () => e.sink!.acksLost > 0);
     } else this.cannot.push(`a lost SMTP acknowledgement and the email provider's outage (${e.emailName} is not the embedded sink)`);
     e.payments.loseResponses(1);
+    if (this.o.retentionOutage !== undefined) this.armRetentionOutage(this.o.retentionOutage, arm);
     // Performed, its answer lost, and the same key sent again (the provider replayed its answer).
     arm('sender', "a payment provider's answer lost (the resend with its Idempotency-Key is replayed)", () => e.payments.lostKeys.some((k) => (e.payments.records.get(k)?.requests ?? 0) >= 2));
+  }
+
+  /** The payment provider down past the key retention of the first request whose answer it lost. */
+  private armRetentionOutage(mode: 'until-forgotten' | 'timed', arm: (lane: string, text: string, hit: () => boolean) => void): void {
+    const p = this.o.effects.payments;
+    const retention = p.keyRetentionMs;
+    if (retention === undefined) return void this.cannot.push('an outage past the key retention (the payment provider keeps keys for good)');
+    let lost: string | undefined;
+    let lostAt = 0;
+    p.onResponseLost = (key) => {
+      if (lost !== undefined) return;
+      [lost, lostAt] = [key, Date.now()];
+      this.o.timeline?.add('sender', 'pause', `PAYMENTS DOWN past the key retention (${retention} ms) of a request whose answer was lost`);
+      // Forgotten: the provider's own record says the key is older than its retention (a lease more, for the resend's way there).
+      const stored = () => p.records.get(key)?.storedAt ?? lostAt;
+      p.downWhile(mode === 'until-forgotten' ? () => Date.now() - stored() < retention + this.o.leaseMs : () => Date.now() - lostAt < retention * 1.25);
+    };
+    arm('sender', "the payment provider down past its key retention after an answer lost", () => lost !== undefined && Date.now() - lostAt >= retention);
   }
 
   /** The effect faults that took effect, in the order they were armed. */
@@ -339,6 +369,7 @@ export class RunEffects {
       claimTimeoutMs: this.claimTimeoutMs,
       ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],
+      ...(e.payments.keyRetentionMs === undefined ? {} : { paymentsKeyRetentionMs: e.payments.keyRetentionMs }),
     };
   }
 }

@@ -5,7 +5,7 @@
  * payment provider's endpoint when one is configured.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { ENV, httpUrl, integer, required, type DocumentTarget, type ReconcilerDeps, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
+import { DEFAULT_KEY_RETENTION_MARGIN_MS, ENV, httpUrl, integer, required, type DocumentTarget, type ReconcilerDeps, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
 import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
 import type { Commons, Env } from './commons.js';
@@ -29,7 +29,9 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
     clock: commons.clock,
     telemetry,
     email: new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet)),
-    ...(payments === undefined ? {} : { http: { [PAYMENTS_TARGET]: new FetchHttpProvider(payments) } }),
+    // Stripe keeps an Idempotency-Key 24 h; a provider that keeps it otherwise says so here.
+    ...(payments === undefined ? {} : { http: { [PAYMENTS_TARGET]: new FetchHttpProvider(payments, 10_000, { keyRetentionMs: integer(env, ENV.paymentsKeyRetentionMs, 86_400_000, 60_000, 31 * 86_400_000) }) } }),
+    keyRetentionMarginMs: integer(env, ENV.keyRetentionMarginMs, DEFAULT_KEY_RETENTION_MARGIN_MS, 1_000, 86_400_000),
     from: required(env, ENV.senderAddress),
   };
 }

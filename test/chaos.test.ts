@@ -19,7 +19,8 @@ const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClie
 /**
  * The real protocol's CI seeds, one per dimension: 100 version-watch + the successor crashing
  * after its fence raise + a DR drill; 101 wall-clock with clock skew beyond the bound; 102
- * version-watch; 103 wall-clock with throttling and conflicts; 110 a drill in wall-clock mode.
+ * version-watch; 103 wall-clock with throttling and conflicts; 110 a drill in wall-clock mode, and
+ * the payment provider down past its key retention after a lost answer (its items end UNKNOWN, unsent).
  */
 const SEEDS = [100, 101, 102, 103, 110];
 

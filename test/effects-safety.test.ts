@@ -9,6 +9,7 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkDelivery, expectedOutboxIds } from '../cli/invariants-effects.js';
+import { fenceKeyOfJob } from '../cli/wire-check.js';
 import { startPaymentsProvider, type PaymentsProvider } from '../cli/payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
 import { headerOf, startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
@@ -20,6 +21,7 @@ import {
   markSent,
   messageIdentity,
   ObjectExistsError,
+  PAST_RETENTION,
   readOutboxItem,
   reconcile,
   sendItem,
@@ -257,6 +259,110 @@ describe('the http path has no claim: the Idempotency-Key is what keeps the effe
     expect(failed).toMatchObject({ status: 'FAILED' });
     expect(failed).not.toHaveProperty('unsent');
     expect((failed as unknown as { failureReason: string }).failureReason).toContain('idempotency_error');
+  });
+});
+
+describe("the provider's key retention: an http item is never sent past it less the margin (UNKNOWN, never resent)", () => {
+  // A provider that forgets keys 60 s after it stored them, on a clock the test drives; the sender gives up 10 s before.
+  const RETENTION = 60_000;
+  const MARGIN = 10_000;
+  let forgetful: PaymentsProvider;
+  let providerNow = T0;
+  beforeAll(async () => {
+    forgetful = await startPaymentsProvider({ keyRetentionMs: RETENTION, now: () => providerNow });
+  });
+  afterAll(() => forgetful.close());
+  const provider = () => new FetchHttpProvider(`${forgetful.url}/charges`, 3_000, { keyRetentionMs: RETENTION });
+  const deps = (wall: number, over: Partial<SenderDeps> = {}): SenderDeps => ({ doc: t.dynamo.doc, table: t.names.outbox, clock: new ManualClock({ wall }), telemetry: silentTelemetry, http: { payments: provider() }, from: 'billing@fenced-workflow.example', keyRetentionMarginMs: MARGIN, ...over });
+  const reconciler = (wall: number) => ({ ...deps(wall), pendingAfterMs: 30_000, claimTimeoutMs: 30_000, recordLagMs: 0 });
+  /** The item as its INSERT stream image has it: never a firstSentAt. */
+  const item = async (pk: string): Promise<OutboxItem> => {
+    const i = { pk, kind: 'http', jobId: 'j', generation: 1, unit: 0, updatedAt: T0 - 60_000, status: 'PENDING', attempts: 0, unsent: unsentKeyOf(pk), target: 'payments', request: { customerId: pk, amountCents: 1234, currency: 'EUR' } };
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item: i }));
+    return i as unknown as OutboxItem;
+  };
+  const ledger = (pk: string) => forgetful.records.get(messageIdentity.idempotencyKey(t.names.outbox, pk));
+  /** The first send at T0, its answer lost: the provider performed it and stored the key; the item stays PENDING, stamped. */
+  const sentOnceAnswerLost = async (pk: string): Promise<OutboxItem> => {
+    const i = await item(pk);
+    providerNow = T0;
+    forgetful.loseResponses(1);
+    expect(await deliver(deps(T0, { httpResends: 0 }), i)).toBe('ambiguous');
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'PENDING' });
+    expect(ledger(pk)).toMatchObject({ requests: 1, charges: [expect.any(String)] });
+    return i;
+  };
+
+  it('a resend before the retention less the margin goes out with the same key: the provider replays it, one charge, SENT', async () => {
+    const pk = 'payment#retention-before';
+    await sentOnceAnswerLost(pk);
+    providerNow = T0 + RETENTION - MARGIN - 1_000;
+    expect(await reconcile(reconciler(providerNow))).toMatchObject({ delivered: 1, unknown: 0 });
+    expect(ledger(pk)).toMatchObject({ requests: 2, charges: [ledger(pk)!.chargeId] });
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', providerMessageId: ledger(pk)!.chargeId, firstSentAt: T0 });
+  });
+
+  it("the stream's retry past the retention less the margin (the provider still remembers the key): no POST, UNKNOWN with the reason, out of the unsent index; the first send time is the first sender's", async () => {
+    const pk = 'payment#retention-sender';
+    const image = await sentOnceAnswerLost(pk);
+    providerNow = T0 + RETENTION - MARGIN;
+    // The stream's image has no firstSentAt: the stamp (if_not_exists) answers with the stored one, T0.
+    expect(await deliver(deps(providerNow), image)).toBe('unknown');
+    expect(ledger(pk)).toMatchObject({ requests: 1 });
+    const after = (await readOutboxItem(t.dynamo.doc, t.names.outbox, pk))!;
+    expect(after).toMatchObject({ status: 'UNKNOWN', failureReason: PAST_RETENTION, firstSentAt: T0 });
+    expect(after).not.toHaveProperty('unsent');
+    // A later duplicate delivery finds it settled and sends nothing either.
+    expect(await deliver(deps(providerNow + 1), image)).toBe('skipped');
+    expect(ledger(pk)).toMatchObject({ requests: 1 });
+  });
+
+  it('the reconciler past the retention (the provider has forgotten the key: a resend would be a second charge) leaves the item UNKNOWN, unsent', async () => {
+    const pk = 'payment#retention-reconciler';
+    await sentOnceAnswerLost(pk);
+    providerNow = T0 + RETENTION + 1_000;
+    expect(await reconcile(reconciler(providerNow))).toMatchObject({ delivered: 0, unknown: 1 });
+    expect(ledger(pk)).toMatchObject({ requests: 1, charges: [expect.any(String)] });
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'UNKNOWN', failureReason: PAST_RETENTION });
+    // Nothing left for the next run.
+    expect(await reconcile(reconciler(providerNow + 60_000))).toMatchObject({ examined: 0 });
+  });
+
+  it('an ambiguous answer is resent at once only until the deadline: a POST never starts past it', async () => {
+    const pk = 'payment#retention-resends';
+    const i = await item(pk);
+    providerNow = T0;
+    forgetful.loseResponses(3);
+    // Each POST takes 20 s on the sender's clock; the deadline is T0 + 60 s - 10 s.
+    const clock = new ManualClock({ wall: T0 });
+    const slow = provider();
+    const post = slow.post.bind(slow);
+    const timed = Object.assign(Object.create(slow) as FetchHttpProvider, { post: async (c: Parameters<typeof post>[0]) => post(c).finally(() => clock.advance(20_000)) });
+    expect(await deliver(deps(T0, { clock, httpResends: 5, http: { payments: timed } }), i)).toBe('ambiguous');
+    // T0, T0 + 20 s, T0 + 40 s: the fourth would start at T0 + 60 s, past T0 + 50 s.
+    expect(ledger(pk)).toMatchObject({ requests: 3 });
+    forgetful.loseResponses(0);
+  });
+});
+
+describe('DELIVERY reads the payment ledger for resends past the key retention', () => {
+  it('a key performed twice (forgotten, then asked again) and a request past the retention are violations, from the ledger alone', async () => {
+    const table = 'retention-ledger';
+    const id = 'payment#2026-01#cust-0000001';
+    const key = messageIdentity.idempotencyKey(table, id);
+    const insert = { event: 'INSERT', key: id, newImage: { pk: id, kind: 'http', jobId: 'job', generation: 1, updatedAt: 5 } } as unknown as Parameters<typeof checkDelivery>[2][number];
+    const item = { pk: id, kind: 'http', status: 'SENT' };
+    const fence = new Set([`${fenceKeyOfJob('job')}\u00001\u00005`]);
+    const run = async (at: number[], charges: string[]) => {
+      const found: string[] = [];
+      const stats = await checkDelivery(table, [item], [insert], fence, [], { payments: [{ key, outboxId: id, outboxTable: table, requests: at.length, charges, at }], paymentsKeyRetentionMs: 1_000 }, (_, m) => found.push(m));
+      return { found, stats: stats.payments };
+    };
+    expect(await run([0, 999], ['ch_1'])).toMatchObject({ found: [], stats: { resentPastRetention: 0 } });
+    const late = await run([0, 1_000], ['ch_1', 'ch_2']);
+    expect(late.stats.resentPastRetention).toBe(1);
+    expect(late.found.join('\n')).toMatch(/performed it 2 times under one Idempotency-Key/);
+    expect(late.found.join('\n')).toMatch(/past the provider's key retention of 1000 ms/);
   });
 });
 

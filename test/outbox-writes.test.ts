@@ -102,4 +102,16 @@ describe('write units per outbox item, from the engine', () => {
     expect(payments.records.get(messageIdentity.idempotencyKey(t.names.outbox, pk))).toMatchObject({ requests: 1 });
     expect({ created: [created.units, created.index], sent: [sent.units, sent.index] }).toEqual({ created: [2, 2], sent: [1, 1] });
   });
+
+  it("an http item to a provider that forgets keys: its first send time stamped before the POST (table 1, index 0: unsent is not rewritten), then SENT (1 + 1)", async () => {
+    bill.take(t.names.outbox);
+    const pk = 'payment#2026-07#cust-0000002';
+    const item = await commitUnit(outboxHttp(t.names.outbox, pk, { jobId: job, unit: cursor }, { target: 'payments', request: { customerId: 'cust-0000002', amountCents: 1234, currency: 'EUR' } }));
+    bill.take(t.names.outbox);
+    const forgetful = { payments: new FetchHttpProvider(`${payments.url}/charges`, 3_000, { keyRetentionMs: 86_400_000 }) };
+    expect(await deliver({ ...deps(), http: forgetful }, item)).toBe('sent');
+    const sent = bill.take(t.names.outbox);
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', firstSentAt: expect.any(Number) });
+    expect([sent.units, sent.index]).toEqual([2, 1]);
+  });
 });

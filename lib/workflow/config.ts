@@ -20,6 +20,9 @@ export const ENV = {
   sesConfigurationSet: 'SES_CONFIGURATION_SET',
   /** The payment provider's charge-notification endpoint (http effects of target "payments"); optional. */
   paymentsUrl: 'PAYMENTS_URL',
+  /** How long the payment provider keeps an Idempotency-Key (default Stripe's 24 h), and the sender's margin before it (default 1 h). */
+  paymentsKeyRetentionMs: 'PAYMENTS_KEY_RETENTION_MS',
+  keyRetentionMarginMs: 'KEY_RETENTION_MARGIN_MS',
   /** Reconciler: when a PENDING item or a SENDING claim counts as stuck; how long SES events may lag. */
   reconcilePendingAfterMs: 'RECONCILE_PENDING_AFTER_MS',
   reconcileClaimTimeoutMs: 'RECONCILE_CLAIM_TIMEOUT_MS',

@@ -69,6 +69,8 @@ export {
   markFailedUnclaimed,
   markSent,
   markSentUnclaimed,
+  markUnknownUnclaimed,
+  stampFirstSend,
   markUnknown,
   messageIdentity,
   outboxEmail,
@@ -85,7 +87,7 @@ export {
   type OutboxStatus,
 } from './effects/outbox.js';
 export { recordedDelivery, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult } from './effects/providers.js';
-export { deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
+export { DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, handleOutboxRecords, PAST_RETENTION, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
 export { countUnsent } from './effects/unsent-index.js';
 export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';

@@ -91,6 +91,11 @@ export const OUTBOX_ATTR = {
   claimedAt: 'claimedAt',
   providerMessageId: 'providerMessageId',
   sentAt: 'sentAt',
+  /**
+   * An http item to a provider that forgets keys (HttpProvider.keyRetentionMs): the sender's wall
+   * time, stamped once before the item's first POST; past the retention less a margin it is never sent again.
+   */
+  firstSentAt: 'firstSentAt',
   /** Sends whose outcome nobody saw (a lost acknowledgement, a sender that died): each may have delivered. */
   ambiguousSends: 'ambiguousSends',
   /** The provider's own record of this item (SEND/DELIVERY events, `<event>:<messageId>`), kept by the recorder. */

@@ -16,11 +16,11 @@ import {
   type FenceContext,
   type FencedUnit,
 } from '../../lib/protocol/index.js';
-import { fencedProtocol, messageIdentity, type ProtocolOps } from '../../lib/workflow/index.js';
+import { fencedProtocol, messageIdentity, type HttpProvider, type ProtocolOps } from '../../lib/workflow/index.js';
 import type { Effects } from '../../cli/effects-env.js';
 import type { FaultPoint } from '../../cli/faults.js';
 
-export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount', 'sendFromWorker', 'documentInPlace'] as const;
+export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount', 'sendFromWorker', 'documentInPlace', 'resendPastRetention'] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
 /**
@@ -37,7 +37,18 @@ export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGR
   claimOnSweeperCount: 'LEASE',
   sendFromWorker: 'DELIVERY',
   documentInPlace: 'DOCS',
+  resendPastRetention: 'DELIVERY',
 };
+
+/**
+ * resendPastRetention lives in the sender, not the worker: its providers no longer declare their
+ * key retention, so the sender and the reconciler resend an http item at any age (the rule
+ * switched off). Past the stand-in's retention that resend is a second charge under one key.
+ */
+export function senderProviders(variant: Variant, http: Readonly<Record<string, HttpProvider>>): Readonly<Record<string, HttpProvider>> | undefined {
+  if (variant !== 'resendPastRetention') return undefined;
+  return Object.fromEntries(Object.entries(http).map(([target, p]) => [target, { name: p.name, post: (call) => p.post(call) } satisfies HttpProvider]));
+}
 
 /** Called by a control between its check and its write: where the schedule puts its pause. */
 export type InsideCommit = (point: FaultPoint, info: { jobId: string; owner: string; generation?: number; unit?: number }) => Promise<void>;
@@ -100,6 +111,8 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
   };
   switch (variant) {
     case 'fenced':
+    // The worker's protocol is the real one: this control's mistake is the sender's (senderProviders).
+    case 'resendPastRetention':
       return fencedProtocol;
     // The lease alone: no fence anywhere; the writes carry no condition.
     case 'leaseOnly':

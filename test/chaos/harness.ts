@@ -25,7 +25,7 @@ import { runsRecorded } from '../../cli/run.js';
 import { startFaultProxy, type FaultProxy } from '../../cli/fault-proxy.js';
 import { WireCheck } from '../../cli/wire-check.js';
 import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/aws-calls.js';
-import { controlProtocol, type Variant } from './controls.js';
+import { controlProtocol, senderProviders, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
 export interface RunRecord {
@@ -147,9 +147,27 @@ export async function chaosRun(
   const lease = { epoch: 0, durationMs: schedule.leaseMs, mode };
   const deps = { doc: viaProxy.doc, tables, clock, queue: opts.calls?.queue(queue) ?? queue, telemetry };
   // The external effects: a bucket, an SMTP sink and a payment provider of this run's own.
-  const effects = await startEffects({ doc: env.direct.doc });
+  // The payment provider forgets keys after 16 leases (Stripe: 24 h, scaled); the sender stops 4
+  // leases before: the margin covers a POST's way on a loaded machine, and the stream's retries
+  // and the reconciler's first pass (6 leases) leave an item stuck by a short outage well inside it.
+  const effects = await startEffects({ doc: env.direct.doc, paymentsKeyRetentionMs: schedule.leaseMs * 16 });
   opts.calls?.attach(effects.s3);
-  const fx = new RunEffects({ dynamo: env.direct, streams: env.streams, tables, set: `chaos-${seed}-${variant}`, effects, clock, telemetry, leaseMs: schedule.leaseMs, faults: true, ...(opts.calls ? { calls: opts.calls } : {}) });
+  const http = senderProviders(variant, effects.http);
+  const fx = new RunEffects({
+    dynamo: env.direct,
+    streams: env.streams,
+    tables,
+    set: `chaos-${seed}-${variant}`,
+    effects,
+    clock,
+    telemetry,
+    leaseMs: schedule.leaseMs,
+    faults: true,
+    keyRetentionMarginMs: schedule.leaseMs * 4,
+    ...(http === undefined ? {} : { http }),
+    ...(schedule.retentionOutage === undefined ? {} : { retentionOutage: schedule.retentionOutage }),
+    ...(opts.calls ? { calls: opts.calls } : {}),
+  });
   const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases, effects, outboxTable: tables.outbox, set: `chaos-${seed}-${variant}` });
   // Each concurrency slot is a host with its own wall clock.
   const workers: WorkerHandler[] = schedule.skews.map((skew) => {

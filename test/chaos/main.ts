@@ -75,7 +75,7 @@ export type EffectsTotals = Counts<EffectsStats>;
 const effectsTotals = (): EffectsTotals => ({
   documents: { written: 0, referenced: 0, orphaned: 0, collected: 0 },
   emails: { items: 0, sent: 0, delivered: 0, duplicated: 0, ambiguous: 0, unknown: 0, failed: 0 },
-  payments: { items: 0, sent: 0, performed: 0, requests: 0 },
+  payments: { items: 0, sent: 0, performed: 0, requests: 0, pastRetention: 0, resentPastRetention: 0 },
 });
 
 function addEffects(into: EffectsTotals, run: EffectsStats): void {
@@ -279,7 +279,7 @@ export function summaryLines(s: ChaosSummary): string[] {
     const { documents: o, emails: m, payments: p } = s.effects;
     const w = s.wire;
     out.push(`  wire (structural FENCE, ${w.runs} runs): ${w.transactions} transactions applied, ${w.effectWritesChecked} effect writes checked, ${w.fenceWrites} fence writes, ${w.replays} token replays; ${w.violations} violations`);
-    out.push(`  documents ${o.written} written, ${o.referenced} referenced, ${o.orphaned} orphaned, ${o.collected} collected; emails ${m.items} queued, ${m.delivered} received, ${m.duplicated} duplicated (${m.ambiguous} ambiguous sends); payments ${p.performed} performed for ${p.requests} requests`);
+    out.push(`  documents ${o.written} written, ${o.referenced} referenced, ${o.orphaned} orphaned, ${o.collected} collected; emails ${m.items} queued, ${m.delivered} received, ${m.duplicated} duplicated (${m.ambiguous} ambiguous sends); payments ${p.performed} performed for ${p.requests} requests, ${p.pastRetention} past-retention refused (${p.resentPastRetention} resent past retention)`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
   const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;

@@ -52,6 +52,11 @@ export interface Schedule {
    * stored record: the start must be refused and change nothing.
    */
   restart?: { atMs: number; job: number; customers: number };
+  /**
+   * The payment provider down past its key retention after its first lost answer (RunEffects
+   * retentionOutage): that item outlives the retention, and must end UNKNOWN, never resent.
+   */
+  retentionOutage?: 'until-forgotten' | 'timed';
 }
 
 const CRASH_POINTS: FaultPoint[] = ['after-acquire', 'after-fence-raise', 'before-commit', 'after-commit'];
@@ -116,6 +121,8 @@ export function makeSchedule(seed: number, opts: { leaseMode?: ChaosLeaseMode } 
     ...(r() < 0.15 ? { drill: { atMs: int(leaseMs, leaseMs * 6) } } : {}),
     // Drawn last, so that every seed keeps the schedule it had before this fault existed.
     ...restartOf(r, jobs),
+    // After the restart's draws: the same reason. A fifth of the runs (each some 20 leases longer).
+    ...(r() < 0.2 ? { retentionOutage: 'timed' as const } : {}),
   };
 }
 
@@ -178,6 +185,10 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
       return base;
     case 'counterReset':
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
+    // An http item must outlive its key retention: forced, the outage lasts until the provider has
+    // forgotten the lost answer's key (its own record says so); timed, a fixed 1.25 retentions.
+    case 'resendPastRetention':
+      return { ...base, retentionOutage: forced ? 'until-forgotten' : 'timed' };
     case 'claimOnSweeperCount': {
       // The mistake shows only if the claim on the sweeper's count lands while the stalled holder's
       // lease is live, so nothing may eat into that lease before the claimant's three round trips

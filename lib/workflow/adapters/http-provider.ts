@@ -24,11 +24,15 @@ export function canonicalJson(v: unknown): string {
 
 export class FetchHttpProvider implements HttpProvider {
   readonly name: string;
+  /** The target's declared key retention (HttpProvider.keyRetentionMs): Stripe's is 24 h. */
+  readonly keyRetentionMs?: number;
   constructor(
     private readonly url: string,
     private readonly timeoutMs = 10_000,
+    opts: { keyRetentionMs?: number } = {},
   ) {
     this.name = `http ${url}`;
+    if (opts.keyRetentionMs !== undefined) this.keyRetentionMs = opts.keyRetentionMs;
   }
 
   async post(call: OutboundCall): Promise<SendResult> {

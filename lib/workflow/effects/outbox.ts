@@ -21,7 +21,11 @@
  *   PENDING ──markSentUnclaimed──> SENT      PENDING ──markFailedUnclaimed──> FAILED
  *
  * A refusal for now or an unanswered call writes nothing: the item stays PENDING and is sent
- * again with the same key (the stream's retry, the reconciler).
+ * again with the same key (the stream's retry, the reconciler). For a provider that forgets keys
+ * after a retention, the first send is stamped first (`firstSentAt`, once), and an item too old
+ * for its key to be remembered is given up unsent:
+ *
+ *   PENDING ──stampFirstSend──> PENDING (firstSentAt)   PENDING ──markUnknownUnclaimed──> UNKNOWN
  */
 import { createHash } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -45,6 +49,7 @@ export interface OutboxItem {
   readonly claimedAt?: number;
   readonly ambiguousSends?: number;
   readonly providerMessageId?: string;
+  readonly firstSentAt?: number;
   readonly providerEvents?: readonly string[];
   readonly to?: string;
   readonly subject?: string;
@@ -175,6 +180,38 @@ const unclaimed = { condition: '#status = :pending', values: { ':pending': 'PEND
 /** PENDING → SENT with the provider's id, for an item sent without a claim (its provider deduplicated on the key). false: already settled. */
 export function markSentUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, providerMessageId: string, now: number): Promise<boolean> {
   return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, add: { [O.attempts]: 1 }, remove: [O.unsent], ...unclaimed });
+}
+
+/**
+ * Before an http item's first POST to a provider that forgets keys: its first send time, set once
+ * (`if_not_exists`: a later or racing sender keeps the first one) and only while it is PENDING.
+ * Returns the stored first send time, or undefined when the item is settled (nothing to send).
+ * Written before the POST, the stamp is never later than the provider's first sight of the key,
+ * so an age measured from it never understates the key's age at the provider (less clock skew).
+ */
+export async function stampFirstSend(doc: DynamoDBDocumentClient, table: string, pk: string, now: number): Promise<number | undefined> {
+  try {
+    const out = await doc.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { pk },
+        UpdateExpression: 'SET #first = if_not_exists(#first, :now)',
+        ConditionExpression: '#status = :pending',
+        ExpressionAttributeNames: { '#first': O.firstSentAt, '#status': O.status },
+        ExpressionAttributeValues: { ':now': now, ':pending': 'PENDING' },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    return out.Attributes?.[O.firstSentAt] as number;
+  } catch (e) {
+    if (isConditionalCheckFailed(e)) return undefined;
+    throw e;
+  }
+}
+
+/** PENDING → UNKNOWN, for an item without a claim nobody may send again (past its provider's key retention). false: already settled. */
+export function markUnknownUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, reason: string): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'UNKNOWN', [O.failureReason]: reason.slice(0, 500) }, remove: [O.unsent], ...unclaimed });
 }
 
 /** PENDING → FAILED, for an item sent without a claim that the provider refused for good. false: already settled. */

@@ -45,6 +45,12 @@ export interface OutboundCall {
 export interface HttpProvider {
   readonly name: string;
   /**
+   * How long the provider keeps an Idempotency-Key (Stripe: 24 h), from its documentation. Past
+   * it a resend with the same key is a new request (a second charge): the sender never sends an
+   * item past this less its margin (sender.ts). Undefined: keys are kept for good.
+   */
+  readonly keyRetentionMs?: number;
+  /**
    * POSTs the call. The provider replays its first answer for a key, so a resend after an
    * ambiguous attempt cannot perform the effect twice (the reason this path exists).
    */

@@ -13,6 +13,7 @@
  *                                                 `maxAttempts` are used
  *     http                                      → taken over and sent again: the provider
  *                                                 replays its first answer for the key
+ *   PENDING http past its provider's key retention less the margin (sender.ts): UNKNOWN, unsent
  *
  * Every change is conditional on the claim it saw: a sender that wakes up changes nothing, and
  * two reconcilers cannot both take one item over.
@@ -103,7 +104,11 @@ async function resolveStale(deps: ReconcilerDeps, item: OutboxItem, now: number)
 
 /** One due item, as the table has it now: delivered, resolved, or left. */
 async function judge(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict> {
-  if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) return (await deliver(deps, item)) === 'sent' ? 'delivered' : 'waiting';
+  if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) {
+    // deliver() refuses an http item past its provider's key retention (UNKNOWN, never resent).
+    const outcome = await deliver(deps, item);
+    return outcome === 'sent' ? 'delivered' : outcome === 'unknown' ? 'unknown' : 'waiting';
+  }
   if (item.status === 'SENDING' && item.claimToken !== undefined && now - (item.claimedAt ?? 0) >= deps.claimTimeoutMs) return resolveStale(deps, item, now);
   return 'waiting';
 }

@@ -15,12 +15,21 @@
  *                              resent at once: its Idempotency-Key makes a resend harmless.
  * Without a claim (http) "not accepted" and "nobody knows" write nothing: the item stays PENDING
  * and is sent again with the same key, by the stream's retry or the reconciler.
+ *
+ * Key retention: a provider that forgets a key after a while (Stripe: 24 h) takes a resend past
+ * that as a new request, a second effect. For such a provider the item's first send time is
+ * stamped before its first POST (`stampFirstSend`, one write), and no POST goes out once
+ * `firstSentAt + keyRetentionMs - keyRetentionMarginMs` has passed: the item goes UNKNOWN with
+ * the reason (a person checks the provider's dashboard). The margin covers what lies between the
+ * check and the provider's receipt of the POST: one POST's time on the way (at most the adapter's
+ * timeout), the offset between the sender's clock and the provider's, and the provider's own
+ * vagueness about the exact moment a key is dropped.
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../../protocol/index.js';
 import { METRIC, type Telemetry } from '../ports.js';
-import { claim, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, messageIdentity, recordAmbiguous, release, type OutboxItem } from './outbox.js';
+import { claim, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, markUnknownUnclaimed, messageIdentity, recordAmbiguous, release, stampFirstSend, type OutboxItem } from './outbox.js';
 import type { EmailProvider, HttpProvider, SendResult } from './providers.js';
 
 /** Where fault injection may stop a sender: after its claim, and after the provider answered (before SENT). */
@@ -44,12 +53,25 @@ export interface SenderDeps {
   readonly hooks?: SenderHooks;
   /** Immediate resends of an ambiguous http call (its key makes them harmless). Default 2. */
   readonly httpResends?: number;
+  /** How long before a provider's key retention ends the sender stops sending (the module's comment). Default 1 h. */
+  readonly keyRetentionMarginMs?: number;
 }
 
-export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'ambiguous';
+/** An hour before Stripe's 24 h: far above a POST's timeout (10 s) and any NTP-kept clock's offset. */
+export const DEFAULT_KEY_RETENTION_MARGIN_MS = 3_600_000;
 
-/** Sends the item once through its provider (no claim, no state change): the sender's and the reconciler's one call. */
-export async function sendItem(deps: SenderDeps, item: OutboxItem): Promise<SendResult> {
+/** The reason an http item past its provider's key retention is given up (the operator's alarm and the checker read it). */
+export const PAST_RETENTION = "past the provider's key retention: a resend could be a second effect";
+
+export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'ambiguous' | 'unknown';
+
+const providerOf = (deps: SenderDeps, item: OutboxItem): HttpProvider | undefined => (item.target === undefined ? undefined : deps.http?.[item.target]);
+
+/**
+ * Sends the item once through its provider (no claim, no state change): the sender's and the
+ * reconciler's one call. `notAfter` (wall ms): no http POST, first or resend, at or after it.
+ */
+export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Number.POSITIVE_INFINITY): Promise<SendResult> {
   const headers = messageIdentity.headers(deps.table, item.pk);
   if (item.kind === 'email') {
     if (deps.email === undefined) return { kind: 'rejected', permanent: true, reason: 'no email provider configured' };
@@ -64,11 +86,15 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem): Promise<Send
       tags: { outboxId: messageIdentity.tag(item.pk), outboxTable: messageIdentity.tag(deps.table) },
     });
   }
-  const provider = item.target === undefined ? undefined : deps.http?.[item.target];
+  const provider = providerOf(deps, item);
   if (provider === undefined) return { kind: 'rejected', permanent: true, reason: `no http provider configured for target ${String(item.target)}` };
   const call = { idempotencyKey: messageIdentity.idempotencyKey(deps.table, item.pk), headers, body: item.request ?? {} };
-  let result = await provider.post(call);
-  for (let i = 0; result.kind === 'ambiguous' && i < (deps.httpResends ?? 2); i++) result = await provider.post(call);
+  let result: SendResult = { kind: 'ambiguous', reason: PAST_RETENTION };
+  // Checked before every POST, so the margin need cover one POST only, not the resends' sum.
+  for (let i = 0; i === 0 || (result.kind === 'ambiguous' && i <= (deps.httpResends ?? 2)); i++) {
+    if (deps.clock.wallNow() >= notAfter) break;
+    result = await provider.post(call);
+  }
   return result;
 }
 
@@ -111,7 +137,13 @@ export async function settle(deps: SenderDeps, item: OutboxItem, token: string, 
 async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
   const { doc, table, telemetry: t } = deps;
   const info = { table, pk: item.pk, kind: item.kind };
-  const result = await sendItem(deps, item);
+  const notAfter = await retentionDeadline(deps, item);
+  if (notAfter === 'settled') {
+    t.event('outbox-already-settled', info);
+    return 'skipped';
+  }
+  if (deps.clock.wallNow() >= notAfter) return givenUpPastRetention(deps, item);
+  const result = await sendItem(deps, item, notAfter);
   await deps.hooks?.at('after-send', { table, pk: item.pk, result: result.kind });
   switch (result.kind) {
     case 'accepted': {
@@ -137,6 +169,28 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
       t.event('outbox-ambiguous', { ...info, reason: result.reason });
       return 'ambiguous';
   }
+}
+
+/**
+ * The last moment an http item may be POSTed: its provider's key retention from its first send,
+ * less the margin (stamping the first send if this is it); unbounded for a provider that keeps
+ * keys for good. 'settled': the item is no longer PENDING (nothing to send).
+ */
+async function retentionDeadline(deps: SenderDeps, item: OutboxItem): Promise<number | 'settled'> {
+  const retention = providerOf(deps, item)?.keyRetentionMs;
+  if (retention === undefined) return Number.POSITIVE_INFINITY;
+  // A stream image never has the stamp; a reconciler's GetItem has it after the first send, and then costs no write.
+  const first = item.firstSentAt ?? (await stampFirstSend(deps.doc, deps.table, item.pk, deps.clock.wallNow()));
+  if (first === undefined) return 'settled';
+  return first + retention - (deps.keyRetentionMarginMs ?? DEFAULT_KEY_RETENTION_MARGIN_MS);
+}
+
+/** PENDING → UNKNOWN without a POST: the provider may have forgotten the key, and only a person can tell whether the effect was taken. */
+async function givenUpPastRetention(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
+  const marked = await markUnknownUnclaimed(deps.doc, deps.table, item.pk, PAST_RETENTION);
+  if (marked) deps.telemetry.count(METRIC.outboxUnknown);
+  deps.telemetry.event('outbox-unknown', { table: deps.table, pk: item.pk, kind: item.kind, reason: PAST_RETENTION, marked });
+  return marked ? 'unknown' : 'skipped';
 }
 
 /** Send and settle one item (an email under a claim). `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
