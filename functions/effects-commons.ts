@@ -1,13 +1,14 @@
 /**
  * What the external-effect functions share, from the environment (lib/workflow/config.ts ENV):
  * the documents bucket (the worker puts, the collector deletes), and the outbox sender's
- * providers: SES v2 with the configuration set that publishes SEND/DELIVERY events, and the
- * payment provider's endpoint when one is configured.
+ * providers: SES v2 with the configuration set that publishes SEND events, and the payment
+ * provider's endpoint when one is configured.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { DEFAULT_KEY_RETENTION_MARGIN_MS, ENV, httpUrl, integer, required, type DocumentTarget, type ReconcilerDeps, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
 import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
+import { ConfigError } from '../lib/protocol/index.js';
 import type { Commons, Env } from './commons.js';
 
 export function documentsFromEnv(env: Env, tracer?: Tracer): DocumentTarget & { store: S3ObjectStore } {
@@ -36,11 +37,21 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
   };
 }
 
+/**
+ * The reconciler takes over a claim older than `claimTimeoutMs` as its sender's death. A sender
+ * lives as long as its function's timeout, so a timeout at or above the claim timeout would let
+ * the reconciler take a live sender's claim and both send: refused at start-up, before any run.
+ */
 export function reconcilerFromEnv(env: Env, sender: SenderDeps): ReconcilerDeps {
+  const claimTimeoutMs = integer(env, ENV.reconcileClaimTimeoutMs, 300_000, 1_000, 86_400_000);
+  const senderTimeoutMs = integer(env, ENV.senderTimeoutMs, 60_000, 1_000, 900_000);
+  if (claimTimeoutMs <= senderTimeoutMs) {
+    throw new ConfigError(ENV.reconcileClaimTimeoutMs, `must be above the sender's timeout (${ENV.senderTimeoutMs} ${senderTimeoutMs} ms), got ${claimTimeoutMs} ms: a live sender's claim would be taken over`);
+  }
   return {
     ...sender,
     pendingAfterMs: integer(env, ENV.reconcilePendingAfterMs, 600_000, 1_000, 86_400_000),
-    claimTimeoutMs: integer(env, ENV.reconcileClaimTimeoutMs, 300_000, 1_000, 86_400_000),
+    claimTimeoutMs,
     // SES publishes SEND events within seconds to minutes; an hour is a conservative bound.
     recordLagMs: integer(env, ENV.providerRecordLagMs, 3_600_000, 1_000, 86_400_000),
   };

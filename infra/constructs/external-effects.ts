@@ -122,7 +122,9 @@ export class ExternalEffects extends Construct {
     const fn = (name: 'Sender' | 'Reconciler' | 'Recorder' | 'Collector', entry: string, description: string, env: Record<string, string>, service: string, extra: { deadLetterQueue?: Queue } = {}) =>
       fencedFunction(this, name, { entry, description, timeout: Duration.minutes(1), memorySize: 256, environment: { ...env, POWERTOOLS_SERVICE_NAME: service }, ...extra });
     this.sender = fn('Sender', 'functions/sender.ts', 'Outbox sender: claims each new outbox item, sends it with its outbox identity, marks it SENT', { ...common, ...mail }, props.services.sender);
-    this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...mail }, props.services.reconciler, { deadLetterQueue: props.scheduleDeadLetterQueue });
+    // The reconciler checks at start-up that its claim timeout is above the sender's life (functions/effects-commons.ts).
+    const senderTimeout = { [ENV.senderTimeoutMs]: String(this.sender.fn.timeout?.toMilliseconds() ?? 60_000) };
+    this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...mail, ...senderTimeout }, props.services.reconciler, { deadLetterQueue: props.scheduleDeadLetterQueue });
     this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES SEND events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
     this.collector = fn('Collector', 'functions/collector.ts', 'Collector: deletes documents no invoice points to and no live generation can still publish', common, props.services.collector, { deadLetterQueue: props.scheduleDeadLetterQueue });
 

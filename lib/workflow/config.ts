@@ -26,6 +26,8 @@ export const ENV = {
   /** Reconciler: when a PENDING item or a SENDING claim counts as stuck; how long SES events may lag. */
   reconcilePendingAfterMs: 'RECONCILE_PENDING_AFTER_MS',
   reconcileClaimTimeoutMs: 'RECONCILE_CLAIM_TIMEOUT_MS',
+  /** The sender function's timeout: a claim younger than it may belong to a sender still at work. */
+  senderTimeoutMs: 'SENDER_TIMEOUT_MS',
   providerRecordLagMs: 'PROVIDER_RECORD_LAG_MS',
   /** Collector: an unreferenced document younger than this is kept (the longest lease plus a margin). */
   collectAfterMs: 'COLLECT_AFTER_MS',

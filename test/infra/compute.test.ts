@@ -128,7 +128,7 @@ describe('functions', () => {
   it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts it reads is set, the epoch from context, no DynamoDB endpoint', (name) => {
     const env = envOf(name);
     // The external effects' settings are per function (the worker's bucket, the sender's SES); below.
-    const perFunction = ['documentsBucket', 's3Endpoint', 'documentSet', 'senderAddress', 'sesConfigurationSet', 'paymentsUrl', 'paymentsKeyRetentionMs', 'keyRetentionMarginMs', 'reconcilePendingAfterMs', 'reconcileClaimTimeoutMs', 'providerRecordLagMs', 'collectAfterMs'];
+    const perFunction = ['documentsBucket', 's3Endpoint', 'documentSet', 'senderAddress', 'sesConfigurationSet', 'paymentsUrl', 'paymentsKeyRetentionMs', 'keyRetentionMarginMs', 'reconcilePendingAfterMs', 'reconcileClaimTimeoutMs', 'senderTimeoutMs', 'providerRecordLagMs', 'collectAfterMs'];
     if (name === 'worker') expect(env[ENV.documentsBucket]).toBeDefined();
     for (const [key, variable] of Object.entries(ENV)) {
       if (perFunction.includes(key)) continue;
@@ -197,6 +197,26 @@ describe('configuration is checked at synth, with the checks the handlers run', 
       expect(template.toJSON().Resources[logicalId(stack.workflow.starterSchedule)].Properties.ScheduleExpression).toBe(starterSchedule);
     },
   );
+
+  it("the reconciler refuses at start-up a claim timeout at or below the sender's timeout, which the stack passes it (a live sender's claim would be taken over)", async () => {
+    const { reconcilerFromEnv } = await import('../../functions/effects-commons.js');
+    const sender = {} as Parameters<typeof reconcilerFromEnv>[1];
+    const env = (props(w.effects.reconciler.fn).Environment as { Variables: Record<string, string> }).Variables;
+    // The stack passes the sender's real timeout (1 minute), and its default claim timeout (5) is above it.
+    expect(env[ENV.senderTimeoutMs]).toBe(String((props(w.effects.sender.fn).Timeout as number) * 1000));
+    expect(reconcilerFromEnv({ [ENV.senderTimeoutMs]: env[ENV.senderTimeoutMs] }, sender).claimTimeoutMs).toBe(300_000);
+    for (const claim of ['60000', '30000']) {
+      let error: unknown;
+      try {
+        reconcilerFromEnv({ [ENV.senderTimeoutMs]: '60000', [ENV.reconcileClaimTimeoutMs]: claim }, sender);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).variable).toBe(ENV.reconcileClaimTimeoutMs);
+      expect((error as Error).message).toMatch(/must be above the sender's timeout \(SENDER_TIMEOUT_MS 60000 ms\)/);
+    }
+  });
 
   it('a bad setting stops `cdk synth` with one line naming it, no stack trace', async () => {
     const app = join(PROJECT_ROOT, 'infra', 'app.ts');
