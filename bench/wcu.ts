@@ -14,6 +14,7 @@
  * Item size: attribute names plus values (DynamoDB's item-size rules, see itemSize).
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { parseUpdate } from '../cli/call-profile.js';
 import type { LoggedRequest } from './requests.js';
 
 /** Size of a number as DynamoDB stores it: ~1 byte per 2 significant digits, plus 1. */
@@ -63,15 +64,10 @@ export interface WcuBill {
   byOperation: Record<string, number>;
 }
 
-/** Attribute names an update SETs and REMOVEs (the protocol's own simple expressions). */
+/** Attribute names an update SETs and REMOVEs (the one parser of update expressions: cli/call-profile.ts). */
 export function updatedAttributes(expression: string, names: Record<string, string> = {}): { set: string[]; remove: string[] } {
-  const resolve = (token: string) => names[token.trim()] ?? token.trim();
-  const set = /\bSET\s+(.*?)(?=\s+(?:REMOVE|ADD|DELETE)\b|$)/.exec(expression)?.[1] ?? '';
-  const remove = /\bREMOVE\s+(.*?)(?=\s+(?:SET|ADD|DELETE)\b|$)/.exec(expression)?.[1] ?? '';
-  return {
-    set: set === '' ? [] : set.split(',').map((a) => resolve(a.split('=')[0]!)),
-    remove: remove === '' ? [] : remove.split(',').map(resolve),
-  };
+  const { set, remove } = parseUpdate(expression, names);
+  return { set: [...set.keys()], remove };
 }
 
 /** Index writes caused by one Update on a table whose GSI key attributes are `indexKeys`. */

@@ -61,7 +61,7 @@ const scalar = (v: unknown): string | undefined => {
 };
 
 interface Action {
-  readonly kind: 'Put' | 'Update' | 'Delete' | 'ConditionCheck' | 'Get' | 'Query' | 'Scan';
+  readonly kind: 'Put' | 'Update' | 'Delete' | 'ConditionCheck' | 'Get' | 'Query';
   readonly table: string;
   readonly index?: string;
   readonly key?: string;
@@ -102,7 +102,7 @@ function actionsOf(call: ProfiledCall): Action[] {
     case 'DeleteItem': return [one('Delete', i, false)];
     case 'GetItem': return [one('Get', i, false)];
     case 'Query': return [{ ...one('Query', i, false), ...queryKey(i) }];
-    case 'Scan': return []; // no function scans: only the local run's own watchers count items
+    case 'Scan': return []; // no function scans (the operators' seal does): only the local run's own watchers count items
     case 'TransactWriteItems':
       return (i.TransactItems as Record<string, any>[]).map((t) => {
         const [kind, a] = Object.entries(t)[0] as [string, Record<string, any>];
@@ -163,7 +163,7 @@ export class LoadProfiler {
     if (call.error !== undefined) return this.failed(call, actions);
     for (const a of actions) {
       const role = this.roles.get(a.table)!;
-      if (a.kind === 'Get' || a.kind === 'Query' || a.kind === 'Scan') {
+      if (a.kind === 'Get' || a.kind === 'Query') {
         const c = consumed.find((x) => x.TableName === a.table);
         const units = a.kind === 'Get' && actions.length > 1 ? 1 : (c?.CapacityUnits ?? 0) / actions.filter((x) => x.table === a.table).length;
         this.add(role, a.index, a, units, true);
@@ -193,7 +193,7 @@ export class LoadProfiler {
   private failed(call: ProfiledCall, actions: Action[]): void {
     if (!/ConditionalCheckFailed|TransactionCanceled/.test(call.error ?? '')) return;
     for (const a of actions) {
-      if (a.kind === 'Get' || a.kind === 'Query' || a.kind === 'Scan') continue;
+      if (a.kind === 'Get' || a.kind === 'Query') continue;
       this.add(this.roles.get(a.table)!, undefined, a, (a.inTransaction ? 2 : 1) * Math.max(1, Math.ceil(sizeOf(a.item) / 1024)), false, ' (refused)');
     }
   }
@@ -228,7 +228,7 @@ export class LoadProfiler {
 
   private add(role: TableRole, index: string | undefined, a: Action, units: number, read: boolean, note = ''): void {
     const where = index === undefined ? role : `${role}/${index}`;
-    const key = index === undefined || read ? (a.key ?? '(scan)') : (this.indexKeyOf(a, index) ?? '(unknown)');
+    const key = index === undefined || read ? (a.key ?? '(no key)') : (this.indexKeyOf(a, index) ?? '(unknown)');
     const byKey = this.load.keys.get(where) ?? new Map<string, KeyLoad>();
     this.load.keys.set(where, byKey);
     const k = byKey.get(key) ?? { writes: new Map<string, number>(), readUnits: 0 };
