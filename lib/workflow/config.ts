@@ -29,6 +29,15 @@ export const ENV = {
   /** The sender function's timeout: a claim younger than it may belong to a sender still at work. */
   senderTimeoutMs: 'SENDER_TIMEOUT_MS',
   providerRecordLagMs: 'PROVIDER_RECORD_LAG_MS',
+  /**
+   * Pacing: the sends per second one sender or reconciler invocation may make (the account's
+   * MaxSendRate shared among the invocations that can run at once); a throttled answer still
+   * defers its item. Optional: unpaced.
+   */
+  sendRatePerSecond: 'SEND_RATE_PER_SECOND',
+  /** Backoff: a throttled item's first wait (doubling, jittered, capped), and how long an item held by the account's state waits. */
+  throttleBackoffMs: 'THROTTLE_BACKOFF_MS',
+  heldRetryMs: 'HELD_RETRY_MS',
   /** Collector: an unreferenced document younger than this is kept (the longest lease plus a margin). */
   collectAfterMs: 'COLLECT_AFTER_MS',
   queueUrl: 'QUEUE_URL',

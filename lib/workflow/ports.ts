@@ -42,6 +42,13 @@ export const METRIC = {
   outboxFailed: 'OutboxFailed',
   outboxAmbiguous: 'OutboxAmbiguous',
   outboxUnknown: 'OutboxUnknown',
+  /** Sends the provider throttled (nothing taken): each item is deferred with a jittered backoff. */
+  outboxThrottled: 'OutboxThrottled',
+  /** Sends refused by the sending account's state (paused, sandbox, configuration): items held, sent once it lifts. The alarm's metric. */
+  outboxHeld: 'OutboxHeld',
+  /** Provider events after acceptance that a person should see: a hard bounce or suppression, a complaint, a rejection after acceptance. */
+  outboxBounced: 'OutboxBounced',
+  outboxComplained: 'OutboxComplained',
   /** A gauge in ms, emitted by every reconcile: the oldest item not yet sent. */
   outboxOldestUnsentAgeMs: 'OutboxOldestUnsentAgeMs',
   /** Outbox stream records the sender reported failed (retried by the event source, then its DLQ). */

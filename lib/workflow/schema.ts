@@ -96,6 +96,14 @@ export const OUTBOX_ATTR = {
    * time, stamped once before the item's first POST; past the retention less a margin it is never sent again.
    */
   firstSentAt: 'firstSentAt',
+  /**
+   * A deferred item (throttled, held by the account's state): no send before this wall time (ms).
+   * The sender's claim and the reconciler honour it; `deferrals` counts the backoffs (its exponent),
+   * `heldReason` says why an item is held (present only while it is).
+   */
+  notBefore: 'notBefore',
+  deferrals: 'deferrals',
+  heldReason: 'heldReason',
   /** Sends whose outcome nobody saw (a lost acknowledgement, a sender that died): each may have delivered. */
   ambiguousSends: 'ambiguousSends',
   /** The provider's own record of this item (SEND/DELIVERY events, `<event>:<messageId>`), kept by the recorder. */

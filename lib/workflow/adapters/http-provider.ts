@@ -3,12 +3,13 @@
  * deduplicate: the first answer per key is replayed, the same key with other parameters is
  * refused) and the outbox identity headers.
  *
- *   2xx            accepted (the provider's id from the answer's `id`)
- *   409, 429, 5xx  not taken now (a request with the key in progress, throttled, down)
- *   other 4xx      refused for good (the key reused with other parameters, a bad request)
- *   no answer      ambiguous; a resend with the same key is harmless
+ * The answer's verdict is the providers' behaviour model's (provider-behaviour.ts, HTTP_MODEL):
+ * 2xx accepted; 429 throttled (Retry-After honoured); 409 not taken now; 401/403 held; another
+ * 4xx refused for good; a 5xx or no answer maybe taken (a resend with the key is harmless),
+ * and a 5xx the provider replays as its saved answer for the key final (UNKNOWN).
  */
 import type { HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
+import { classifyHttpStatus, classifyNoAnswer } from './provider-behaviour.js';
 
 /**
  * JSON with every object's keys in order: the same request on every send. A provider compares a
@@ -45,10 +46,7 @@ export class FetchHttpProvider implements HttpProvider {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code;
-      // Refused before anything was sent: the provider took nothing.
-      if (cause === 'ECONNREFUSED' || cause === 'ENOTFOUND') return { kind: 'rejected', permanent: false, reason: `${cause} ${this.url}` };
-      return { kind: 'ambiguous', reason: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+      return classifyNoAnswer(e, this.url);
     }
     const text = await res.text().catch(() => '');
     if (res.ok) {
@@ -60,8 +58,6 @@ export class FetchHttpProvider implements HttpProvider {
       }
       return { kind: 'accepted', providerMessageId: id };
     }
-    const reason = `HTTP ${res.status}: ${text.slice(0, 300)}`;
-    if (res.status === 409 || res.status === 429 || res.status >= 500) return { kind: 'rejected', permanent: false, reason };
-    return { kind: 'rejected', permanent: true, reason };
+    return classifyHttpStatus(res.status, text, { replayed: res.headers.get('idempotent-replayed') === 'true', retryAfter: res.headers.get('retry-after'), now: Date.now() });
   }
 }

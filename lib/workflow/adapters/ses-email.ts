@@ -1,31 +1,29 @@
 /**
  * EmailProvider on SES v2 (@aws-sdk/client-sesv2). SendEmail has no idempotency key, so the
- * client makes ONE attempt (an SDK retry after a lost answer would be a second email nobody
- * counted); the configuration set publishes SEND and DELIVERY events with the message tags
+ * client makes ONE attempt (an SDK retry after a lost answer or a 5xx would be a second email
+ * nobody counted); the adapter itself retries only a throttled answer, which SES refused before
+ * taking anything, twice with a jittered backoff, and then the sender defers the item. The
+ * configuration set publishes SEND and DELIVERY events with the message tags
  * `outboxId` and `outboxTable`, which the recorder stores on the item (recorder.ts) for the
  * reconciler. The identity headers travel in the message; SES sets its own Message-ID.
  */
-import { SESv2Client, SendEmailCommand, SESv2ServiceException } from '@aws-sdk/client-sesv2';
+import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
 import type { EmailProvider, OutboundEmail, SendResult } from '../effects/providers.js';
+import { classifySes } from './provider-behaviour.js';
 
-/** Refusals SES makes before accepting anything that no resend fixes. */
-const PERMANENT = new Set(['MessageRejected', 'MailFromDomainNotVerifiedException', 'BadRequestException', 'AccountSuspendedException', 'SendingPausedException', 'NotFoundException']);
+/** The answer's verdict: the providers' behaviour model (provider-behaviour.ts, SES_MODEL). */
+export const classifySesError = classifySes;
 
-export function classifySesError(e: unknown): SendResult {
-  const reason = e instanceof Error ? `${e.name}: ${e.message}`.slice(0, 300) : String(e);
-  if (e instanceof SESv2ServiceException) {
-    // An answer from SES: it decided, and a 4xx/5xx it answered means it did not take the message.
-    return { kind: 'rejected', permanent: PERMANENT.has(e.name), reason };
-  }
-  // No answer (timeout, reset): the request may have been taken.
-  return { kind: 'ambiguous', reason };
-}
+/** Throttled attempts retried here, at once, before the sender defers the item: a 429 took nothing, so a retry cannot duplicate. */
+const THROTTLE_RETRIES = 2;
 
 export class SesEmailProvider implements EmailProvider {
   readonly name = 'ses';
   constructor(
     private readonly ses: SESv2Client,
     private readonly configurationSet: string,
+    /** The wait between throttled attempts (tests pass one of their own). */
+    private readonly pause: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
   ) {}
 
   static client(): SESv2Client {
@@ -33,6 +31,15 @@ export class SesEmailProvider implements EmailProvider {
   }
 
   async send(mail: OutboundEmail): Promise<SendResult> {
+    let result = await this.once(mail);
+    for (let i = 0; i < THROTTLE_RETRIES && result.kind === 'throttled'; i++) {
+      await this.pause(Math.round((50 << i) * (1 + Math.random())));
+      result = await this.once(mail);
+    }
+    return result;
+  }
+
+  private async once(mail: OutboundEmail): Promise<SendResult> {
     try {
       const out = await this.ses.send(
         new SendEmailCommand({
@@ -51,7 +58,7 @@ export class SesEmailProvider implements EmailProvider {
       );
       return { kind: 'accepted', providerMessageId: out.MessageId ?? '' };
     } catch (e) {
-      return classifySesError(e);
+      return classifySes(e);
     }
   }
 }

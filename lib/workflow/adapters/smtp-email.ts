@@ -13,22 +13,10 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { EmailProvider, OutboundEmail, SendResult } from '../effects/providers.js';
+import { classifySmtp } from './provider-behaviour.js';
 
-interface SmtpError {
-  code?: string;
-  responseCode?: number;
-  message?: string;
-}
-
-/** What a failure at `stage` came to (exported for the tests of the classification). */
-export function classifySmtpError(e: unknown, stage: 'connect' | 'transaction'): SendResult {
-  const err = (e ?? {}) as SmtpError;
-  const reason = `${err.code ?? 'error'}${err.responseCode ? ` ${err.responseCode}` : ''}: ${String(err.message ?? e).slice(0, 300)}`;
-  if (typeof err.responseCode === 'number' && err.responseCode >= 500) return { kind: 'rejected', permanent: stage === 'transaction', reason };
-  if (typeof err.responseCode === 'number' && err.responseCode >= 400) return { kind: 'rejected', permanent: false, reason };
-  if (stage === 'connect') return { kind: 'rejected', permanent: false, reason };
-  return { kind: 'ambiguous', reason };
-}
+/** What a failure at `stage` came to: the providers' behaviour model (provider-behaviour.ts, SMTP_MODEL). */
+export const classifySmtpError = classifySmtp;
 
 export class SmtpEmailProvider implements EmailProvider {
   readonly name: string;
@@ -62,7 +50,7 @@ export class SmtpEmailProvider implements EmailProvider {
       return { kind: 'accepted', providerMessageId: queued ?? mail.messageId };
     } catch (e) {
       fail = () => undefined;
-      return classifySmtpError(e, stage);
+      return classifySmtp(e, stage);
     } finally {
       if (stage === 'transaction') conn.quit();
       else conn.close();

@@ -10,10 +10,30 @@
 export type SendResult =
   /** The provider took it: its id for the message (SES MessageId, the SMTP queue id, the charge id). */
   | { readonly kind: 'accepted'; readonly providerMessageId: string }
-  /** The provider certainly did not take it. `permanent`: it never will (a bad address, a request it refuses). */
+  /**
+   * The provider certainly did not take it (it answered before taking anything, or nothing left).
+   * `permanent`: it never will (a bad address, a request it refuses): FAILED with the reason.
+   * Otherwise it may later: the item is sent again after a backoff.
+   */
   | { readonly kind: 'rejected'; readonly permanent: boolean; readonly reason: string }
-  /** The request left and no answer came back (a lost acknowledgement): it may have been delivered. */
-  | { readonly kind: 'ambiguous'; readonly reason: string };
+  /** Not taken, and the provider asks the caller to slow down (429, SES TooManyRequests, SMTP 454): sent again after a jittered backoff, at least `retryAfterMs`. */
+  | { readonly kind: 'throttled'; readonly reason: string; readonly retryAfterMs?: number }
+  /**
+   * Not taken because of the sending account's state, which a person can lift (SES sending paused,
+   * the sandbox refusing an unverified recipient, a missing configuration set, revoked credentials):
+   * the item is held (never FAILED), an alarm fires, and it is sent again once the state lifts.
+   */
+  | { readonly kind: 'held'; readonly reason: string }
+  /**
+   * The request may have been taken and nobody saw the outcome: no answer (a lost acknowledgement)
+   * or an answer that does not say (a 5xx after the request reached the provider). `final`: the
+   * provider's own record for this key IS that answer (a saved-and-replayed 500): no resend can
+   * tell more, so the item goes UNKNOWN with the reason.
+   */
+  | { readonly kind: 'ambiguous'; readonly reason: string; readonly final?: boolean };
+
+/** A verdict's name in logs, metrics and docs (docs/external-effects.md, the classification table). */
+export type SendVerdict = SendResult['kind'];
 
 /** One email of one outbox item: its identity travels in its headers (DESIGN.md, Message identity). */
 export interface OutboundEmail {
