@@ -5,4 +5,4 @@ import { createRecorderHandler } from './effects-handlers.js';
 const telemetry = powertoolsTelemetry('recorder');
 const commons = commonsFromEnv(process.env, { tracer: telemetry.tracer });
 
-export const handler = lambdaHandler(createRecorderHandler({ doc: commons.doc, table: commons.tables.outbox }), telemetry);
+export const handler = lambdaHandler(createRecorderHandler({ doc: commons.doc, table: commons.tables.outbox, telemetry }), telemetry);

@@ -137,7 +137,7 @@ describe('the outbox claim: a sender whose claim was taken over changes nothing'
     await sender.reached;
     const seen = (await readOutboxItem(t.dynamo.doc, t.names.outbox, pk))!.claimToken!;
     // Forced: a takeover 100 ms into the claim (the reconciler's age check ignored), then the resend.
-    expect(await takeOver(t.dynamo.doc, t.names.outbox, pk, seen, 'premature-token', T0 + 100)).toBe(true);
+    expect(await takeOver(t.dynamo.doc, t.names.outbox, pk, (await readOutboxItem(t.dynamo.doc, t.names.outbox, pk))!, 'premature-token', T0 + 100)).toBe(true);
     const resent = await sendItem(deps(new ManualClock({ wall: T0 + 100 })), i);
     expect(resent.kind).toBe('accepted');
     expect(await markSent(t.dynamo.doc, t.names.outbox, pk, 'premature-token', 'm2', T0 + 101)).toBe(true);

@@ -76,6 +76,15 @@ export function integer(env: Env, name: string, fallback: number | undefined, mi
   return v;
 }
 
+/** An optional positive decimal in [min, max] (a rate); undefined when unset. */
+export function decimal(env: Env, name: string, min: number, max: number): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v < min || v > max) throw new ConfigError(name, `${name} must be a number in [${min}, ${max}], got "${raw}"`);
+  return v;
+}
+
 /**
  * An absolute http(s) URL with a host and no whitespace anywhere (a queue URL, an endpoint).
  * Checked before any client exists: the SDK accepts any string and fails only at the first

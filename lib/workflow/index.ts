@@ -7,6 +7,7 @@
 export {
   ENV,
   httpUrl,
+  decimal,
   integer,
   isHttpUrl,
   leaseSettingsFromEnv,
@@ -65,6 +66,8 @@ export { ObjectExistsError, type ListedPage, type ObjectPages, type ObjectStore,
 export { documentKey, publishDocuments, type DocumentDraft, type DocumentTarget, type PublishedDocument } from './effects/documents.js';
 export {
   claim,
+  deferClaimed,
+  deferUnclaimed,
   markFailed as markOutboxFailed,
   markFailedUnclaimed,
   markSent,
@@ -86,8 +89,9 @@ export {
   type OutboxKind,
   type OutboxStatus,
 } from './effects/outbox.js';
-export { recordedDelivery, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult } from './effects/providers.js';
-export { DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, handleOutboxRecords, PAST_RETENTION, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
+export { Pacer, notBeforeOf, type BackoffSettings } from './effects/pacing.js';
+export { PROVIDER_EVENT, recordedDelivery, type SendVerdict, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult } from './effects/providers.js';
+export { claimCoversSend, DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, handleOutboxRecords, PAST_RETENTION, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
 export { countUnsent } from './effects/unsent-index.js';
 export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';

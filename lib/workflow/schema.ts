@@ -104,6 +104,8 @@ export const OUTBOX_ATTR = {
   notBefore: 'notBefore',
   deferrals: 'deferrals',
   heldReason: 'heldReason',
+  /** The claim token under which the sender counted its own send ambiguous: a takeover of that claim counts it no second time. */
+  ambiguousClaim: 'ambiguousClaim',
   /** Sends whose outcome nobody saw (a lost acknowledgement, a sender that died): each may have delivered. */
   ambiguousSends: 'ambiguousSends',
   /** The provider's own record of this item (SEND/DELIVERY events, `<event>:<messageId>`), kept by the recorder. */

@@ -26,6 +26,12 @@
  * for its key to be remembered is given up unsent:
  *
  *   PENDING ──stampFirstSend──> PENDING (firstSentAt)   PENDING ──markUnknownUnclaimed──> UNKNOWN
+ *
+ * A provider that took nothing and asked to wait (throttled, or held by the sending account's
+ * state: paused, sandboxed) defers the item: it goes (or stays) PENDING with `notBefore`, which
+ * the claim's condition and the reconciler honour, and `heldReason` while it is held:
+ *
+ *   SENDING ──deferClaimed(token)──> PENDING (notBefore)   PENDING ──deferUnclaimed──> PENDING (notBefore)
  */
 import { createHash } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -50,6 +56,11 @@ export interface OutboxItem {
   readonly ambiguousSends?: number;
   readonly providerMessageId?: string;
   readonly firstSentAt?: number;
+  readonly notBefore?: number;
+  readonly deferrals?: number;
+  readonly heldReason?: string;
+  /** The claim whose send was counted ambiguous by its own sender (a takeover of it counts nothing more). */
+  readonly ambiguousClaim?: string;
   readonly providerEvents?: readonly string[];
   readonly to?: string;
   readonly subject?: string;
@@ -134,14 +145,14 @@ async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c:
 
 const byToken = (token: string) => ({ condition: '#status = :sending AND #claimToken = :token', values: { ':sending': 'SENDING', ':token': token }, names: [O.status, O.claimToken] });
 
-/** PENDING → SENDING with a fresh claim token. false: someone else claimed it, or it is done. */
+/** PENDING → SENDING with a fresh claim token. false: someone else claimed it, it is done, or it is deferred past `now` (throttled, held). */
 export function claim(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, now: number): Promise<boolean> {
   return change(doc, table, pk, {
     set: { [O.status]: 'SENDING', [O.claimToken]: token, [O.claimedAt]: now },
     add: { [O.attempts]: 1 },
-    condition: '#status = :pending',
-    values: { ':pending': 'PENDING' },
-    names: [O.status],
+    condition: '#status = :pending AND (attribute_not_exists(#notBefore) OR #notBefore <= :now)',
+    values: { ':pending': 'PENDING', ':now': now },
+    names: [O.status, O.notBefore],
   });
 }
 
@@ -150,13 +161,18 @@ export function claim(doc: DynamoDBDocumentClient, table: string, pk: string, to
  * the token it saw → SENDING with its own, counting the earlier send as ambiguous (it may have
  * been delivered: the resend is a possible duplicate, recorded as such).
  */
-export function takeOver(doc: DynamoDBDocumentClient, table: string, pk: string, seen: string, token: string, now: number): Promise<boolean> {
-  return change(doc, table, pk, { set: { [O.claimToken]: token, [O.claimedAt]: now }, add: { [O.attempts]: 1, [O.ambiguousSends]: 1 }, ...byToken(seen) });
+export function takeOver(doc: DynamoDBDocumentClient, table: string, pk: string, seen: OutboxItem, token: string, now: number): Promise<boolean> {
+  const t = byToken(seen.claimToken!);
+  // Its sender counted its own send already (recordAmbiguous): not twice.
+  const counted = seen.ambiguousClaim !== undefined && seen.ambiguousClaim === seen.claimToken;
+  // An email's record may have arrived since it was read: the record settles it, not a resend.
+  const unrecorded = seen.kind === 'email' ? { condition: `${t.condition} AND attribute_not_exists(#providerEvents)`, names: [...t.names, O.providerEvents] } : {};
+  return change(doc, table, pk, { set: { [O.claimToken]: token, [O.claimedAt]: now }, add: { [O.attempts]: 1, ...(counted ? {} : { [O.ambiguousSends]: 1 }) }, ...t, ...unrecorded });
 }
 
 /** SENDING (ours) → SENT with the provider's message id. false: our claim was taken over. */
 export function markSent(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, providerMessageId: string, now: number): Promise<boolean> {
-  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, remove: [O.claimToken, O.unsent], ...byToken(token) });
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, remove: [O.claimToken, O.unsent, O.heldReason], ...byToken(token) });
 }
 
 /** SENDING (ours) → PENDING: the provider certainly did not accept it (refused, unreachable); sent again later. */
@@ -179,7 +195,7 @@ const unclaimed = { condition: '#status = :pending', values: { ':pending': 'PEND
 
 /** PENDING → SENT with the provider's id, for an item sent without a claim (its provider deduplicated on the key). false: already settled. */
 export function markSentUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, providerMessageId: string, now: number): Promise<boolean> {
-  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, add: { [O.attempts]: 1 }, remove: [O.unsent], ...unclaimed });
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, add: { [O.attempts]: 1 }, remove: [O.unsent, O.heldReason], ...unclaimed });
 }
 
 /**
@@ -219,9 +235,30 @@ export function markFailedUnclaimed(doc: DynamoDBDocumentClient, table: string, 
   return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: reason.slice(0, 500) }, add: { [O.attempts]: 1 }, remove: [O.unsent], ...unclaimed });
 }
 
-/** A send whose outcome this sender did not see (the answer was lost): counted on the item, the claim kept. */
+/** A send whose outcome this sender did not see (the answer was lost): counted on the item under this claim (`ambiguousClaim`), the claim kept. */
 export function recordAmbiguous(doc: DynamoDBDocumentClient, table: string, pk: string, token: string): Promise<boolean> {
-  return change(doc, table, pk, { set: {}, add: { [O.ambiguousSends]: 1 }, ...byToken(token) });
+  return change(doc, table, pk, { set: { [O.ambiguousClaim]: token }, add: { [O.ambiguousSends]: 1 }, ...byToken(token) });
+}
+
+/** Why an item waits: throttled (its backoff), or held by the account's state (the reason, shown until it is sent). */
+export type Deferral = { readonly notBefore: number; readonly held?: string };
+
+const deferral = (d: Deferral) => ({
+  set: { [O.notBefore]: d.notBefore, ...(d.held === undefined ? {} : { [O.heldReason]: d.held.slice(0, 500) }) },
+  add: { [O.deferrals]: 1 },
+  remove: d.held === undefined ? [O.heldReason] : [],
+});
+
+/** SENDING (ours) → PENDING, not to be sent before `notBefore`: the provider took nothing and asked to wait (throttled, held). */
+export function deferClaimed(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, d: Deferral): Promise<boolean> {
+  const x = deferral(d);
+  return change(doc, table, pk, { set: { [O.status]: 'PENDING', ...x.set }, add: x.add, remove: [O.claimToken, ...x.remove], ...byToken(token) });
+}
+
+/** PENDING → PENDING not before `notBefore`: an http item, or an item of a batch whose provider said to wait, never sent this time. false: already settled or claimed. */
+export function deferUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, d: Deferral): Promise<boolean> {
+  const x = deferral(d);
+  return change(doc, table, pk, { ...x, ...unclaimed });
 }
 
 /** The recorder: the provider's own record of a delivery (an SES SEND event, the local sink), on the item it names. */

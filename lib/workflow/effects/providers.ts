@@ -78,13 +78,41 @@ export interface HttpProvider {
 }
 
 /** The email provider's own record (SES events through the recorder; the local sink): what the reconciler asks. */
-export type RecordAnswer = { readonly sent: true; readonly providerMessageId: string } | { readonly sent: false };
+export type RecordAnswer =
+  | { readonly sent: true; readonly providerMessageId: string }
+  /** `rejected`: the provider accepted the request and then refused the message (an SES Reject event): no resend will pass. */
+  | { readonly sent: false; readonly rejected?: string };
 
-/** Reads an outbox item's recorded provider events (`SEND:<id>`, `DELIVERY:<id>`, outbox.ts recordProviderEvent). */
+/**
+ * The provider events the recorder keeps on an item (`<EVENT>:<messageId>`). Each but REJECT
+ * proves the provider accepted the message: SES publishes a bounce, a complaint or a delay only
+ * for a message it took, so any of them settles a claim whose sender died, whatever order they
+ * came in and whether or not the SEND event came at all (event publishing is best effort).
+ */
+export const PROVIDER_EVENT = {
+  Send: 'SEND',
+  Delivery: 'DELIVERY',
+  /** A hard bounce (bounceType Permanent). */
+  Bounce: 'BOUNCE',
+  /** A permanent bounce because the address is on a suppression list (SES never tried it). */
+  Suppressed: 'SUPPRESSED',
+  /** A transient or undetermined bounce (SES gave up after its own retries). */
+  SoftBounce: 'SOFTBOUNCE',
+  Complaint: 'COMPLAINT',
+  DeliveryDelay: 'DELAY',
+  /** SES took the request and then rejected the message (a virus): never delivered. */
+  Reject: 'REJECT',
+} as const;
+
+const ACCEPTED: ReadonlySet<string> = new Set(Object.values(PROVIDER_EVENT).filter((e) => e !== PROVIDER_EVENT.Reject));
+
+/** Reads an outbox item's recorded provider events (outbox.ts recordProviderEvent). */
 export function recordedDelivery(events: Iterable<string> | undefined): RecordAnswer {
+  let rejected: string | undefined;
   for (const e of events ?? []) {
     const [kind, ...id] = e.split(':');
-    if (kind === 'SEND' || kind === 'DELIVERY') return { sent: true, providerMessageId: id.join(':') };
+    if (kind !== undefined && ACCEPTED.has(kind)) return { sent: true, providerMessageId: id.join(':') };
+    if (kind === PROVIDER_EVENT.Reject) rejected = `the provider rejected message ${id.join(':')} after accepting the request (a Reject event)`;
   }
-  return { sent: false };
+  return rejected === undefined ? { sent: false } : { sent: false, rejected };
 }

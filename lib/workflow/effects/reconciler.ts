@@ -5,15 +5,26 @@
  *   PENDING, older than `pendingAfterMs`      the stream delivery never came or was given up:
  *                                             deliver it now (claim, send, mark)
  *   SENDING, claim older than `claimTimeoutMs` the sender died or its answer was lost:
- *     email, the record shows a SEND/DELIVERY   → SENT (the provider's id from the record)
+ *     email, the record shows it accepted       → SENT (the provider's id from the record: a
+ *                                                 SEND, or a bounce, complaint or delay, which
+ *                                                 SES publishes only for a message it took)
+ *     email, the record shows a Reject          → FAILED with the reason
  *     email, no record to ask                   → UNKNOWN (a metric, an alarm, a person)
+ *     email, record silent, younger than `recordLagMs` → left: the record may be on its way
  *     email, record silent past `recordLagMs`   → taken over and sent again, counted as an
  *                                                 ambiguous send (a duplicate only if the record
  *                                                 was later than its lag), or UNKNOWN once
- *                                                 `maxAttempts` are used
+ *                                                 `maxAmbiguousSends` possibly-taken sends went
+ *                                                 unrecorded (claims released after a certain
+ *                                                 refusal or a throttle count for nothing)
  *     http                                      → taken over and sent again: the provider
- *                                                 replays its first answer for the key
+ *                                                 replays its first answer for the key (UNKNOWN
+ *                                                 instead past its key retention less the margin)
  *   PENDING http past its provider's key retention less the margin (sender.ts): UNKNOWN, unsent
+ *   PENDING deferred (throttled, held: `notBefore`): left until its time
+ *
+ * A run that meets a provider asking to wait (throttled, held) stops sending: the rest of its
+ * work is the next run's (`resumeFrom`), not a string of refusals.
  *
  * Every change is conditional on the claim it saw: a sender that wakes up changes nothing, and
  * two reconcilers cannot both take one item over.
@@ -30,9 +41,9 @@
 import { randomUUID } from 'node:crypto';
 import { METRIC } from '../ports.js';
 import { unsentKeys } from '../schema.js';
-import { markSent, markUnknown, readOutboxItem, takeOver, type OutboxItem } from './outbox.js';
+import { markFailed, markSent, markUnknown, readOutboxItem, takeOver, type OutboxItem } from './outbox.js';
 import { recordedDelivery } from './providers.js';
-import { deliver, sendItem, settle, type DeliveryOutcome, type SenderDeps } from './sender.js';
+import { DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, PAST_RETENTION, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
 import { entriesBefore, oldestPerKey, type Position } from './unsent-index.js';
 
 export interface ReconcilerDeps extends SenderDeps {
@@ -42,8 +53,11 @@ export interface ReconcilerDeps extends SenderDeps {
   readonly claimTimeoutMs: number;
   /** How long the provider's record may lag a send; `undefined`: the email provider has no record to ask. */
   readonly recordLagMs: number | undefined;
-  /** Sends of one item before the reconciler gives up and marks it UNKNOWN. Default 3. */
-  readonly maxAttempts?: number;
+  /**
+   * Sends of one item that may have been taken with no record of them (ambiguous, or a sender
+   * that died with its claim) before the reconciler gives up and marks it UNKNOWN. Default 3.
+   */
+  readonly maxAmbiguousSends?: number;
 }
 
 /** How much one run may do (Lambda's context gives the time). */
@@ -65,6 +79,8 @@ export interface ReconcileReport {
   readonly resent: number;
   readonly unknown: number;
   readonly waiting: number;
+  /** Items the provider asked to wait for (throttled, held): the run stopped sending at the first. */
+  readonly deferred: number;
   /** Age of the oldest unsent item (ms), 0 when none: the alarm's metric. */
   readonly oldestUnsentAgeMs: number;
   /** Pages of due entries read (besides the one Limit-1 Query per key value that finds each key's oldest). */
@@ -73,41 +89,67 @@ export interface ReconcileReport {
   readonly resumeFrom?: Record<string, unknown>;
 }
 
-type Verdict = 'delivered' | 'fromRecord' | 'resent' | 'unknown' | 'waiting';
+/** `wait`: the provider asked to wait (throttled, held): the run sends nothing more. */
+type Verdict = 'delivered' | 'fromRecord' | 'resent' | 'unknown' | 'waiting' | 'wait';
 
 /** One stale SENDING item: the record's answer, a resend under a new claim, or UNKNOWN. */
 async function resolveStale(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict> {
-  const seen = item.claimToken!;
-  if (item.kind === 'email') {
-    const record = recordedDelivery(item.providerEvents);
-    if (record.sent) {
-      await markSent(deps.doc, deps.table, item.pk, seen, record.providerMessageId, now);
-      deps.telemetry.event('outbox-reconciled', { table: deps.table, pk: item.pk, from: 'provider record', providerMessageId: record.providerMessageId });
-      return 'fromRecord';
-    }
-    const why =
-      deps.recordLagMs === undefined ? 'the email provider keeps no record this reconciler can ask' : item.attempts >= (deps.maxAttempts ?? 3) ? `${item.attempts} sends, none recorded` : undefined;
-    if (why !== undefined) {
-      if (await markUnknown(deps.doc, deps.table, item.pk, seen, why)) deps.telemetry.count(METRIC.outboxUnknown);
-      deps.telemetry.event('outbox-unknown', { table: deps.table, pk: item.pk, reason: why });
-      return 'unknown';
-    }
-    // The record may still be on its way: not before the lag has passed.
-    if (now - (item.claimedAt ?? 0) < deps.recordLagMs!) return 'waiting';
-  }
+  const settled = item.kind === 'email' ? await fromRecord(deps, item, now) : await pastRetention(deps, item, now);
+  if (settled !== undefined) return settled;
   const token = randomUUID();
-  if (!(await takeOver(deps.doc, deps.table, item.pk, seen, token, now))) return 'waiting';
+  if (!(await takeOver(deps.doc, deps.table, item.pk, item, token, now))) return 'waiting';
   deps.telemetry.event('outbox-resend', { table: deps.table, pk: item.pk, kind: item.kind, attempts: item.attempts + 1 });
   const outcome: DeliveryOutcome = await settle(deps, item, token, await sendItem(deps, item));
-  return outcome === 'sent' ? 'resent' : 'waiting';
+  return outcome === 'sent' ? 'resent' : WAIT.has(outcome) ? 'wait' : outcome === 'unknown' ? 'unknown' : 'waiting';
+}
+
+/** UNKNOWN under the stale claim, with the reason, counted. */
+async function giveUp(deps: ReconcilerDeps, item: OutboxItem, why: string): Promise<Verdict> {
+  if (await markUnknown(deps.doc, deps.table, item.pk, item.claimToken!, why)) deps.telemetry.count(METRIC.outboxUnknown);
+  deps.telemetry.event('outbox-unknown', { table: deps.table, pk: item.pk, reason: why });
+  return 'unknown';
+}
+
+/** An email's stale claim, settled from the provider's record, left for the record, or given up; undefined: resend it. */
+async function fromRecord(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict | undefined> {
+  const seen = item.claimToken!;
+  const record = recordedDelivery(item.providerEvents);
+  if (record.sent) {
+    await markSent(deps.doc, deps.table, item.pk, seen, record.providerMessageId, now);
+    deps.telemetry.event('outbox-reconciled', { table: deps.table, pk: item.pk, from: 'provider record', providerMessageId: record.providerMessageId });
+    return 'fromRecord';
+  }
+  if (record.rejected !== undefined) {
+    if (await markFailed(deps.doc, deps.table, item.pk, seen, record.rejected)) deps.telemetry.count(METRIC.outboxFailed);
+    deps.telemetry.event('outbox-failed', { table: deps.table, pk: item.pk, reason: record.rejected });
+    return 'fromRecord';
+  }
+  if (deps.recordLagMs === undefined) return giveUp(deps, item, 'the email provider keeps no record this reconciler can ask');
+  // The record may still be on its way: nothing is decided before its lag has passed.
+  if (now - (item.claimedAt ?? 0) < deps.recordLagMs) return 'waiting';
+  // The stale claim's send counts unless its sender counted it already (takeOver does the same).
+  const possible = (item.ambiguousSends ?? 0) + (item.ambiguousClaim === seen ? 0 : 1);
+  if (possible >= (deps.maxAmbiguousSends ?? 3)) return giveUp(deps, item, `${possible} sends that may have been taken, none recorded within ${deps.recordLagMs} ms`);
+  return undefined;
+}
+
+/** A stale http claim (an item claimed before http items went claimless) past its provider's key retention: UNKNOWN, never resent. */
+async function pastRetention(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict | undefined> {
+  const retention = item.target === undefined ? undefined : deps.http?.[item.target]?.keyRetentionMs;
+  if (retention === undefined) return undefined;
+  // Its first send was never stamped: its creation is no later, so the age is never understated.
+  const first = item.firstSentAt ?? item.updatedAt;
+  if (now < first + retention - (deps.keyRetentionMarginMs ?? DEFAULT_KEY_RETENTION_MARGIN_MS)) return undefined;
+  return giveUp(deps, item, PAST_RETENTION);
 }
 
 /** One due item, as the table has it now: delivered, resolved, or left. */
 async function judge(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict> {
   if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) {
+    if (item.notBefore !== undefined && now < item.notBefore) return 'waiting';
     // deliver() refuses an http item past its provider's key retention (UNKNOWN, never resent).
     const outcome = await deliver(deps, item);
-    return outcome === 'sent' ? 'delivered' : outcome === 'unknown' ? 'unknown' : 'waiting';
+    return outcome === 'sent' ? 'delivered' : outcome === 'unknown' ? 'unknown' : WAIT.has(outcome) ? 'wait' : 'waiting';
   }
   if (item.status === 'SENDING' && item.claimToken !== undefined && now - (item.claimedAt ?? 0) >= deps.claimTimeoutMs) return resolveStale(deps, item, now);
   return 'waiting';
@@ -123,7 +165,7 @@ function keysToWork(oldest: ReadonlyMap<string, number>, dueBefore: number, from
 
 export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = {}): Promise<ReconcileReport> {
   const now = deps.clock.wallNow();
-  const counts: Record<Verdict, number> = { delivered: 0, fromRecord: 0, resent: 0, unknown: 0, waiting: 0 };
+  const counts: Record<Verdict, number> = { delivered: 0, fromRecord: 0, resent: 0, unknown: 0, waiting: 0, wait: 0 };
   let examined = 0;
   const reserveMs = window.reserveMs ?? 10_000;
   const pages = { n: 0 };
@@ -149,11 +191,18 @@ export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = 
     if (item === undefined || (item.status !== 'PENDING' && item.status !== 'SENDING')) continue;
     examined++;
     worked = true;
-    counts[await judge(deps, item, now)]++;
+    const verdict = await judge(deps, item, now);
+    counts[verdict]++;
+    // The provider asked to wait: the next run goes on from here, when the wait may be over.
+    if (verdict === 'wait') {
+      resumeFrom = position;
+      break;
+    }
   }
   const oldestUnsentAgeMs = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
   deps.telemetry.gauge(METRIC.outboxOldestUnsentAgeMs, oldestUnsentAgeMs);
-  const report: ReconcileReport = { examined, ...counts, oldestUnsentAgeMs, pages: pages.n, ...(resumeFrom === undefined ? {} : { resumeFrom }) };
+  const { wait, ...verdicts } = counts;
+  const report: ReconcileReport = { examined, ...verdicts, waiting: verdicts.waiting + wait, deferred: wait, oldestUnsentAgeMs, pages: pages.n, ...(resumeFrom === undefined ? {} : { resumeFrom }) };
   deps.telemetry.event('reconcile-done', { table: deps.table, ...report });
   return report;
 }

@@ -4,7 +4,7 @@
  * (configuration set → EventBridge → this handler); locally the SMTP sink's received messages
  * are turned into the same event shape and go through the same code.
  *
- * The record is written only where it can still settle something: an item that is not SENT. SES's
+ * A SEND is written only where it can still settle something: an item that is not SENT. SES's
  * event usually arrives after the sender marked the item SENT, and SENT is final (nothing reads a
  * SENT item's record to decide anything), so the recorder reads the item's status first (an
  * eventually consistent GetItem, half a read unit) and skips the write (a write unit, which a
@@ -13,34 +13,77 @@
  */
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError } from '../../protocol/index.js';
+import { METRIC, type MetricName, type Telemetry } from '../ports.js';
 import { OUTBOX_ATTR as O } from '../schema.js';
+import { PROVIDER_EVENT } from './providers.js';
 import { messageIdentity, recordProviderEvent } from './outbox.js';
 
 /** The part of an SES event (EventBridge `detail`) the recorder reads. */
 export interface SesEventDetail {
   readonly eventType: string;
   readonly mail: { readonly messageId: string; readonly tags?: Readonly<Record<string, readonly string[]>> };
+  readonly bounce?: { readonly bounceType?: string; readonly bounceSubType?: string };
 }
 
-/**
- * Only SES's Send event (SES accepted the message) is recorded: it is the proof of acceptance
- * the reconciler needs to settle a claim whose sender died. A Delivery event would prove no more
- * for that question and cost one more write per email; the configuration set no longer
- * publishes it (infra), and one that arrives (an older stack) is not written. Items recorded
- * before still carry DELIVERY entries, which the reconciler still reads (providers.ts).
- */
-const RECORDED = new Map([['Send', 'SEND']]);
+/** SES's suppression-list bounces: SES never tried the address (its own list, or the account's). */
+const SUPPRESSED = new Set(['Suppressed', 'OnAccountSuppressionList']);
 
-/** Records one event; false when nothing was written: it names no outbox item of `table` (another sender's mail, an unknown item), or the item is SENT already. */
-export async function recordSesEvent(doc: DynamoDBDocumentClient, table: string, detail: SesEventDetail): Promise<boolean> {
-  const kind = RECORDED.get(detail?.eventType);
+/**
+ * What is recorded, by SES event type. SEND is the proof of acceptance the reconciler needs to
+ * settle a claim whose sender died; a Delivery event proves no more for that question and costs a
+ * write per email, so the configuration set does not publish it (infra) and one that arrives (an
+ * older stack) is not written; items recorded before still carry DELIVERY entries, which the
+ * reconciler still reads (providers.ts). The events that tell of trouble after acceptance (a
+ * bounce, a suppression-list hit, a complaint, a rejection, a delay) are kept on the item even
+ * when it is SENT, counted for the operator's alarms: a SENT item that bounced is not delivered.
+ */
+function recordedAs(detail: SesEventDetail): string | undefined {
+  switch (detail.eventType) {
+    case 'Send':
+      return PROVIDER_EVENT.Send;
+    case 'Bounce':
+      if (detail.bounce?.bounceType !== 'Permanent') return PROVIDER_EVENT.SoftBounce;
+      return SUPPRESSED.has(detail.bounce.bounceSubType ?? '') ? PROVIDER_EVENT.Suppressed : PROVIDER_EVENT.Bounce;
+    case 'Complaint':
+      return PROVIDER_EVENT.Complaint;
+    case 'Reject':
+      return PROVIDER_EVENT.Reject;
+    case 'DeliveryDelay':
+      return PROVIDER_EVENT.DeliveryDelay;
+    default:
+      return undefined;
+  }
+}
+
+/** The alarm's metric of each trouble event (none for SEND and a delay). */
+const ALARMED: Readonly<Record<string, MetricName>> = {
+  [PROVIDER_EVENT.Bounce]: METRIC.outboxBounced,
+  [PROVIDER_EVENT.Suppressed]: METRIC.outboxBounced,
+  [PROVIDER_EVENT.SoftBounce]: METRIC.outboxBounced,
+  [PROVIDER_EVENT.Reject]: METRIC.outboxBounced,
+  [PROVIDER_EVENT.Complaint]: METRIC.outboxComplained,
+};
+
+/**
+ * Records one event; false when nothing was written: it names no outbox item of `table`
+ * (another sender's mail, an unknown item), it is a type not recorded, or it is a SEND for an
+ * item SENT already.
+ */
+export async function recordSesEvent(doc: DynamoDBDocumentClient, table: string, detail: SesEventDetail, telemetry?: Telemetry): Promise<boolean> {
+  const kind = recordedAs(detail ?? { eventType: '' });
   if (kind === undefined) return false;
   if (typeof detail.mail?.messageId !== 'string') throw new InvalidInputError('detail.mail.messageId', 'must be a string');
   const id = detail.mail.tags?.outboxId?.[0];
   const tagTable = detail.mail.tags?.outboxTable?.[0];
   if (id === undefined || tagTable === undefined || messageIdentity.untag(tagTable) !== table) return false;
   const pk = messageIdentity.untag(id);
-  const now = await doc.send(new GetCommand({ TableName: table, Key: { pk }, ProjectionExpression: '#status', ExpressionAttributeNames: { '#status': O.status } }));
-  if (now.Item?.[O.status] === 'SENT') return false;
-  return recordProviderEvent(doc, table, pk, kind, detail.mail.messageId);
+  if (kind === PROVIDER_EVENT.Send) {
+    const now = await doc.send(new GetCommand({ TableName: table, Key: { pk }, ProjectionExpression: '#status', ExpressionAttributeNames: { '#status': O.status } }));
+    if (now.Item?.[O.status] === 'SENT') return false;
+  }
+  const recorded = await recordProviderEvent(doc, table, pk, kind, detail.mail.messageId);
+  const metric = ALARMED[kind];
+  if (recorded && metric !== undefined) telemetry?.count(metric);
+  if (recorded && kind !== PROVIDER_EVENT.Send) telemetry?.event('outbox-provider-event', { table, pk, event: kind, providerMessageId: detail.mail.messageId });
+  return recorded;
 }

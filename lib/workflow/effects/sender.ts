@@ -6,15 +6,26 @@
  * An http call: no claim. The provider deduplicates on the Idempotency-Key, so a duplicate or a
  * racing sender POSTs the same key harmlessly; the answer is recorded conditional on PENDING.
  *
- * What a send came to decides the next step:
+ * What a send came to (its verdict, from the providers' behaviour model: adapters/provider-behaviour.ts)
+ * decides the next step:
  *   accepted                 → SENT (the provider's message id recorded)
  *   certainly not accepted   → released to PENDING (sent again: stream retry, reconciler) or,
- *                              refused for good, FAILED with the reason
+ *                              refused for good, FAILED with the reason (alarmed)
+ *   throttled                → deferred: PENDING with a jittered, growing `notBefore` (pacing.ts),
+ *                              and the rest of the batch deferred with it, unsent
+ *   held (the account's state: paused, sandbox, configuration) → deferred the same way with its
+ *                              reason (`heldReason`, alarmed), never FAILED: sent once it lifts
  *   nobody knows (ambiguous) → counted on the item and left SENDING: the reconciler asks the
  *                              provider's own record (reconciler.ts). An http effect is first
- *                              resent at once: its Idempotency-Key makes a resend harmless.
+ *                              resent at once: its Idempotency-Key makes a resend harmless. A
+ *                              5xx the provider replays as its saved answer for the key is final:
+ *                              UNKNOWN with the reason (no resend can tell more)
  * Without a claim (http) "not accepted" and "nobody knows" write nothing: the item stays PENDING
  * and is sent again with the same key, by the stream's retry or the reconciler.
+ *
+ * A claim is sent under only while it outlives one more send (`claimCoversSend`): the reconciler
+ * takes over a claim `claimTimeoutMs` old, and a sender paused after its claim must not send then.
+ * The handler refuses at start-up a function timeout that is not below the claim timeout.
  *
  * Key retention: a provider that forgets a key after a while (Stripe: 24 h) takes a resend past
  * that as a new request, a second effect. For such a provider the item's first send time is
@@ -29,7 +40,8 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../../protocol/index.js';
 import { METRIC, type Telemetry } from '../ports.js';
-import { claim, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, markUnknownUnclaimed, messageIdentity, recordAmbiguous, release, stampFirstSend, type OutboxItem } from './outbox.js';
+import { claim, deferClaimed, deferUnclaimed, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, markUnknown, markUnknownUnclaimed, messageIdentity, recordAmbiguous, release, stampFirstSend, type OutboxItem } from './outbox.js';
+import { notBeforeOf, type BackoffSettings, type Pacer } from './pacing.js';
 import type { EmailProvider, HttpProvider, SendResult } from './providers.js';
 
 /** Where fault injection may stop a sender: after its claim, and after the provider answered (before SENT). */
@@ -55,6 +67,19 @@ export interface SenderDeps {
   readonly httpResends?: number;
   /** How long before a provider's key retention ends the sender stops sending (the module's comment). Default 1 h. */
   readonly keyRetentionMarginMs?: number;
+  /** Spaces this invocation's provider calls by its share of the account's send rate (pacing.ts). None: unpaced. */
+  readonly pacer?: Pacer;
+  /** How throttled and held items wait (pacing.ts). */
+  readonly backoff?: BackoffSettings;
+  /** The jitter's source. @default Math.random */
+  readonly random?: () => number;
+  /**
+   * The reconciler's claim timeout: a claim this old may be taken over. A claim too old to cover
+   * one more send (`sendTimeoutMs`) is released, not sent under (the module's comment). None: not checked.
+   */
+  readonly claimTimeoutMs?: number;
+  /** The longest one provider call takes (the adapters' timeout). @default 10 s */
+  readonly sendTimeoutMs?: number;
 }
 
 /** An hour before Stripe's 24 h: far above a POST's timeout (10 s) and any NTP-kept clock's offset. */
@@ -63,7 +88,10 @@ export const DEFAULT_KEY_RETENTION_MARGIN_MS = 3_600_000;
 /** The reason an http item past its provider's key retention is given up (the operator's alarm and the checker read it). */
 export const PAST_RETENTION = "past the provider's key retention: a resend could be a second effect";
 
-export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'ambiguous' | 'unknown';
+export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'ambiguous' | 'unknown' | 'deferred' | 'held';
+
+/** The outcomes after which the provider asked to wait: the rest of a batch, or of a reconciler's run, is not sent now. */
+export const WAIT: ReadonlySet<DeliveryOutcome> = new Set(['deferred', 'held']);
 
 const providerOf = (deps: SenderDeps, item: OutboxItem): HttpProvider | undefined => (item.target === undefined ? undefined : deps.http?.[item.target]);
 
@@ -76,6 +104,7 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
   if (item.kind === 'email') {
     if (deps.email === undefined) return { kind: 'rejected', permanent: true, reason: 'no email provider configured' };
     if (typeof item.to !== 'string' || typeof item.subject !== 'string' || typeof item.body !== 'string') return { kind: 'rejected', permanent: true, reason: 'email item without to, subject and body' };
+    await deps.pacer?.take();
     return deps.email.send({
       from: deps.from,
       to: item.to,
@@ -92,6 +121,7 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
   let result: SendResult = { kind: 'ambiguous', reason: PAST_RETENTION };
   // Checked before every POST, so the margin need cover one POST only, not the resends' sum.
   for (let i = 0; i === 0 || (result.kind === 'ambiguous' && i <= (deps.httpResends ?? 2)); i++) {
+    await deps.pacer?.take();
     if (deps.clock.wallNow() >= notAfter) break;
     result = await provider.post(call);
   }
@@ -122,12 +152,31 @@ export async function settle(deps: SenderDeps, item: OutboxItem, token: string, 
       await release(doc, table, item.pk, token);
       t.event('outbox-released', { ...info, reason: result.reason });
       return 'released';
+    case 'throttled':
+    case 'held':
+      return deferred(deps, item, result, (d) => deferClaimed(doc, table, item.pk, token, d));
     case 'ambiguous':
+      if (result.final) {
+        // The provider's record is this very answer: only a person can tell (UNKNOWN, alarmed).
+        if (await markUnknown(doc, table, item.pk, token, result.reason)) t.count(METRIC.outboxUnknown);
+        t.event('outbox-unknown', { ...info, reason: result.reason });
+        return 'unknown';
+      }
       await recordAmbiguous(doc, table, item.pk, token);
       t.count(METRIC.outboxAmbiguous);
       t.event('outbox-ambiguous', { ...info, reason: result.reason });
       return 'ambiguous';
   }
+}
+
+/** Defers an item the provider did not take and asked to wait for (throttled, held): its not-before time, counted. */
+async function deferred(deps: SenderDeps, item: OutboxItem, result: Extract<SendResult, { kind: 'throttled' | 'held' }>, write: (d: { notBefore: number; held?: string }) => Promise<boolean>, answered = true): Promise<DeliveryOutcome> {
+  const notBefore = notBeforeOf(result, item.deferrals ?? 0, deps.clock.wallNow(), deps.random ?? Math.random, deps.backoff);
+  await write({ notBefore, ...(result.kind === 'held' ? { held: result.reason } : {}) });
+  // The metrics count the provider's answers; the items deferred with a batch were never sent.
+  if (answered) deps.telemetry.count(result.kind === 'held' ? METRIC.outboxHeld : METRIC.outboxThrottled);
+  deps.telemetry.event(result.kind === 'held' ? 'outbox-held' : 'outbox-throttled', { table: deps.table, pk: item.pk, kind: item.kind, reason: result.reason, notBefore });
+  return result.kind === 'held' ? 'held' : 'deferred';
 }
 
 /**
@@ -143,6 +192,8 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
     return 'skipped';
   }
   if (deps.clock.wallNow() >= notAfter) return givenUpPastRetention(deps, item);
+  // Deferred (a reconciler's read shows it; a stream image never has it): not before its time.
+  if (item.notBefore !== undefined && deps.clock.wallNow() < item.notBefore) return 'skipped';
   const result = await sendItem(deps, item, notAfter);
   await deps.hooks?.at('after-send', { table, pk: item.pk, result: result.kind });
   switch (result.kind) {
@@ -163,7 +214,17 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
       if (await markFailedUnclaimed(doc, table, item.pk, result.reason)) t.count(METRIC.outboxFailed);
       t.event('outbox-failed', { ...info, reason: result.reason });
       return 'failed';
+    case 'throttled':
+    case 'held':
+      return deferred(deps, item, result, (d) => deferUnclaimed(doc, table, item.pk, d));
     case 'ambiguous':
+      if (result.final) {
+        // A saved 5xx replayed for the key: the provider itself cannot say more; a person checks its dashboard.
+        const marked = await markUnknownUnclaimed(doc, table, item.pk, result.reason);
+        if (marked) t.count(METRIC.outboxUnknown);
+        t.event('outbox-unknown', { ...info, reason: result.reason, marked });
+        return marked ? 'unknown' : 'skipped';
+      }
       // Nothing to count on the item: the key makes the next send (the reconciler's) a replay, never a second effect.
       t.count(METRIC.outboxAmbiguous);
       t.event('outbox-ambiguous', { ...info, reason: result.reason });
@@ -193,15 +254,31 @@ async function givenUpPastRetention(deps: SenderDeps, item: OutboxItem): Promise
   return marked ? 'unknown' : 'skipped';
 }
 
+/**
+ * Whether a claim made at `claimedAt` still outlives one more send: the reconciler takes over a
+ * claim once it is `claimTimeoutMs` old, and a send must end before that, or two would be out.
+ */
+export function claimCoversSend(deps: SenderDeps, claimedAt: number): boolean {
+  if (deps.claimTimeoutMs === undefined) return true;
+  return deps.clock.wallNow() - claimedAt + (deps.sendTimeoutMs ?? 10_000) < deps.claimTimeoutMs;
+}
+
 /** Send and settle one item (an email under a claim). `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
 export async function deliver(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
   if (item.kind === 'http') return deliverKeyed(deps, item);
   const token = randomUUID();
-  if (!(await claim(deps.doc, deps.table, item.pk, token, deps.clock.wallNow()))) {
+  const claimedAt = deps.clock.wallNow();
+  if (!(await claim(deps.doc, deps.table, item.pk, token, claimedAt))) {
     deps.telemetry.event('outbox-claim-lost', { table: deps.table, pk: item.pk });
     return 'skipped';
   }
   await deps.hooks?.at('after-claim', { table: deps.table, pk: item.pk });
+  if (!claimCoversSend(deps, claimedAt)) {
+    // The reconciler may take this claim over before the send ends: give it back unsent.
+    await release(deps.doc, deps.table, item.pk, token);
+    deps.telemetry.event('outbox-claim-stale', { table: deps.table, pk: item.pk, ageMs: deps.clock.wallNow() - claimedAt });
+    return 'released';
+  }
   const result = await sendItem(deps, item);
   await deps.hooks?.at('after-send', { table: deps.table, pk: item.pk, result: result.kind });
   return settle(deps, item, token, result);
@@ -232,6 +309,29 @@ export async function handleOutboxRecords(deps: SenderDeps, records: readonly Ou
       outcome = 'released';
     }
     if (outcome === 'released') return records.slice(i).map((x) => x.sequence);
+    if (WAIT.has(outcome)) return deferRest(deps, records.slice(i + 1), outcome);
+  }
+  return [];
+}
+
+/**
+ * The provider asked to wait (throttled, or the account held): the batch's other items are not
+ * sent now but deferred like the first, unsent, each with its own jittered time, and the batch
+ * succeeds (the reconciler sends them when their time comes). A stream retry instead would come
+ * back at once, be refused again and end in the dead-letter queue. Returns what failed: an item
+ * that could not be deferred (a write error), and everything after it.
+ */
+async function deferRest(deps: SenderDeps, records: readonly OutboxRecord[], why: DeliveryOutcome): Promise<string[]> {
+  const result = why === 'held' ? ({ kind: 'held', reason: 'held with the batch: the provider refused an earlier item for the account\'s state' } as const) : ({ kind: 'throttled', reason: 'deferred with the batch: the provider throttled an earlier item' } as const);
+  for (const [i, r] of records.entries()) {
+    if (r.eventName !== 'INSERT' || r.item === undefined) continue;
+    const item = r.item;
+    try {
+      await deferred(deps, item, result, (d) => deferUnclaimed(deps.doc, deps.table, item.pk, d), false);
+    } catch (e) {
+      deps.telemetry.event('outbox-error', { table: deps.table, pk: item.pk, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
+      return records.slice(i).map((x) => x.sequence);
+    }
   }
   return [];
 }
