@@ -241,11 +241,11 @@ describe('the http path has no claim: the Idempotency-Key is what keeps the effe
     expect(ledger(pk)).toMatchObject({ requests: 2, refused: 0 });
   });
 
-  it('a refusal for now (503) writes nothing and the item is sent later; a refusal for good (the key already used with other parameters) ends FAILED with the reason', async () => {
+  it('a 503 proves nothing (maybe taken): nothing is written and the item is sent later with its key; a refusal for good (the key already used with other parameters) ends FAILED with the reason', async () => {
     const pk = 'payment#down';
     const i = await item(pk);
     payments.down(60_000);
-    expect(await deliver(deps(new ManualClock({ wall: T0 })), i)).toBe('released');
+    expect(await deliver(deps(new ManualClock({ wall: T0 })), i)).toBe('ambiguous');
     payments.down(0);
     expect((await changes(pk)).filter((c) => c.event === 'MODIFY')).toEqual([]);
     expect(await reconcile(reconciler(T0))).toMatchObject({ delivered: 1 });

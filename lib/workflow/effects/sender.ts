@@ -120,7 +120,8 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
   const call = { idempotencyKey: messageIdentity.idempotencyKey(deps.table, item.pk), headers, body: item.request ?? {} };
   let result: SendResult = { kind: 'ambiguous', reason: PAST_RETENTION };
   // Checked before every POST, so the margin need cover one POST only, not the resends' sum.
-  for (let i = 0; i === 0 || (result.kind === 'ambiguous' && i <= (deps.httpResends ?? 2)); i++) {
+  // A final ambiguous answer (the provider's saved 5xx) is what every resend would get back.
+  for (let i = 0; i === 0 || (result.kind === 'ambiguous' && result.final !== true && i <= (deps.httpResends ?? 2)); i++) {
     await deps.pacer?.take();
     if (deps.clock.wallNow() >= notAfter) break;
     result = await provider.post(call);
