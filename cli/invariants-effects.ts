@@ -42,6 +42,18 @@ export interface EffectsSources {
    * than this is a violation. Undefined: takeovers' ages are not judged.
    */
   claimTimeoutMs?: number;
+  /**
+   * The events the email provider emitted after accepting a message (bounces, complaints), from its
+   * own record: each must be on its outbox item (`providerEvents` `<EVENT>:…`), SENT or not.
+   */
+  troubleEvents?: readonly { outboxId: string; outboxTable: string; event: 'BOUNCE' | 'SUPPRESSED' | 'SOFTBOUNCE' | 'COMPLAINT' | 'REJECT' }[];
+  /**
+   * The outbox ids the providers refused for good, from their own records. Given, a FAILED item
+   * outside it is a violation: it was failed for a state that lifts (throttled, held, a 5xx).
+   */
+  refusedForGood?: ReadonlySet<string>;
+  /** What the providers did on the fault plan (their own counters: throttled, 5xx after or before taking, paused, sandbox, bounced, complained…), reported as given. */
+  providerFaults?: Readonly<Record<string, number>>;
   /** What the run could not give the checker, and why (e.g. an external SMTP server's record): reported with the invariant it leaves partly unchecked. */
   unread?: Partial<Record<'DOCS' | 'DELIVERY', string[]>>;
 }
@@ -51,6 +63,12 @@ export interface EffectsStats {
   emails: { items: number; sent: number; delivered: number; duplicated: number; ambiguous: number; unknown: number; failed: number; recordChecked: boolean };
   /** pastRetention: items given up UNKNOWN as past the provider's key retention (refused, not resent); resentPastRetention: requests that came anyway. */
   payments: { items: number; sent: number; performed: number; requests: number; pastRetention: number; resentPastRetention: number };
+  /**
+   * The providers' misbehaviour as their own records counted it (`faults`: per kind), what became of
+   * it on the items: deferred (throttled, held: `deferrals`), held now, and the trouble events
+   * recorded on their items.
+   */
+  providers: { throttled: number; ambiguous5xx: number; paused: number; sandbox: number; bounced: number; complained: number; deferredItems: number; troubleRecorded: number };
 }
 
 type Add = (name: 'DOCS' | 'DELIVERY', msg: string) => void;
@@ -194,7 +212,39 @@ export async function checkDelivery(
   const premature = prematureTakeovers(outboxStream, sources.claimTimeoutMs, add);
   const emails = await checkMails(table, outbox, byId, created, premature, sources.mails, add);
   const payments = checkPayments(table, outbox, created, sources, add);
-  return { emails, payments };
+  return { emails, payments, providers: checkProviderFaults(table, outbox, byId, sources, add) };
+}
+
+/**
+ * What the providers' fault plan demands of the items: every trouble event the provider emitted
+ * is on its item, and nothing is FAILED that its provider did not refuse for good (a throttle, a
+ * paused account that lifted, a 5xx: none is a reason to give an effect up).
+ */
+function checkProviderFaults(table: string, outbox: readonly Item[], byId: ReadonlyMap<string, Item>, sources: EffectsSources, add: Add): EffectsStats['providers'] {
+  let troubleRecorded = 0;
+  for (const e of (sources.troubleEvents ?? []).filter((x) => x.outboxTable === table)) {
+    const events = byId.get(e.outboxId)?.providerEvents;
+    const list = events instanceof Set ? [...(events as Set<string>)] : Array.isArray(events) ? (events as string[]) : [];
+    if (list.some((x) => x.startsWith(`${e.event}:`))) troubleRecorded++;
+    else add('DELIVERY', `${e.outboxId}: the provider emitted a ${e.event} event for it, not recorded on the item`);
+  }
+  if (sources.refusedForGood !== undefined) {
+    for (const i of outbox) {
+      if (i.status === 'FAILED' && !sources.refusedForGood.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: FAILED (${String(i.failureReason)}), but its provider never refused it for good: given up for a state that lifts`);
+    }
+  }
+  const f = sources.providerFaults ?? {};
+  const n = (...keys: string[]) => keys.reduce((sum, k) => sum + (f[k] ?? 0), 0);
+  return {
+    throttled: n('throttled'),
+    ambiguous5xx: n('5xx-after', '5xx-before', 'replayed-5xx'),
+    paused: n('paused'),
+    sandbox: n('sandbox'),
+    bounced: n('bounced'),
+    complained: n('complained'),
+    deferredItems: outbox.filter((i) => (num(i.deferrals) ?? 0) > 0).length,
+    troubleRecorded,
+  };
 }
 
 async function checkMails(

@@ -76,6 +76,7 @@ const effectsTotals = (): EffectsTotals => ({
   documents: { written: 0, referenced: 0, orphaned: 0, collected: 0 },
   emails: { items: 0, sent: 0, delivered: 0, duplicated: 0, ambiguous: 0, unknown: 0, failed: 0 },
   payments: { items: 0, sent: 0, performed: 0, requests: 0, pastRetention: 0, resentPastRetention: 0 },
+  providers: { throttled: 0, ambiguous5xx: 0, paused: 0, sandbox: 0, bounced: 0, complained: 0, deferredItems: 0, troubleRecorded: 0 },
 });
 
 function addEffects(into: EffectsTotals, run: EffectsStats): void {
@@ -276,10 +277,11 @@ export function summaryLines(s: ChaosSummary): string[] {
     out.push(`  ${d.wallClock} wall-clock, ${d.versionWatch} version-watch; ${d.skewed} with clock skew beyond the bound (${s.skewOverlaps.overlaps} lease overlaps, all fenced); ${d.drills} DR drills; ${d.successorCrashes} successors crashed after their fence raise`);
     const fired = Object.entries(s.faults).sort(([a], [b]) => a.localeCompare(b));
     if (fired.length > 0) out.push(`  faults fired (runs): ${fired.map(([f, n]) => `${f} ${n}`).join('; ')}`);
-    const { documents: o, emails: m, payments: p } = s.effects;
+    const { documents: o, emails: m, payments: p, providers: v } = s.effects;
     const w = s.wire;
     out.push(`  wire (structural FENCE, ${w.runs} runs): ${w.transactions} transactions applied, ${w.effectWritesChecked} effect writes checked, ${w.fenceWrites} fence writes, ${w.replays} token replays; ${w.violations} violations`);
     out.push(`  documents ${o.written} written, ${o.referenced} referenced, ${o.orphaned} orphaned, ${o.collected} collected; emails ${m.items} queued, ${m.delivered} received, ${m.duplicated} duplicated (${m.ambiguous} ambiguous sends); payments ${p.performed} performed for ${p.requests} requests, ${p.pastRetention} past-retention refused (${p.resentPastRetention} resent past retention)`);
+    out.push(`  providers misbehaving: ${v.throttled} throttled, ${v.ambiguous5xx} 5xx (maybe taken), ${v.paused} paused, ${v.sandbox} sandbox refusals, ${v.bounced} bounced, ${v.complained} complaints; ${v.deferredItems} items deferred, ${v.troubleRecorded} trouble events recorded`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
   const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;
