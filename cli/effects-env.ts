@@ -1,10 +1,12 @@
 /**
  * The external effects of a local run: the documents bucket (the embedded S3 endpoint, or
  * `--s3-endpoint URL --bucket NAME`), the email provider (the embedded SMTP sink, or
- * `--smtp HOST:PORT`) and the payment provider (the embedded one). The embedded sink's received
- * messages are the provider's own record: each goes through the recorder (the code SES events
- * go through in AWS) onto the outbox item it names.
+ * `--smtp HOST:PORT`) and the payment provider (the embedded one). The embedded sink's events are
+ * the provider's own record: each (a Send per message taken, a Bounce or a Complaint after it,
+ * lost as SES's best-effort publishing may lose one) goes, in SES's EventBridge `detail` shape,
+ * through the recorder (the code SES events go through in AWS) onto the outbox item it names.
  */
+import { randomUUID } from 'node:crypto';
 import { CreateBucketCommand, HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -15,7 +17,7 @@ import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
 import { asFunction } from './aws-calls.js';
 import { startPaymentsProvider, type PaymentsProvider } from './payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';
-import { headerOf, startSmtpSink, type SmtpSink } from './smtp-sink.js';
+import { headerOf, startSmtpSink, type SinkEvent, type SmtpSink } from './smtp-sink.js';
 
 export interface EffectsOptions {
   /** The DynamoDB client the recorder writes with. */
@@ -91,6 +93,64 @@ async function checkSmtp(smtp: { host: string; port: number }): Promise<void> {
   }
 }
 
+/** The EventBridge `detail` SES event publishing sends (its Send, Bounce and Complaint shapes), as the recorder reads it. */
+export interface SinkSesDetail {
+  readonly eventType: SinkEvent['type'];
+  readonly mail: { readonly timestamp: string; readonly messageId: string; readonly destination: readonly string[]; readonly tags: Readonly<Record<string, readonly string[]>> };
+  readonly send?: Record<string, never>;
+  readonly bounce?: {
+    readonly feedbackId: string;
+    readonly bounceType: string;
+    readonly bounceSubType: string;
+    readonly bouncedRecipients: readonly { readonly emailAddress: string; readonly action: 'failed'; readonly status: string; readonly diagnosticCode: string }[];
+    readonly timestamp: string;
+    readonly reportingMTA: string;
+  };
+  readonly complaint?: {
+    readonly feedbackId: string;
+    readonly complainedRecipients: readonly { readonly emailAddress: string }[];
+    readonly complaintFeedbackType: 'abuse';
+    readonly timestamp: string;
+    readonly arrivalDate: string;
+  };
+}
+
+/**
+ * The SES detail of one sink event, with the outbox table it names; undefined for a message that
+ * names no outbox item (another sender's mail). The tags are the ones the SES adapter sets
+ * (outboxId, outboxTable, tag-safe), read here from the identity headers the message carries.
+ */
+export function sinkEventDetail(e: SinkEvent): { table: string; detail: SinkSesDetail } | undefined {
+  const id = headerOf(e.message.raw, 'X-Outbox-Id');
+  const table = headerOf(e.message.raw, 'X-Outbox-Table');
+  if (id === undefined || table === undefined) return undefined;
+  const now = new Date().toISOString();
+  const mail = { timestamp: new Date(e.message.at).toISOString(), messageId: e.message.queueId, destination: e.message.to, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } };
+  const feedbackId = `${e.message.queueId}-${randomUUID()}`;
+  switch (e.type) {
+    case 'Send':
+      return { table, detail: { eventType: 'Send', mail, send: {} } };
+    case 'Bounce':
+      return {
+        table,
+        detail: {
+          eventType: 'Bounce',
+          mail,
+          bounce: {
+            feedbackId,
+            bounceType: e.bounceType ?? 'Permanent',
+            bounceSubType: e.bounceSubType ?? 'General',
+            bouncedRecipients: e.recipients.map((emailAddress) => ({ emailAddress, action: 'failed', status: '5.1.1', diagnosticCode: 'smtp; 550 5.1.1 user unknown' })),
+            timestamp: now,
+            reportingMTA: 'dsn; local-sink.fenced-workflow.example',
+          },
+        },
+      };
+    case 'Complaint':
+      return { table, detail: { eventType: 'Complaint', mail, complaint: { feedbackId, complainedRecipients: e.recipients.map((emailAddress) => ({ emailAddress })), complaintFeedbackType: 'abuse', timestamp: now, arrivalDate: now } } };
+  }
+}
+
 export async function startEffects(opts: EffectsOptions): Promise<Effects> {
   if (opts.smtp !== undefined) await checkSmtp(opts.smtp);
   const embeddedS3 = opts.s3Endpoint === undefined ? await startS3Endpoint() : undefined;
@@ -102,16 +162,15 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
   const sink =
     opts.smtp === undefined
       ? await startSmtpSink({
-          // The provider's record: the same recorder code as SES events in AWS, fed by the sink.
-          onReceived: async (m) => {
-            const id = headerOf(m.raw, 'X-Outbox-Id');
-            const table = headerOf(m.raw, 'X-Outbox-Table');
-            if (id === undefined || table === undefined) return;
-            const event = { eventType: 'Send', mail: { messageId: m.queueId, tags: { outboxId: [messageIdentity.tag(id)], outboxTable: [messageIdentity.tag(table)] } } };
+          // The provider's record: the sink's events (SES event publishing's, Send then Bounce or
+          // Complaint) through the same recorder code as SES events in AWS.
+          onEvent: (e) => {
+            const detail = sinkEventDetail(e);
+            if (detail === undefined) return;
             // The recorder's invocation (SES events through EventBridge in AWS), after the answer. A
             // record that fails to land is a lost event (EventBridge gives up on a target too): the reconciler's case.
             const later: Promise<unknown> = new Promise((r) => setTimeout(r, opts.eventDelayMs ?? EVENT_DELAY_MS))
-              .then(() => asFunction('recorder', () => recordSesEvent(opts.doc, table, event)))
+              .then(() => asFunction('recorder', () => recordSesEvent(opts.doc, detail.table, detail.detail)))
               .catch(() => undefined)
               .finally(() => events.delete(later));
             events.add(later);
@@ -135,6 +194,8 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
     http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, 3_000, retention) },
     from: SENDER_ADDRESS,
     close: async () => {
+      // The sink's Bounce and Complaint events come after its Send: let them reach the recorder first.
+      await sink?.settled();
       await Promise.allSettled([...events]);
       s3.destroy();
       await Promise.all([embeddedS3?.close(), sink?.close(), payments.close()]);

@@ -1,0 +1,51 @@
+/**
+ * The two shapes of a stand-in's fault: one armed for the next n answers (a throttle, a lost
+ * answer), and one on for a while (an outage, a paused account). The stand-ins (the payment
+ * provider, the SMTP sink, the SES endpoint) build their fault plans from these, so a test or the
+ * chaos harness arms each the same way, and each answer it gives is counted where it fired.
+ */
+
+/** Armed for the next n answers: `take()` says whether this answer is one of them (and uses it up). */
+export class Countdown {
+  private left = 0;
+
+  arm(n: number): void {
+    this.left += Math.max(0, Math.floor(n));
+  }
+
+  take(): boolean {
+    if (this.left <= 0) return false;
+    this.left--;
+    return true;
+  }
+}
+
+/**
+ * On for `ms` from now, or while a predicate holds (the harness's own condition); either turns it
+ * on. The clock is the stand-in's own, so a test that drives one stand-in's time drives its faults.
+ */
+export class Window {
+  private until = 0;
+  private when: () => boolean = () => false;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** On for `ms` from now (0: off again, unless the predicate holds). */
+  for(ms: number): void {
+    this.until = this.now() + ms;
+  }
+
+  /** On while `p()` holds, whatever for() said; `() => false` to stop. */
+  while(p: () => boolean): void {
+    this.when = p;
+  }
+
+  get on(): boolean {
+    return this.now() < this.until || this.when();
+  }
+}
+
+/** A counter per kind of answer a fault gave, all at zero. */
+export function counters<K extends string>(kinds: readonly K[]): Record<K, number> {
+  return Object.fromEntries(kinds.map((k) => [k, 0])) as Record<K, number>;
+}
