@@ -1,0 +1,377 @@
+/**
+ * The local stand-ins misbehave on cue, and each misbehaviour reaches the sender as the row of
+ * the providers' behaviour model it plays (lib/workflow/adapters/provider-behaviour.ts): real
+ * servers, driven by the real clients through the project's adapters (FetchHttpProvider,
+ * SmtpEmailProvider, SesEmailProvider on @aws-sdk/client-sesv2), no mocks. Each claim checks the
+ * adapter's verdict and the stand-in's own record: whether anything was performed, and that the
+ * fault was counted where it fired.
+ */
+import { randomUUID } from 'node:crypto';
+import { SESv2Client } from '@aws-sdk/client-sesv2';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sinkEventDetail, startEffects } from '../cli/effects-env.js';
+import { startPaymentsProvider, type PaymentsProvider } from '../cli/payments-provider.js';
+import { startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
+import { FetchHttpProvider, SesEmailProvider, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
+import { messageIdentity, readOutboxItem, type OutboundCall, type OutboundEmail } from '../lib/workflow/index.js';
+import { startSesEndpoint, type SesEndpoint } from './support/ses-endpoint.js';
+import { makeTables, type TestTables } from './support/tables.js';
+
+const TABLE = 'standins-outbox';
+const FROM = 'billing@fenced-workflow.example';
+
+const mail = (to: string, pk = `email#${randomUUID()}`, table = TABLE): OutboundEmail => ({
+  from: FROM,
+  to,
+  subject: 'Your invoice',
+  text: 'Attached.',
+  messageId: messageIdentity.messageId(table, pk),
+  headers: messageIdentity.headers(table, pk),
+  tags: { outboxId: messageIdentity.tag(pk), outboxTable: messageIdentity.tag(table) },
+});
+
+const call = (pk = `pay#${randomUUID()}`): OutboundCall => ({ idempotencyKey: messageIdentity.idempotencyKey(TABLE, pk), headers: messageIdentity.headers(TABLE, pk), body: { amount: 1200, currency: 'eur', customer: pk } });
+
+describe('the payment provider stand-in plays each HTTP row through FetchHttpProvider', () => {
+  let payments: PaymentsProvider;
+  let http: FetchHttpProvider;
+  beforeAll(async () => {
+    payments = await startPaymentsProvider();
+    http = new FetchHttpProvider(`${payments.url}/charges`, 3_000);
+  });
+  afterAll(async () => payments.close());
+
+  it('throttle: 429 with Retry-After is throttled (the wait honoured), nothing performed or stored for the key; the resend is performed once', async () => {
+    const c = call();
+    payments.throttle(1, 7);
+    expect(await http.post(c)).toMatchObject({ kind: 'throttled', retryAfterMs: 7_000 });
+    expect(payments.records.has(c.idempotencyKey)).toBe(false);
+    expect(payments.fired.throttled).toBe(1);
+    expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
+    expect(payments.records.get(c.idempotencyKey)!.charges).toHaveLength(1);
+  });
+
+  it('fail5xxAfter (saved, Stripe\'s behaviour): the charge is made and answered 500, ambiguous; every resend with the key gets the saved 500, replayed: ambiguous and final, no second charge', async () => {
+    const c = call();
+    payments.fail5xxAfter(1);
+    const first = await http.post(c);
+    expect(first.kind).toBe('ambiguous');
+    expect(first).not.toHaveProperty('final');
+    const r = payments.records.get(c.idempotencyKey)!;
+    expect(r.charges).toHaveLength(1);
+    expect(r.savedError).toBe(500);
+    for (let i = 0; i < 2; i++) expect(await http.post(c)).toMatchObject({ kind: 'ambiguous', final: true });
+    expect(r.charges).toHaveLength(1);
+    expect(r.requests).toBe(3);
+    expect(payments.fired).toMatchObject({ '5xx-after': 1, 'replayed-5xx': 2 });
+  });
+
+  it('fail5xxAfter (not saved): the charge is made and answered 500, ambiguous; the resend replays the charge\'s 200, accepted with its id', async () => {
+    const c = call();
+    const before = payments.fired['5xx-after'];
+    payments.fail5xxAfter(1, { saved: false });
+    expect((await http.post(c)).kind).toBe('ambiguous');
+    const r = payments.records.get(c.idempotencyKey)!;
+    expect(r.savedError).toBeUndefined();
+    expect(await http.post(c)).toEqual({ kind: 'accepted', providerMessageId: r.chargeId });
+    expect(r.charges).toHaveLength(1);
+    expect(payments.fired['5xx-after']).toBe(before + 1);
+  });
+
+  it('fail5xxBefore: 503 is ambiguous as any 5xx (the model cannot tell), and nothing was performed: the resend is the first charge', async () => {
+    const c = call();
+    payments.fail5xxBefore(1);
+    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
+    expect(payments.records.has(c.idempotencyKey)).toBe(false);
+    expect(payments.fired['5xx-before']).toBe(1);
+    expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
+    expect(payments.records.get(c.idempotencyKey)!.requests).toBe(1);
+  });
+
+  it('pause / pausedWhile: 403 account_inactive is held, nothing performed; sending resumes when the account does', async () => {
+    const c = call();
+    payments.pause(60_000);
+    const held = await http.post(c);
+    expect(held).toMatchObject({ kind: 'held' });
+    expect(held.kind === 'held' && held.reason).toMatch(/account_inactive/);
+    payments.pause(0);
+    let disabled = true;
+    payments.pausedWhile(() => disabled);
+    expect(await http.post(c)).toMatchObject({ kind: 'held' });
+    expect(payments.records.has(c.idempotencyKey)).toBe(false);
+    disabled = false;
+    expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
+    expect(payments.fired.paused).toBe(2);
+  });
+
+  it('a saved 500 is forgotten with its key: past the retention the request is performed again, a second charge (why the sender never sends past it)', async () => {
+    let now = 1_000_000;
+    const forgetful = await startPaymentsProvider({ keyRetentionMs: 60_000, now: () => now });
+    try {
+      const h = new FetchHttpProvider(`${forgetful.url}/charges`, 3_000);
+      const c = call();
+      forgetful.fail5xxAfter(1);
+      expect((await h.post(c)).kind).toBe('ambiguous');
+      expect(await h.post(c)).toMatchObject({ kind: 'ambiguous', final: true });
+      now += 60_000;
+      expect(await h.post(c)).toMatchObject({ kind: 'accepted' });
+      const r = forgetful.records.get(c.idempotencyKey)!;
+      expect(r.charges).toHaveLength(2);
+      expect(r.savedError).toBeUndefined();
+    } finally {
+      await forgetful.close();
+    }
+  });
+});
+
+describe('the SMTP sink plays SES\'s SMTP replies through SmtpEmailProvider', () => {
+  let sink: SmtpSink;
+  let atRcpt: SmtpSink;
+  let smtp: SmtpEmailProvider;
+  beforeAll(async () => {
+    [sink, atRcpt] = await Promise.all([startSmtpSink(), startSmtpSink({ refuseAt: 'rcpt' })]);
+    smtp = new SmtpEmailProvider({ host: sink.host, port: sink.port, timeoutMs: 3_000 });
+  });
+  afterAll(async () => Promise.all([sink.close(), atRcpt.close()]));
+  const taken = (s: SmtpSink, m: OutboundEmail) => s.received.filter((r) => r.raw.includes(m.messageId)).length;
+
+  it('throttle: 454 "Throttling failure: Maximum sending rate exceeded." at the end of DATA is throttled, nothing taken; the resend is taken once', async () => {
+    const m = mail('a@customers.example');
+    sink.throttle(1);
+    const r = await smtp.send(m);
+    expect(r).toMatchObject({ kind: 'throttled' });
+    expect(r.kind === 'throttled' && r.reason).toMatch(/454.*Maximum sending rate exceeded/);
+    expect(taken(sink, m)).toBe(0);
+    expect(sink.fired.throttled).toBe(1);
+    expect(await smtp.send(m)).toMatchObject({ kind: 'accepted' });
+    expect(taken(sink, m)).toBe(1);
+  });
+
+  it('throttle at RCPT TO (refuseAt rcpt): the same verdict, before the message data left', async () => {
+    const m = mail('b@customers.example');
+    atRcpt.throttle(1);
+    expect(await new SmtpEmailProvider({ host: atRcpt.host, port: atRcpt.port, timeoutMs: 3_000 }).send(m)).toMatchObject({ kind: 'throttled' });
+    expect(atRcpt.received).toHaveLength(0);
+    expect(atRcpt.fired.throttled).toBe(1);
+  });
+
+  it('pause / pausedWhile: 554 "Sending paused for this account" is held, nothing taken', async () => {
+    const m = mail('c@customers.example');
+    sink.pause(60_000);
+    const r = await smtp.send(m);
+    expect(r).toMatchObject({ kind: 'held' });
+    expect(r.kind === 'held' && r.reason).toMatch(/554.*Sending paused for this account/);
+    sink.pause(0);
+    let paused = true;
+    sink.pausedWhile(() => paused);
+    expect(await smtp.send(m)).toMatchObject({ kind: 'held' });
+    paused = false;
+    expect(taken(sink, m)).toBe(0);
+    expect(sink.fired.paused).toBe(2);
+    expect(await smtp.send(m)).toMatchObject({ kind: 'accepted' });
+  });
+
+  it('sandbox: an unverified recipient gets SES\'s 554 "Email address is not verified ... in region US-EAST-1: <addr>", held, nothing taken; a verified one is taken', async () => {
+    const m = mail('unverified@customers.example');
+    sink.sandbox((addr) => addr === 'verified@customers.example');
+    try {
+      const r = await smtp.send(m);
+      expect(r).toMatchObject({ kind: 'held' });
+      expect(r.kind === 'held' && r.reason).toMatch(/554 Message rejected: Email address is not verified\. The following identities failed the check in region US-EAST-1: unverified@customers\.example/);
+      expect(taken(sink, m)).toBe(0);
+      expect(sink.fired.sandbox).toBe(1);
+      expect(await smtp.send(mail('verified@customers.example'))).toMatchObject({ kind: 'accepted' });
+    } finally {
+      sink.sandbox(undefined);
+    }
+  });
+
+  it('bounce: the message is accepted (250, received) and a Bounce (Permanent, General) naming the recipient follows its Send event', async () => {
+    const m = mail('gone@customers.example');
+    sink.bounce((to) => to.startsWith('gone@'));
+    try {
+      expect(await smtp.send(m)).toMatchObject({ kind: 'accepted' });
+      await sink.settled();
+      const got = sink.events.filter((e) => e.message.raw.includes(m.messageId));
+      expect(got.map((e) => e.type)).toEqual(['Send', 'Bounce']);
+      expect(got[1]).toMatchObject({ bounceType: 'Permanent', bounceSubType: 'General', recipients: ['gone@customers.example'] });
+      expect(taken(sink, m)).toBe(1);
+      expect(sink.fired.bounced).toBe(1);
+    } finally {
+      sink.bounce(undefined);
+    }
+  });
+
+  it('complain: the message is accepted and a Complaint naming the recipient follows its Send event', async () => {
+    const m = mail('angry@customers.example');
+    sink.complain((to) => to.startsWith('angry@'));
+    try {
+      expect(await smtp.send(m)).toMatchObject({ kind: 'accepted' });
+      await sink.settled();
+      expect(sink.events.filter((e) => e.message.raw.includes(m.messageId)).map((e) => [e.type, e.recipients])).toEqual([
+        ['Send', ['angry@customers.example']],
+        ['Complaint', ['angry@customers.example']],
+      ]);
+      expect(sink.fired.complained).toBe(1);
+    } finally {
+      sink.complain(undefined);
+    }
+  });
+
+  it('loseSendEvents: the message is taken and acknowledged but its Send event is never emitted (best-effort publishing); a Bounce still comes', async () => {
+    const m = mail('lost@customers.example');
+    sink.loseSendEvents(1);
+    sink.bounce((to) => to.startsWith('lost@'));
+    try {
+      expect(await smtp.send(m)).toMatchObject({ kind: 'accepted' });
+      await sink.settled();
+      expect(taken(sink, m)).toBe(1);
+      expect(sink.events.filter((e) => e.message.raw.includes(m.messageId)).map((e) => e.type)).toEqual(['Bounce']);
+      expect(sink.fired['send-event-lost']).toBe(1);
+    } finally {
+      sink.bounce(undefined);
+    }
+  });
+});
+
+describe('the SES v2 endpoint plays SES\'s errors through SesEmailProvider on the real SESv2Client', () => {
+  let sink: SmtpSink;
+  let ses: SesEndpoint;
+  let client: SESv2Client;
+  let email: SesEmailProvider;
+  beforeAll(async () => {
+    sink = await startSmtpSink();
+    ses = await startSesEndpoint(sink);
+    client = new SESv2Client({ endpoint: ses.url, region: 'us-east-1', credentials: { accessKeyId: 'AKIDLOCALSTANDIN', secretAccessKey: 'local' }, maxAttempts: 1 });
+    // No wait between the adapter's own throttled retries.
+    email = new SesEmailProvider(client, 'standins', async () => {});
+  });
+  afterAll(async () => {
+    client.destroy();
+    await ses.relayed();
+    await Promise.all([ses.close(), sink.close()]);
+  });
+  const accepted = (m: OutboundEmail) => ses.sent.filter((s) => s.tags.outboxId === m.tags.outboxId);
+
+  it('throttle: 429 TooManyRequestsException three times is throttled (the adapter retried twice), nothing taken; two are absorbed by its retries', async () => {
+    const m = mail('t@customers.example');
+    ses.throttle(3);
+    expect(await email.send(m)).toMatchObject({ kind: 'throttled', reason: expect.stringContaining('TooManyRequestsException') });
+    expect(accepted(m)).toHaveLength(0);
+    expect(ses.fired.throttled).toBe(3);
+    ses.throttle(2);
+    expect(await email.send(m)).toMatchObject({ kind: 'accepted' });
+    expect(accepted(m)).toHaveLength(1);
+  });
+
+  it('fail5xxAfter: 500 InternalFailure is ambiguous, and the message WAS taken: in SES\'s record, relayed, its Send event published', async () => {
+    const m = mail('a5@customers.example');
+    ses.fail5xxAfter(1);
+    const r = await email.send(m);
+    expect(r).toMatchObject({ kind: 'ambiguous', reason: expect.stringContaining('InternalFailure') });
+    expect(r).not.toHaveProperty('final');
+    expect(accepted(m)).toHaveLength(1);
+    await ses.relayed();
+    expect(sink.received.filter((x) => x.raw.includes(`${accepted(m)[0]!.messageId}@email.amazonses.com`))).toHaveLength(1);
+    expect(ses.events.some((e) => e.detail.eventType === 'Send' && e.detail.mail.messageId === accepted(m)[0]!.messageId)).toBe(true);
+    expect(ses.fired['5xx-after']).toBe(1);
+  });
+
+  it('fail5xxBefore: 503 ServiceUnavailable is ambiguous (a 5xx proves nothing), and nothing was taken', async () => {
+    const m = mail('b5@customers.example');
+    ses.fail5xxBefore(1);
+    expect(await email.send(m)).toMatchObject({ kind: 'ambiguous', reason: expect.stringContaining('ServiceUnavailable') });
+    expect(accepted(m)).toHaveLength(0);
+    expect(ses.fired['5xx-before']).toBe(1);
+  });
+
+  it('pause / pausedWhile: 400 SendingPausedException is held, nothing taken', async () => {
+    const m = mail('p@customers.example');
+    ses.pause(60_000);
+    expect(await email.send(m)).toMatchObject({ kind: 'held', reason: expect.stringContaining('SendingPausedException') });
+    ses.pause(0);
+    let paused = true;
+    ses.pausedWhile(() => paused);
+    expect(await email.send(m)).toMatchObject({ kind: 'held' });
+    paused = false;
+    expect(accepted(m)).toHaveLength(0);
+    expect(ses.fired.paused).toBe(2);
+  });
+
+  it('sandbox: 400 MessageRejected "Email address is not verified ... US-EAST-1: <addr>" is held, nothing taken', async () => {
+    const m = mail('nv@customers.example');
+    ses.sandbox(() => false);
+    try {
+      expect(await email.send(m)).toMatchObject({ kind: 'held', reason: 'MessageRejected: Email address is not verified. The following identities failed the check in region US-EAST-1: nv@customers.example' });
+      expect(accepted(m)).toHaveLength(0);
+      expect(ses.fired.sandbox).toBe(1);
+    } finally {
+      ses.sandbox(undefined);
+    }
+  });
+
+  it('bounce and complain: accepted, then SES\'s "Email Bounced" (Permanent, General) and "Email Complaint Received" events after the Send, with the outbox tags', async () => {
+    const gone = mail('gone@customers.example');
+    const angry = mail('angry@customers.example');
+    ses.bounce((to) => to.startsWith('gone@'));
+    ses.complain((to) => to.startsWith('angry@'));
+    try {
+      expect(await email.send(gone)).toMatchObject({ kind: 'accepted' });
+      expect(await email.send(angry)).toMatchObject({ kind: 'accepted' });
+      await ses.relayed();
+      const of = (m: OutboundEmail) => ses.events.filter((e) => e.detail.mail.messageId === accepted(m)[0]!.messageId);
+      expect(of(gone).map((e) => e['detail-type'])).toEqual(['Email Sent', 'Email Bounced']);
+      expect(of(gone)[1]!.detail).toMatchObject({ eventType: 'Bounce', bounce: { bounceType: 'Permanent', bounceSubType: 'General', bouncedRecipients: [{ emailAddress: 'gone@customers.example' }] }, mail: { tags: { outboxId: [gone.tags.outboxId], outboxTable: [gone.tags.outboxTable] } } });
+      expect(of(angry).map((e) => e['detail-type'])).toEqual(['Email Sent', 'Email Complaint Received']);
+      expect(of(angry)[1]!.detail).toMatchObject({ eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'angry@customers.example' }] } });
+      expect(ses.fired).toMatchObject({ bounced: 1, complained: 1 });
+    } finally {
+      ses.bounce(undefined);
+      ses.complain(undefined);
+    }
+  });
+});
+
+describe('the local runtime feeds the sink\'s events to the recorder in SES\'s EventBridge shape', () => {
+  let t: TestTables;
+  beforeAll(async () => {
+    t = await makeTables(import.meta.filename);
+  });
+  const pending = async (pk: string) => t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item: { pk, kind: 'email', jobId: 'j', generation: 1, unit: 0, updatedAt: Date.now(), status: 'PENDING', attempts: 0, unsent: 'open', to: 'c@customers.example', subject: 's', body: 'b' } }));
+  const recorded = async (pk: string) => [...((await readOutboxItem(t.dynamo.doc, t.names.outbox, pk))?.providerEvents ?? [])];
+
+  it('a Send event is recorded on the item it names; a lost Send event leaves no record (the reconciler\'s case)', async () => {
+    const [kept, lost] = [`email#${randomUUID()}`, `email#${randomUUID()}`];
+    await Promise.all([pending(kept), pending(lost)]);
+    const effects = await startEffects({ doc: t.dynamo.doc, eventDelayMs: 0 });
+    try {
+      expect(await effects.email.send(mail('c@customers.example', kept, t.names.outbox))).toMatchObject({ kind: 'accepted' });
+      effects.sink!.loseSendEvents(1);
+      expect(await effects.email.send(mail('c@customers.example', lost, t.names.outbox))).toMatchObject({ kind: 'accepted' });
+    } finally {
+      await effects.close();
+    }
+    const queueId = effects.sink!.received.find((m) => m.raw.includes(messageIdentity.messageId(t.names.outbox, kept)))!.queueId;
+    expect(await recorded(kept)).toEqual([`SEND:${queueId}`]);
+    expect(await recorded(lost)).toEqual([]);
+  });
+
+  it('a bounced message\'s events are SES details: Send, then Bounce with bounceType, bounceSubType and bouncedRecipients, tagged with the outbox identity', async () => {
+    const sink = await startSmtpSink({ feedbackDelayMs: 0 });
+    try {
+      const pk = `email#${randomUUID()}`;
+      sink.bounce(() => true);
+      expect(await new SmtpEmailProvider({ host: sink.host, port: sink.port }).send(mail('gone@customers.example', pk))).toMatchObject({ kind: 'accepted' });
+      await sink.settled();
+      const details = sink.events.map(sinkEventDetail);
+      const tags = { outboxId: [messageIdentity.tag(pk)], outboxTable: [messageIdentity.tag(TABLE)] };
+      expect(details).toMatchObject([
+        { table: TABLE, detail: { eventType: 'Send', mail: { messageId: sink.received[0]!.queueId, destination: ['gone@customers.example'], tags } } },
+        { table: TABLE, detail: { eventType: 'Bounce', mail: { tags }, bounce: { bounceType: 'Permanent', bounceSubType: 'General', bouncedRecipients: [{ emailAddress: 'gone@customers.example' }] } } },
+      ]);
+    } finally {
+      await sink.close();
+    }
+  });
+});
