@@ -9,7 +9,7 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { countUnsent, type CollectReport, type HttpProvider, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
+import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
@@ -38,6 +38,8 @@ export interface RunEffectsOptions {
   catalog?: DocumentCatalog;
   /** Records the SES sends of the sender and the reconciler (locally SMTP: recorded at the provider port). */
   calls?: AwsCallRecorder;
+  /** The sender's email provider, if not the run's own (a negative control misreads its answers). */
+  email?: EmailProvider;
   /** The sender's http providers, if not the run's own (a negative control hides their key retention). */
   http?: Readonly<Record<string, HttpProvider>>;
   /** The sender's margin before the payment provider's key retention (SenderDeps.keyRetentionMarginMs). */
@@ -48,6 +50,32 @@ export interface RunEffectsOptions {
    * ('timed'). Its item then outlives the retention: given up UNKNOWN, or resent as a second charge.
    */
   retentionOutage?: 'until-forgotten' | 'timed';
+  /** The providers' misbehaviour (chaos): none by default. */
+  providerFaults?: ProviderFaultPlan;
+}
+
+/**
+ * The providers misbehaving on cue (the stand-ins' fault plans: cli/smtp-sink.ts,
+ * cli/payments-provider.ts), each as its provider documents it: the counts arm the next answers,
+ * the windows start `atMs` into the run. Every one is something a send must survive: nothing in
+ * it is a refusal for good, so DELIVERY holds that no item ends FAILED.
+ */
+export interface ProviderFaultPlan {
+  /** The next n emails refused with SES's 454 throttling, and the next n payments with 429. */
+  readonly throttleEmails: number;
+  readonly throttlePayments: number;
+  /** The next n payments performed and answered 500 (`saved5xx`: the 500 saved and replayed for the key, as Stripe does). */
+  readonly fail5xxAfter: number;
+  readonly saved5xx: boolean;
+  /** The next n payments answered 503, nothing performed. */
+  readonly fail5xxBefore: number;
+  /** The account paused (SES's 554, the provider's 403): for `ms`, or (`untilRefused`) until it refused a send and for `ms` more. */
+  readonly pause?: { readonly who: 'email' | 'payments' | 'both'; readonly atMs: number; readonly ms: number; readonly untilRefused?: boolean };
+  /** The SES sandbox for a while: every recipient unverified. */
+  readonly sandbox?: { readonly atMs: number; readonly ms: number };
+  /** Every n-th customer's email bounces (a Permanent bounce) or is complained about, after acceptance. */
+  readonly bounceEvery: number;
+  readonly complaintEvery: number;
 }
 
 export type DocumentCatalog = NonNullable<Processor<unknown>['documents']>;
@@ -111,11 +139,13 @@ export class RunEffects {
       table: o.tables.outbox,
       clock: o.clock,
       telemetry: inLane(o.telemetry, 'sender'),
-      email: o.calls?.email(o.effects.email) ?? o.effects.email,
+      email: o.calls?.email(o.email ?? o.effects.email) ?? o.email ?? o.effects.email,
       http: o.http ?? o.effects.http,
       from: o.effects.from,
       ...(o.keyRetentionMarginMs === undefined ? {} : { keyRetentionMarginMs: o.keyRetentionMarginMs }),
       ...(this.kill === undefined ? {} : { hooks: this.kill }),
+      // AWS's waits (1 s doubling to 15 min, a held account tried every 5 min), scaled to the run's lease.
+      backoff: { throttleBaseMs: Math.round(o.leaseMs / 4), maxMs: o.leaseMs * 4, heldRetryMs: o.leaseMs * 2 },
     };
     this.stream = new OutboxStream({
       client: o.dynamo.client,
@@ -167,9 +197,61 @@ export class RunEffects {
       arm('sender', 'an SMTP acknowledgement lost (an ambiguous send)', () => e.sink!.acksLost > 0);
     } else this.cannot.push(`a lost SMTP acknowledgement and the email provider's outage (${e.emailName} is not the embedded sink)`);
     e.payments.loseResponses(1);
+    if (this.o.providerFaults !== undefined) this.armProviders(this.o.providerFaults, arm);
     if (this.o.retentionOutage !== undefined) this.armRetentionOutage(this.o.retentionOutage, arm);
     // Performed, its answer lost, and the same key sent again (the provider replayed its answer).
     arm('sender', "a payment provider's answer lost (the resend with its Idempotency-Key is replayed)", () => e.payments.lostKeys.some((k) => (e.payments.records.get(k)?.requests ?? 0) >= 2));
+  }
+
+  /** The providers' fault plan: counted answers at once, the windows (paused, sandbox) at their time. */
+  private armProviders(plan: ProviderFaultPlan, arm: (lane: string, text: string, hit: () => boolean) => void): void {
+    const { sink, payments } = this.o.effects;
+    if (sink !== undefined) {
+      sink.throttle(plan.throttleEmails);
+      const every = (n: number) => (to: string) => Number(/(\d+)@/.exec(to)?.[1] ?? 1) % n === 0;
+      sink.bounce(every(plan.bounceEvery));
+      sink.complain(every(plan.complaintEvery));
+      if (plan.throttleEmails > 0) arm('sender', 'SES throttling emails (454: deferred with a backoff)', () => sink.fired.throttled > 0);
+      arm('sender', 'emails bounced or complained about after acceptance (recorded on their items)', () => sink.fired.bounced + sink.fired.complained > 0);
+    } else this.cannot.push(`the email provider's throttles, pauses, sandbox and bounces (${this.o.effects.emailName} is not the embedded sink)`);
+    payments.throttle(plan.throttlePayments, 0);
+    payments.fail5xxAfter(plan.fail5xxAfter, { saved: plan.saved5xx });
+    payments.fail5xxBefore(plan.fail5xxBefore);
+    if (plan.throttlePayments > 0) arm('sender', 'the payment provider throttling (429)', () => payments.fired.throttled > 0);
+    if (plan.fail5xxAfter > 0) arm('sender', `a payment performed and answered 500${plan.saved5xx ? ' (saved and replayed: UNKNOWN)' : ' (resent: replayed 200)'}`, () => payments.fired['5xx-after'] > 0);
+    if (plan.fail5xxBefore > 0) arm('sender', 'a payment answered 503 before anything was performed', () => payments.fired['5xx-before'] > 0);
+    const later = (atMs: number, f: () => void) => void setTimeout(f, atMs).unref();
+    if (plan.pause !== undefined) this.armPause(plan.pause, arm, later);
+    if (plan.sandbox !== undefined && sink !== undefined) {
+      const { atMs, ms } = plan.sandbox;
+      later(atMs, () => {
+        sink.sandbox(() => false);
+        later(ms, () => sink.sandbox(undefined));
+      });
+      arm('sender', 'the SES sandbox refusing unverified recipients (held, then sent)', () => sink.fired.sandbox > 0);
+    }
+  }
+
+  /** The account paused for a while: every send held, and sent once it lifts. */
+  private armPause(p: NonNullable<ProviderFaultPlan['pause']>, arm: (lane: string, text: string, hit: () => boolean) => void, later: (ms: number, f: () => void) => void): void {
+    const { sink, payments } = this.o.effects;
+    const email = p.who !== 'payments' ? sink : undefined;
+    const pay = p.who !== 'email' ? payments : undefined;
+    const refused = () => (email?.fired.paused ?? 0) + (pay?.fired.paused ?? 0);
+    later(p.atMs, () => {
+      this.o.timeline?.add('sender', 'pause', `ACCOUNT PAUSED (${p.who}) for ${p.ms} ms${p.untilRefused ? ', until a send is refused' : ''}`);
+      if (p.untilRefused) {
+        // Paused until it refused a send, and `ms` after: a pause that refused nothing tested nothing.
+        let liftAt: number | undefined;
+        const on = () => (liftAt === undefined && refused() > 0 ? ((liftAt = Date.now() + p.ms), true) : liftAt === undefined || Date.now() < liftAt);
+        email?.pausedWhile(on);
+        pay?.pausedWhile(on);
+      } else {
+        email?.pause(p.ms);
+        pay?.pause(p.ms);
+      }
+    });
+    arm('sender', `the sending account paused (${p.who}): held, never FAILED, sent once it lifted`, () => refused() > 0);
   }
 
   /** The payment provider down past the key retention of the first request whose answer it lost. */
@@ -370,6 +452,23 @@ export class RunEffects {
       ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],
       ...(e.payments.keyRetentionMs === undefined ? {} : { paymentsKeyRetentionMs: e.payments.keyRetentionMs }),
+      ...this.providerRecords(),
     };
+  }
+
+  /** The providers' own records of their fault plan: the trouble events they emitted, what they refused for good, their counters. */
+  private providerRecords(): Pick<EffectsSources, 'troubleEvents' | 'refusedForGood' | 'providerFaults'> {
+    const e = this.o.effects;
+    const troubleEvents = (e.sink?.events ?? []).flatMap((ev) => {
+      const outboxId = headerOf(ev.message.raw, 'X-Outbox-Id');
+      const outboxTable = headerOf(ev.message.raw, 'X-Outbox-Table');
+      if (ev.type === 'Send' || outboxId === undefined || outboxTable === undefined) return [];
+      return [{ outboxId, outboxTable, event: ev.type === 'Complaint' ? ('COMPLAINT' as const) : ('BOUNCE' as const) }];
+    });
+    // The payment provider's one refusal for good: a key reused with other parameters.
+    const refusedForGood = new Set([...e.payments.records.values()].filter((r) => r.refused > 0 && r.outboxId !== undefined).map((r) => r.outboxId!));
+    const providerFaults: Record<string, number> = { ...e.payments.fired };
+    for (const [k, v] of Object.entries(e.sink?.fired ?? {})) providerFaults[k] = (providerFaults[k] ?? 0) + v;
+    return { troubleEvents, refusedForGood, providerFaults };
   }
 }

@@ -125,6 +125,7 @@ describe("the model's verdicts (red before: a 5xx was 'not taken', paused and sa
     expect(classifyHttpStatus(500, '', { replayed: false, now: 0 })).toMatchObject({ kind: 'ambiguous' });
     expect(classifyHttpStatus(500, '', { replayed: true, now: 0 })).toMatchObject({ kind: 'ambiguous', final: true });
     expect(classifyHttpStatus(403, '', { replayed: false, now: 0 }).kind).toBe('held');
+    expect(classifyHttpStatus(400, '{"error":{"type":"invalid_request_error","code":"account_inactive"}}', { replayed: false, now: 0 }).kind).toBe('held');
     expect(classifyHttpStatus(400, 'idempotency_error', { replayed: false, now: 0 })).toMatchObject({ kind: 'rejected', permanent: true });
   });
 });

@@ -16,11 +16,11 @@ import {
   type FenceContext,
   type FencedUnit,
 } from '../../lib/protocol/index.js';
-import { fencedProtocol, messageIdentity, type HttpProvider, type ProtocolOps } from '../../lib/workflow/index.js';
+import { fencedProtocol, messageIdentity, type EmailProvider, type HttpProvider, type ProtocolOps, type SendResult } from '../../lib/workflow/index.js';
 import type { Effects } from '../../cli/effects-env.js';
 import type { FaultPoint } from '../../cli/faults.js';
 
-export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount', 'sendFromWorker', 'documentInPlace', 'resendPastRetention'] as const;
+export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount', 'sendFromWorker', 'documentInPlace', 'resendPastRetention', 'heldAsFailed'] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
 /**
@@ -38,6 +38,7 @@ export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGR
   sendFromWorker: 'DELIVERY',
   documentInPlace: 'DOCS',
   resendPastRetention: 'DELIVERY',
+  heldAsFailed: 'DELIVERY',
 };
 
 /**
@@ -46,8 +47,21 @@ export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGR
  * switched off). Past the stand-in's retention that resend is a second charge under one key.
  */
 export function senderProviders(variant: Variant, http: Readonly<Record<string, HttpProvider>>): Readonly<Record<string, HttpProvider>> | undefined {
+  if (variant === 'heldAsFailed') return Object.fromEntries(Object.entries(http).map(([target, p]) => [target, { ...(p.keyRetentionMs === undefined ? {} : { keyRetentionMs: p.keyRetentionMs }), name: p.name, post: async (call) => heldAsFailed(await p.post(call)) } satisfies HttpProvider]));
   if (variant !== 'resendPastRetention') return undefined;
   return Object.fromEntries(Object.entries(http).map(([target, p]) => [target, { name: p.name, post: (call) => p.post(call) } satisfies HttpProvider]));
+}
+
+/**
+ * heldAsFailed lives in the sender too: an answer refused for the account's state (paused,
+ * sandbox) is taken as a refusal for good, so its item ends FAILED although the state lifts,
+ * the mistake of item 3 of the providers issue. DELIVERY finds a FAILED item its provider never refused for good.
+ */
+const heldAsFailed = (r: SendResult): SendResult => (r.kind === 'held' ? { kind: 'rejected', permanent: true, reason: r.reason } : r);
+
+export function senderEmail(variant: Variant, email: EmailProvider): EmailProvider | undefined {
+  if (variant !== 'heldAsFailed') return undefined;
+  return { name: email.name, send: async (mail) => heldAsFailed(await email.send(mail)) };
 }
 
 /** Called by a control between its check and its write: where the schedule puts its pause. */
@@ -113,6 +127,7 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
     case 'fenced':
     // The worker's protocol is the real one: this control's mistake is the sender's (senderProviders).
     case 'resendPastRetention':
+    case 'heldAsFailed':
       return fencedProtocol;
     // The lease alone: no fence anywhere; the writes carry no condition.
     case 'leaseOnly':

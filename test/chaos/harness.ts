@@ -25,7 +25,7 @@ import { runsRecorded } from '../../cli/run.js';
 import { startFaultProxy, type FaultProxy } from '../../cli/fault-proxy.js';
 import { WireCheck } from '../../cli/wire-check.js';
 import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/aws-calls.js';
-import { controlProtocol, senderProviders, type Variant } from './controls.js';
+import { controlProtocol, senderEmail, senderProviders, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
 export interface RunRecord {
@@ -153,6 +153,7 @@ export async function chaosRun(
   const effects = await startEffects({ doc: env.direct.doc, paymentsKeyRetentionMs: schedule.leaseMs * 16 });
   opts.calls?.attach(effects.s3);
   const http = senderProviders(variant, effects.http);
+  const email = senderEmail(variant, effects.email);
   const fx = new RunEffects({
     dynamo: env.direct,
     streams: env.streams,
@@ -165,6 +166,8 @@ export async function chaosRun(
     faults: true,
     keyRetentionMarginMs: schedule.leaseMs * 4,
     ...(http === undefined ? {} : { http }),
+    ...(email === undefined ? {} : { email }),
+    providerFaults: schedule.providerFaults,
     ...(schedule.retentionOutage === undefined ? {} : { retentionOutage: schedule.retentionOutage }),
     ...(opts.calls ? { calls: opts.calls } : {}),
   });

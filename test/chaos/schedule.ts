@@ -4,6 +4,7 @@
  * (`--runs 1 --seed S` replays it); the exact interleaving still depends on real time, so the
  * history of every failing run is saved.
  */
+import type { ProviderFaultPlan } from '../../cli/run-effects.js';
 import type { Fault, FaultPoint } from '../../cli/faults.js';
 import { invoiceJobId, mulberry32 } from '../../lib/workloads/invoices.js';
 
@@ -57,6 +58,8 @@ export interface Schedule {
    * retentionOutage): that item outlives the retention, and must end UNKNOWN, never resent.
    */
   retentionOutage?: 'until-forgotten' | 'timed';
+  /** The providers misbehaving (cli/run-effects.ts ProviderFaultPlan), drawn from a PRNG of its own so the rest of every seed's schedule stays as it was. */
+  providerFaults: ProviderFaultPlan;
 }
 
 const CRASH_POINTS: FaultPoint[] = ['after-acquire', 'after-fence-raise', 'before-commit', 'after-commit'];
@@ -123,6 +126,25 @@ export function makeSchedule(seed: number, opts: { leaseMode?: ChaosLeaseMode } 
     ...restartOf(r, jobs),
     // After the restart's draws: the same reason. A fifth of the runs (each some 20 leases longer).
     ...(r() < 0.2 ? { retentionOutage: 'timed' as const } : {}),
+    providerFaults: providerFaultsOf(seed, leaseMs),
+  };
+}
+
+/** The providers' misbehaviour of one seed: throttles, 5xx after and before taking, a paused account, the sandbox, bounces and complaints. */
+function providerFaultsOf(seed: number, leaseMs: number): ProviderFaultPlan {
+  const r = rng(seed ^ 0x27d4eb2f);
+  const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+  const pause = r() < 0.5 ? (['email', 'payments', 'both'] as const)[int(0, 2)]! : undefined;
+  return {
+    throttleEmails: int(0, 3),
+    throttlePayments: int(0, 3),
+    fail5xxAfter: int(0, 2),
+    saved5xx: r() < 0.5,
+    fail5xxBefore: int(0, 2),
+    ...(pause === undefined ? {} : { pause: { who: pause, atMs: int(0, leaseMs * 4), ms: leaseMs * int(2, 4) } }),
+    ...(r() < 0.3 ? { sandbox: { atMs: int(0, leaseMs * 4), ms: leaseMs * 2 } } : {}),
+    bounceEvery: int(6, 12),
+    complaintEvery: int(10, 20),
   };
 }
 
@@ -189,6 +211,10 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
     // forgotten the lost answer's key (its own record says so); timed, a fixed 1.25 retentions.
     case 'resendPastRetention':
       return { ...base, retentionOutage: forced ? 'until-forgotten' : 'timed' };
+    // A paused account in every run: forced, until the provider refused a send for it; timed, a
+    // fixed window early in the run, when the stream's first sends go out.
+    case 'heldAsFailed':
+      return { ...base, providerFaults: { ...base.providerFaults, pause: { who: 'both', atMs: 0, ms: base.leaseMs * 4, ...(forced ? { untilRefused: true } : {}) } } };
     case 'claimOnSweeperCount': {
       // The mistake shows only if the claim on the sweeper's count lands while the stalled holder's
       // lease is live, so nothing may eat into that lease before the claimant's three round trips

@@ -76,7 +76,7 @@ export const HTTP_MODEL: ProviderModel = {
     { answer: '2xx (a replay of the key\'s first 2xx included)', verdict: 'accepted', source: STRIPE_IDEM },
     { answer: '429 (Retry-After honoured)', verdict: 'throttled', source: STRIPE_ERR },
     { answer: '409 (a request with this key is in flight)', verdict: 'rejected', source: STRIPE_IDEM },
-    { answer: '401, 403 (the key or the account disabled)', verdict: 'held', source: STRIPE_ERR },
+    { answer: '401, 403, or an error code account_inactive / account_invalid (the key or the account disabled)', verdict: 'held', source: STRIPE_ERR },
     { answer: 'another 4xx (400 idempotency_error, 402, 404)', verdict: 'rejected (permanent)', source: STRIPE_ERR },
     { answer: '5xx', verdict: 'ambiguous', source: `${STRIPE_IDEM}: a 500 may follow a charge made; resent with the same key` },
     { answer: '5xx replayed for the key (Idempotent-Replayed: true)', verdict: 'ambiguous', source: `${STRIPE_IDEM}: the saved 500 is the key's record; no resend can tell more: UNKNOWN` },
@@ -153,6 +153,8 @@ export function classifySmtp(e: unknown, stage: 'connect' | 'transaction'): Send
   return { kind: 'ambiguous', reason };
 }
 
+const ACCOUNT_STATE = /"code"\s*:\s*"(account_inactive|account_invalid|platform_account_required)"/;
+
 /** Retry-After as ms: delta-seconds or an HTTP date (RFC 9110 10.2.3); undefined when absent or unreadable. */
 export function retryAfterMs(header: string | null | undefined, now: number): number | undefined {
   if (header === null || header === undefined || header.trim() === '') return undefined;
@@ -171,7 +173,8 @@ export function classifyHttpStatus(status: number, body: string, opts: { replaye
   }
   if (status >= 500) return opts.replayed ? { kind: 'ambiguous', reason: `${reason} (the provider's saved answer for this key)`, final: true } : { kind: 'ambiguous', reason };
   if (status === 409) return { kind: 'rejected', permanent: false, reason };
-  if (status === 401 || status === 403) return { kind: 'held', reason };
+  // The account's state, whatever the status says it with (Stripe's account_inactive comes as a 400 or a 403).
+  if (status === 401 || status === 403 || ACCOUNT_STATE.test(body)) return { kind: 'held', reason };
   return { kind: 'rejected', permanent: true, reason };
 }
 
