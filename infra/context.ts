@@ -8,6 +8,7 @@ import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
 import { AWS_LIMITS, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, type TableRole } from '../lib/workflow/index.js';
 import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
+import { SEND_RATE_PER_SECOND } from './constructs/settings.js';
 
 export interface AdoptedTableSetting {
   readonly tableName: string;
@@ -95,6 +96,21 @@ export class ContextSettings {
   /** `{"invoices": {"write": 40000}}`: per table role, warm read and write units per second (an object in cdk.json, its JSON with -c). */
   warmThroughput(): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
     return parseWarmThroughput(this.raw('warmThroughput'));
+  }
+
+  /**
+   * Sends per second each sender or reconciler invocation may make: the account's MaxSendRate
+   * (SES: 14/s by default in production, 1/s in the sandbox) shared among the invocations that
+   * can run at once. Unset: unpaced, a throttled answer alone defers an item.
+   */
+  sendRatePerSecond(): number | undefined {
+    const v = this.string('sendRatePerSecond');
+    if (v === undefined) return undefined;
+    const { min, max } = SEND_RATE_PER_SECOND;
+    // Plain decimals only: Number('') is 0, Number('0x10') 16, Number('1e3') 1000.
+    const n = /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
+    if (!(n >= min && n <= max)) throw new ConfigError('sendRatePerSecond', `must be a positive number in [${min}, ${max}] (sends per second per sender or reconciler invocation; SES allows 14/s by default, 1/s in the sandbox), got "${v.slice(0, 100)}"`);
+    return n;
   }
 
   unfinishedJobAlarmMinutes(): number | undefined {

@@ -22,6 +22,7 @@
  * | `senderIdentity`            | existing SES identity to send as (name or ARN)       | none                 |
  * | `senderDomain`              | domain identity to create, with Easy DKIM            | none                 |
  * | `paymentsUrl`               | payment provider's charge-notification endpoint      | none                 |
+ * | `sendRatePerSecond`         | sends/s per sender or reconciler invocation          | none (unpaced)       |
  * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | `FencedWorkflow`     |
  *
  * infra/context.ts checks each value at synth with the bound its handler enforces.
@@ -86,6 +87,7 @@ export class FencedWorkflowStack extends Stack {
     const senderAddress = settings.senderAddress();
     const senderIdentity = settings.senderIdentity(senderAddress);
     const paymentsUrl = settings.paymentsUrl();
+    const sendRatePerSecond = settings.sendRatePerSecond();
     const shards = settings.shards();
     const workerMaxConcurrency = settings.workerMaxConcurrency();
     const warmThroughput = settings.warmThroughput();
@@ -103,7 +105,13 @@ export class FencedWorkflowStack extends Stack {
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
-      externalEffects: { senderAddress, senderIdentity, ...(paymentsUrl ? { paymentsUrl } : {}), documentsPrefix: documentsPrefixOf(workload ?? invoiceProcessor) },
+      externalEffects: {
+        senderAddress,
+        senderIdentity,
+        ...(paymentsUrl ? { paymentsUrl } : {}),
+        ...(sendRatePerSecond !== undefined ? { sendRatePerSecond } : {}),
+        documentsPrefix: documentsPrefixOf(workload ?? invoiceProcessor),
+      },
       ...(shards !== undefined ? { shards } : {}),
       ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
       ...(warmThroughput ? { warmThroughput } : {}),

@@ -2,7 +2,8 @@
  * The external effects on AWS (DESIGN.md, External effects): the documents bucket (the
  * protected file), the SES identity and configuration set whose events record each delivery,
  * and the four functions around the Outbox table: the sender (the Outbox stream's INSERTs), the
- * reconciler and the collector (scheduled), the recorder (SES events through EventBridge).
+ * reconciler and the collector (scheduled), the recorder (SES events through EventBridge: the
+ * SEND that proves acceptance, and the bounces, complaints, rejections and delays the alarms count).
  *
  * The bucket refuses what the design forbids even to a principal that holds the permission: a
  * PutObject under the documents prefix without If-None-Match (an overwrite) and any delete by a
@@ -24,6 +25,23 @@ import { Construct } from 'constructs';
 import { ENV, OUTBOX_INDEX } from '../../lib/workflow/index.js';
 import { deadLetterQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
+import { validateEffects } from './settings.js';
+
+/**
+ * The SES events the configuration set publishes, and their EventBridge detail types (EventBridge
+ * Events Reference, Amazon SES events): SEND, the reconciler's proof that SES accepted a message
+ * (lib/workflow/effects/recorder.ts); BOUNCE, COMPLAINT and REJECT, trouble after acceptance that
+ * the alarms count (a SENT item that bounced is not delivered) and SES's reputation rates weigh;
+ * DELIVERY_DELAY, recorded on the item for whoever looks. Not DELIVERY: a write per email, and no
+ * decision reads it.
+ */
+export const SES_EVENTS: readonly { readonly event: EmailSendingEvent; readonly detailType: string }[] = [
+  { event: EmailSendingEvent.SEND, detailType: 'Email Sent' },
+  { event: EmailSendingEvent.BOUNCE, detailType: 'Email Bounced' },
+  { event: EmailSendingEvent.COMPLAINT, detailType: 'Email Complaint Received' },
+  { event: EmailSendingEvent.REJECT, detailType: 'Email Rejected' },
+  { event: EmailSendingEvent.DELIVERY_DELAY, detailType: 'Email Delivery Delayed' },
+];
 
 export interface ExternalEffectsProps {
   readonly tables: Readonly<Record<'invoices' | 'fences' | 'jobs' | 'outbox', ITable>>;
@@ -39,6 +57,17 @@ export interface ExternalEffectsProps {
   readonly services: Readonly<Record<'sender' | 'reconciler' | 'recorder' | 'collector', string>>;
   /** The folder the workload's documents are written under (`Processor.documents.prefix`, ending in "/"). */
   readonly documentsPrefix: string;
+  /**
+   * When the reconciler takes over a SENDING claim: above the sender's timeout (1 minute), checked
+   * at synth and by both functions at cold start. @default 5 minutes
+   */
+  readonly reconcileClaimTimeout?: Duration;
+  /**
+   * Sends per second each sender or reconciler invocation may make (CDK context
+   * `sendRatePerSecond`): the account's MaxSendRate shared among the invocations that can run at
+   * once. @default unpaced (a throttled answer still defers its item)
+   */
+  readonly sendRatePerSecond?: number;
 }
 
 /**
@@ -112,20 +141,29 @@ export class ExternalEffects extends Construct {
     this.configurationSet = new ConfigurationSet(this, 'ConfigurationSet', {});
     this.configurationSet.addEventDestination('ToEventBridge', {
       destination: EventDestination.eventBus(EventBus.fromEventBusName(this, 'DefaultBus', 'default')),
-      // SEND only: the reconciler's proof that SES accepted a message (lib/workflow/effects/recorder.ts); DELIVERY would add a write per email and no proof it uses.
-      events: [EmailSendingEvent.SEND],
+      events: SES_EVENTS.map((e) => e.event),
     });
 
     const common = { ...props.environment, [ENV.documentsBucket]: this.bucket.bucketName };
     const mail = { [ENV.senderAddress]: props.senderAddress, [ENV.sesConfigurationSet]: this.configurationSet.configurationSetName, ...(props.paymentsUrl ? { [ENV.paymentsUrl]: props.paymentsUrl } : {}) };
     this.workerEnvironment = { [ENV.documentsBucket]: this.bucket.bucketName };
+    const timeout = Duration.minutes(1);
     const fn = (name: 'Sender' | 'Reconciler' | 'Recorder' | 'Collector', entry: string, description: string, env: Record<string, string>, service: string, extra: { deadLetterQueue?: Queue } = {}) =>
-      fencedFunction(this, name, { entry, description, timeout: Duration.minutes(1), memorySize: 256, environment: { ...env, POWERTOOLS_SERVICE_NAME: service }, ...extra });
-    this.sender = fn('Sender', 'functions/sender.ts', 'Outbox sender: claims each new outbox item, sends it with its outbox identity, marks it SENT', { ...common, ...mail }, props.services.sender);
-    // The reconciler checks at start-up that its claim timeout is above the sender's life (functions/effects-commons.ts).
-    const senderTimeout = { [ENV.senderTimeoutMs]: String(this.sender.fn.timeout?.toMilliseconds() ?? 60_000) };
-    this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...mail, ...senderTimeout }, props.services.reconciler, { deadLetterQueue: props.scheduleDeadLetterQueue });
-    this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES SEND events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
+      fencedFunction(this, name, { entry, description, timeout, memorySize: 256, environment: { ...env, POWERTOOLS_SERVICE_NAME: service }, ...extra });
+    // Both senders get the same claim timeout and the sender's life: each refuses at cold start a
+    // claim timeout not above that life (functions/effects-commons.ts), the sender checks its claim
+    // is still fresh before each send, the reconciler takes over only claims older than it.
+    const reconcileClaimTimeout = props.reconcileClaimTimeout ?? Duration.minutes(5);
+    validateEffects({ senderTimeout: timeout, reconcileClaimTimeout, ...(props.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.sendRatePerSecond } : {}) });
+    const sending = {
+      ...mail,
+      [ENV.reconcileClaimTimeoutMs]: String(reconcileClaimTimeout.toMilliseconds()),
+      [ENV.senderTimeoutMs]: String(timeout.toMilliseconds()),
+      ...(props.sendRatePerSecond !== undefined ? { [ENV.sendRatePerSecond]: String(props.sendRatePerSecond) } : {}),
+    };
+    this.sender = fn('Sender', 'functions/sender.ts', 'Outbox sender: claims each new outbox item, sends it with its outbox identity, marks it SENT', { ...common, ...sending }, props.services.sender);
+    this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...sending }, props.services.reconciler, { deadLetterQueue: props.scheduleDeadLetterQueue });
+    this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES send, bounce, complaint, reject and delivery-delay events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
     this.collector = fn('Collector', 'functions/collector.ts', 'Collector: deletes documents no invoice points to and no live generation can still publish', common, props.services.collector, { deadLetterQueue: props.scheduleDeadLetterQueue });
 
     // The next scheduled run is the retry: a retried one would only overlap it.
@@ -145,10 +183,10 @@ export class ExternalEffects extends Construct {
       }),
     );
     new Rule(this, 'SesEvents', {
-      description: "SES SEND events of this workflow's configuration set, to the recorder",
+      description: "SES send, bounce, complaint, reject and delivery-delay events of this workflow's configuration set, to the recorder",
       eventPattern: {
         source: ['aws.ses'],
-        detailType: ['Email Sent'],
+        detailType: SES_EVENTS.map((e) => e.detailType),
         detail: { mail: { tags: { 'ses:configuration-set': [this.configurationSet.configurationSetName] } } },
       },
       targets: [new LambdaFunction(this.recorder.fn, { deadLetterQueue: props.scheduleDeadLetterQueue, retryAttempts: 8 })],

@@ -25,7 +25,7 @@ import { grantDataPlane } from './permissions.js';
 import { validateScale, validateSettings } from './settings.js';
 import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
-import { ExternalEffects, type SenderIdentitySetting } from './external-effects.js';
+import { ExternalEffects, type ExternalEffectsProps } from './external-effects.js';
 
 /** Construct ids of the tables, by schema role: tools read the template by these names. */
 export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices', outbox: 'Outbox' };
@@ -141,9 +141,11 @@ export interface FencedWorkflowProps {
   /**
    * The external effects: the From address of the emails (an SES identity is created for it), the
    * payment provider's endpoint, and the folder the worker's processor writes its documents under:
-   * its descriptor's `documents.prefix`, which the bucket policy and every S3 grant name.
+   * its descriptor's `documents.prefix`, which the bucket policy and every S3 grant name; the
+   * reconciler's claim timeout and the sends per second of each sender or reconciler invocation
+   * (ExternalEffectsProps).
    */
-  readonly externalEffects: { readonly senderAddress: string; readonly senderIdentity?: SenderIdentitySetting; readonly paymentsUrl?: string; readonly documentsPrefix: string };
+  readonly externalEffects: Pick<ExternalEffectsProps, 'senderAddress' | 'senderIdentity' | 'paymentsUrl' | 'documentsPrefix' | 'reconcileClaimTimeout' | 'sendRatePerSecond'>;
 }
 
 export interface AdoptedTable {
@@ -272,6 +274,8 @@ export class FencedWorkflow extends Construct {
       scheduleDeadLetterQueue: this.scheduleDeadLetterQueue,
       services: { sender: 'sender', reconciler: 'reconciler', recorder: 'recorder', collector: 'collector' },
       documentsPrefix: props.externalEffects.documentsPrefix,
+      ...(props.externalEffects.reconcileClaimTimeout ? { reconcileClaimTimeout: props.externalEffects.reconcileClaimTimeout } : {}),
+      ...(props.externalEffects.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.externalEffects.sendRatePerSecond } : {}),
     });
 
     // ---- Compute ------------------------------------------------------------------------------
@@ -396,7 +400,7 @@ export class FencedWorkflow extends Construct {
         Collector: this.effects.collector.fn,
       },
       sweeper: this.sweeper.fn,
-      effects: { sender: 'sender', reconciler: 'reconciler', collector: 'collector' },
+      effects: { sender: 'sender', reconciler: 'reconciler', recorder: 'recorder', collector: 'collector' },
       sweepInterval,
       unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),

@@ -6,7 +6,9 @@
  * Alarms: a message in either dead-letter queue; any function error or throttle; any failed work
  * record (the worker's RecordsFailed: a partial batch failure is not a Lambda error); a work
  * message older than a threshold; the oldest unfinished job older than a threshold (the
- * sweeper's OldestUnfinishedJobAgeMs gauge); the sweeper not running.
+ * sweeper's OldestUnfinishedJobAgeMs gauge); the sweeper not running. With the external effects:
+ * UNKNOWN and FAILED outbox items, sends held by the account's state, the oldest unsent item, the
+ * sender's failed records, bounces and complaints.
  */
 import { ArnFormat, Aws, CfnCondition, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
@@ -30,7 +32,7 @@ import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic, type ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRIC } from '../../lib/workflow/index.js';
+import { METRIC, type MetricName } from '../../lib/workflow/index.js';
 
 /**
  * The metrics the handlers emit (lib/workflow/ports.ts METRIC), grouped by emitter and dashboard graph. A
@@ -47,9 +49,16 @@ export const WORKFLOW_METRICS = {
   requeues: METRIC.jobsRequeued,
   /** A gauge in ms, emitted by every sweep. */
   oldestUnfinishedJobAge: METRIC.oldestUnfinishedJobAgeMs,
-  /** The external effects: documents (worker, collector), deliveries (sender, reconciler). */
+  /** The external effects: documents (worker, collector). */
   documents: [METRIC.documentsPublished, METRIC.documentsCollected],
-  outbox: [METRIC.outboxSent, METRIC.outboxFailed, METRIC.outboxAmbiguous, METRIC.outboxUnknown, METRIC.outboxRecordsFailed],
+  /** Deliveries, emitted by the sender and the reconciler alike (both send through lib/workflow/effects/sender.ts). */
+  outbox: [METRIC.outboxSent, METRIC.outboxFailed, METRIC.outboxAmbiguous, METRIC.outboxUnknown],
+  /** The provider asked to wait: throttled, or held by the account's state (sender and reconciler). */
+  waits: [METRIC.outboxThrottled, METRIC.outboxHeld],
+  /** Emitted by the sender handler, per failed stream record. */
+  outboxRecordsFailed: METRIC.outboxRecordsFailed,
+  /** SES events after acceptance, emitted by the recorder. */
+  providerTrouble: [METRIC.outboxBounced, METRIC.outboxComplained],
   /** A gauge in ms, emitted by every reconcile. */
   oldestUnsent: METRIC.outboxOldestUnsentAgeMs,
 } as const;
@@ -58,8 +67,8 @@ export interface WorkflowMonitoringProps {
   readonly namespace: string;
   /** The `service` dimension each emitter publishes with. */
   readonly services: Readonly<{ worker: string; sweeper: string }>;
-  /** The external effects' emitters; alarms on UNKNOWN items, the oldest unsent item and the sender's failed records. */
-  readonly effects?: { readonly sender: string; readonly reconciler: string; readonly collector: string; readonly unsentAlarmAfter?: Duration };
+  /** The external effects' emitters; alarms on UNKNOWN, FAILED and held items, the oldest unsent item, the sender's failed records, bounces and complaints. */
+  readonly effects?: { readonly sender: string; readonly reconciler: string; readonly recorder: string; readonly collector: string; readonly unsentAlarmAfter?: Duration };
   readonly queue: IQueue;
   readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
   readonly functions: Readonly<Record<string, IFunction>>;
@@ -241,45 +250,94 @@ export class WorkflowMonitoring extends Construct {
     });
   }
 
-  /** UNKNOWN outbox items (a person must decide), FAILED ones (a cause to fix), the oldest unsent item, the sender's failed records; and their graphs. */
+  /**
+   * UNKNOWN outbox items (a person must decide), FAILED ones (a cause to fix), held sends (the
+   * account to fix), the oldest unsent item, the sender's failed records, bounces and complaints
+   * (SES reputation); and their graphs.
+   */
   private effectAlarms(
     e: NonNullable<WorkflowMonitoringProps['effects']>,
     metric: (service: string, name: string, statistic: string) => Metric,
     addAlarm: (a: Alarm) => Alarm,
   ): GraphWidget[][] {
-    const unknown = metric(e.reconciler, METRIC.outboxUnknown, 'Sum');
-    const failed = this.failedItems(e, metric);
+    const summed = (name: MetricName, label: string, ids?: readonly [string, string]) => this.bothSenders(e, metric, name, label, ids);
     const oldest = metric(e.reconciler, METRIC.outboxOldestUnsentAgeMs, 'Maximum');
     const failedRecords = metric(e.sender, METRIC.outboxRecordsFailed, 'Sum');
+    const hourly = (name: MetricName) => metric(e.recorder, name, 'Sum').with({ period: Duration.hours(1) });
+    const bounced = hourly(METRIC.outboxBounced);
+    const complained = hourly(METRIC.outboxComplained);
     const after = e.unsentAlarmAfter ?? Duration.minutes(30);
     const once = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING };
-    addAlarm(new Alarm(this, 'OutboxUnknown', { alarmDescription: 'An outbox item is UNKNOWN: its send may or may not have been delivered and the provider record cannot tell. A person decides (docs/external-effects.md).', metric: unknown, ...once }));
+    addAlarm(new Alarm(this, 'OutboxUnknown', { alarmDescription: 'An outbox item is UNKNOWN: its send may or may not have been delivered and the provider record cannot tell. A person decides (docs/external-effects.md).', metric: summed(METRIC.outboxUnknown, 'UNKNOWN outbox items'), ...once }));
     addAlarm(new Alarm(this, 'OutboxFailed', {
       alarmDescription:
-        'An outbox item ended FAILED: the provider refused it for good, or the stack is misconfigured (an unverified SES identity, no paymentsUrl). Nothing retries it: read the reason on the item, fix the cause, put it back to PENDING (docs/deploy.md, Verify the sender address; docs/external-effects.md).',
-      metric: failed,
+        'An outbox item ended FAILED: the provider refused it for good (its content, a payment refused), or the stack is misconfigured (no paymentsUrl). Nothing retries it: read the reason on the item, fix the cause, put it back to PENDING (docs/deploy.md, Verify the sender address; docs/external-effects.md).',
+      metric: summed(METRIC.outboxFailed, 'FAILED outbox items'),
+      ...once,
+    }));
+    // Any held send: the provider refused the account, not the message (sending paused or suspended,
+    // the sandbox, an unverified identity, a missing configuration set, a disabled key). Every send
+    // until it is fixed meets the same refusal, so the first one is the signal.
+    addAlarm(new Alarm(this, 'OutboxHeld', {
+      alarmDescription:
+        "A send was held by the account's state (SES sending paused or suspended, the sandbox, an unverified identity, the configuration set, credentials: the item's heldReason, outbox-held in the logs). " +
+        'Fix the account (aws sesv2 get-account); held items wait and are sent by themselves once it lifts (docs/deploy.md, Watch it).',
+      metric: summed(METRIC.outboxHeld, 'held sends'),
       ...once,
     }));
     addAlarm(new Alarm(this, 'OutboxUnsentTooOld', { alarmDescription: `An outbox item has waited more than ${after.toHumanString()} to be sent: the provider is down, or the sender and the reconciler fail. See their logs.`, metric: oldest, threshold: after.toMilliseconds(), comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING }));
     addAlarm(new Alarm(this, 'OutboxRecordsFailed', { alarmDescription: 'The sender reported Outbox stream records failed (a provider not taking mail now, an error): retried by the stream, then its DLQ; the reconciler sends what stays PENDING.', metric: failedRecords, ...once }));
+    // Bounces and complaints: any in an hour, not a rate against OutboxSent. SES reviews the
+    // account on its own rates (bounces over 5%, complaints over 0.1%), computed over a
+    // representative volume of the whole account's mail (AWS/SES Reputation.*); a ratio of ours
+    // would be a guess at it: a bounce or complaint arrives minutes to days after its send (an
+    // hour's OutboxSent is often 0 then, the ratio undefined), soft bounces and rejections count in
+    // OutboxBounced but not in SES's rate, and ten sends make one bounce 10%. Each one is a customer
+    // who did not get, or did not want, an invoice: worth a look. An hour's period pages once per
+    // burst (an invoice run's bad addresses bounce together), not once per bounce.
+    addAlarm(new Alarm(this, 'OutboxBounced', {
+      alarmDescription:
+        "SES reported an outbox email bounced or rejected (the recorder's OutboxBounced, in the last hour): that customer did not get it. " +
+        "Fix the address (the item's providerEvents) and watch the account's bounce rate (SES console, Reputation metrics): over 5% SES reviews the account and may pause its sending.",
+      metric: bounced,
+      ...once,
+    }));
+    addAlarm(new Alarm(this, 'OutboxComplained', {
+      alarmDescription:
+        "A recipient marked an outbox email as spam (the recorder's OutboxComplained, in the last hour). " +
+        "Find whom (the item's providerEvents) and stop mailing them; SES reviews an account whose complaint rate passes 0.1% and may pause its sending (SES console, Reputation metrics).",
+      metric: complained,
+      ...once,
+    }));
     const g = (title: string, left: IMetric[]) => new GraphWidget({ title, left, width: 12, height: 6 });
+    // One line per outcome, the sender's and the reconciler's summed (their own ids: a graph's metric ids are shared by its lines).
+    const both = (names: readonly MetricName[]) => names.map((n) => summed(n, n, [`${n.toLowerCase()}Sender`, `${n.toLowerCase()}Reconciler`]));
     return [
-      [g('Outbox deliveries', WORKFLOW_METRICS.outbox.map((m) => metric(m === METRIC.outboxUnknown ? e.reconciler : e.sender, m, 'Sum'))), g('Oldest unsent outbox item (ms)', [oldest])],
-      [g('Documents', [metric('worker', METRIC.documentsPublished, 'Sum'), metric(e.collector, METRIC.documentsCollected, 'Sum')])],
+      [g('Outbox deliveries (sender + reconciler)', [...both(WORKFLOW_METRICS.outbox), metric(e.sender, WORKFLOW_METRICS.outboxRecordsFailed, 'Sum')]), g('Oldest unsent outbox item (ms)', [oldest])],
+      [
+        g('Provider: waits (sender + reconciler), bounces and complaints (recorder, per hour)', [...both(WORKFLOW_METRICS.waits), ...WORKFLOW_METRICS.providerTrouble.map(hourly)]),
+        g('Documents', [metric('worker', METRIC.documentsPublished, 'Sum'), metric(e.collector, METRIC.documentsCollected, 'Sum')]),
+      ],
     ];
   }
 
   /**
-   * FAILED items from both the sender and the reconciler: each marks an item FAILED when the
-   * provider refuses it for good (the reconciler when it delivers what the stream left PENDING).
-   * FILL(…, 0): an emitter that failed nothing publishes no point, and a sum of two series has no
-   * point where either lacks one, so one alone failing items would never breach.
+   * An outbox outcome from both the sender and the reconciler: each sends (the reconciler what the
+   * stream left PENDING) through the same code, under its own `service`. FILL(…, 0): an emitter
+   * that counted nothing publishes no point, and a sum of two series has no point where either
+   * lacks one, so one alone counting would never breach.
    */
-  private failedItems(e: NonNullable<WorkflowMonitoringProps['effects']>, metric: (service: string, name: string, statistic: string) => Metric): MathExpression {
+  private bothSenders(
+    e: NonNullable<WorkflowMonitoringProps['effects']>,
+    metric: (service: string, name: string, statistic: string) => Metric,
+    name: MetricName,
+    label: string,
+    [s, r]: readonly [string, string] = ['sender', 'reconciler'],
+  ): MathExpression {
     return new MathExpression({
-      expression: 'FILL(sender, 0) + FILL(reconciler, 0)',
-      usingMetrics: { sender: metric(e.sender, METRIC.outboxFailed, 'Sum'), reconciler: metric(e.reconciler, METRIC.outboxFailed, 'Sum') },
-      label: 'FAILED outbox items',
+      expression: `FILL(${s}, 0) + FILL(${r}, 0)`,
+      usingMetrics: { [s]: metric(e.sender, name, 'Sum'), [r]: metric(e.reconciler, name, 'Sum') },
+      label,
       period: Duration.minutes(5),
     });
   }

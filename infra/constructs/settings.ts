@@ -2,7 +2,7 @@
  * The construct's settings, checked at synth with the code the handlers run at start-up (the
  * environment parsers of lib/workflow/config.ts) plus the rules only the stack knows: the
  * schedule's whole minutes, the unit size a transaction can hold, a staleness threshold above
- * the lease and the skew bound.
+ * the lease and the skew bound, a claim timeout above the sender's life.
  */
 import type { Duration } from 'aws-cdk-lib';
 import { ConfigError, MAX_TRANSACTION_ACTIONS, MAX_UNIT_EFFECTS } from '../../lib/protocol/index.js';
@@ -83,5 +83,31 @@ export function validateScale(s: { shards: number; workerMaxConcurrency: number;
         throw new ConfigError(`warmThroughput.${role as TableRole}.${kind}`, `must be an integer >= ${floor[kind]} (what a new on-demand table serves already), got ${v}`);
       }
     }
+  }
+}
+
+/**
+ * The sends per second one sender or reconciler invocation may make (ENV.sendRatePerSecond): the
+ * bounds functions/effects-commons.ts reads it with (`decimal`), so a rate synth accepts is one
+ * the functions start with. Held equal by test/infra/compute.test.ts.
+ */
+export const SEND_RATE_PER_SECOND = { min: 0.001, max: 10_000 } as const;
+
+/**
+ * The outbox's settings: the reconciler's claim timeout above the sender's timeout (a sender
+ * lives that long, so a shorter claim timeout would let the reconciler take a live sender's claim
+ * and both send; both functions refuse it at cold start, this refuses it at synth), within the
+ * bounds the functions read it with, and the send rate within SEND_RATE_PER_SECOND.
+ */
+export function validateEffects(s: { senderTimeout: Duration; reconcileClaimTimeout: Duration; sendRatePerSecond?: number }): void {
+  const claimMs = s.reconcileClaimTimeout.toMilliseconds();
+  const senderMs = s.senderTimeout.toMilliseconds();
+  if (!Number.isSafeInteger(claimMs) || claimMs < 1_000 || claimMs > 86_400_000) throw new ConfigError('reconcileClaimTimeout', `must be 1 s to 1 day, got ${claimMs} ms`);
+  if (claimMs <= senderMs) throw new ConfigError('reconcileClaimTimeout', `(${claimMs} ms) must be above the sender's timeout (${senderMs} ms): a live sender's claim would be taken over`);
+  const rate = s.sendRatePerSecond;
+  if (rate === undefined) return;
+  const { min, max } = SEND_RATE_PER_SECOND;
+  if (!Number.isFinite(rate) || rate < min || rate > max) {
+    throw new ConfigError('sendRatePerSecond', `must be a number in [${min}, ${max}] (sends per second per sender or reconciler invocation), got ${rate}`);
   }
 }

@@ -128,7 +128,7 @@ describe('functions', () => {
   it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts it reads is set, the epoch from context, no DynamoDB endpoint', (name) => {
     const env = envOf(name);
     // The external effects' settings are per function (the worker's bucket, the sender's SES); below.
-    const perFunction = ['documentsBucket', 's3Endpoint', 'documentSet', 'senderAddress', 'sesConfigurationSet', 'paymentsUrl', 'paymentsKeyRetentionMs', 'keyRetentionMarginMs', 'reconcilePendingAfterMs', 'reconcileClaimTimeoutMs', 'senderTimeoutMs', 'providerRecordLagMs', 'collectAfterMs', 'sendRatePerSecond', 'throttleBackoffMs', 'heldRetryMs'];
+    const perFunction = ['documentsBucket', 's3Endpoint', 'documentSet', 'senderAddress', 'sesConfigurationSet', 'paymentsUrl', 'paymentsKeyRetentionMs', 'keyRetentionMarginMs', 'reconcilePendingAfterMs', 'reconcileClaimTimeoutMs', 'senderTimeoutMs', 'providerRecordLagMs', 'sendRatePerSecond', 'throttleBackoffMs', 'heldRetryMs', 'collectAfterMs'];
     if (name === 'worker') expect(env[ENV.documentsBucket]).toBeDefined();
     for (const [key, variable] of Object.entries(ENV)) {
       if (perFunction.includes(key)) continue;
@@ -198,13 +198,19 @@ describe('configuration is checked at synth, with the checks the handlers run', 
     },
   );
 
-  it("the reconciler refuses at start-up a claim timeout at or below the sender's timeout, which the stack passes it (a live sender's claim would be taken over)", async () => {
+  it("the sender and the reconciler get the same claim timeout, above the sender's timeout, and both start with it; a claim timeout at or below it is refused (a live sender's claim would be taken over)", async () => {
     const { reconcilerFromEnv } = await import('../../functions/effects-commons.js');
     const sender = {} as Parameters<typeof reconcilerFromEnv>[1];
-    const env = (props(w.effects.reconciler.fn).Environment as { Variables: Record<string, string> }).Variables;
-    // The stack passes the sender's real timeout (1 minute), and its default claim timeout (5) is above it.
-    expect(env[ENV.senderTimeoutMs]).toBe(String((props(w.effects.sender.fn).Timeout as number) * 1000));
-    expect(reconcilerFromEnv({ [ENV.senderTimeoutMs]: env[ENV.senderTimeoutMs] }, sender).claimTimeoutMs).toBe(300_000);
+    const envOfEffect = (fn: 'sender' | 'reconciler') => (props(w.effects[fn].fn).Environment as { Variables: Record<string, string> }).Variables;
+    const senderTimeoutMs = (props(w.effects.sender.fn).Timeout as number) * 1000;
+    for (const fn of ['sender', 'reconciler'] as const) {
+      const env = envOfEffect(fn);
+      // The sender's real timeout (1 minute), and the claim timeout (5 minutes) above it, written down rather than left to the handlers' default.
+      expect(env[ENV.senderTimeoutMs], fn).toBe(String(senderTimeoutMs));
+      expect(env[ENV.reconcileClaimTimeoutMs], fn).toBe('300000');
+      expect(Number(env[ENV.reconcileClaimTimeoutMs])).toBeGreaterThan(Number(env[ENV.senderTimeoutMs]));
+      expect(reconcilerFromEnv({ [ENV.senderTimeoutMs]: env[ENV.senderTimeoutMs], [ENV.reconcileClaimTimeoutMs]: env[ENV.reconcileClaimTimeoutMs] }, sender).claimTimeoutMs).toBe(300_000);
+    }
     for (const claim of ['60000', '30000']) {
       let error: unknown;
       try {
@@ -216,6 +222,14 @@ describe('configuration is checked at synth, with the checks the handlers run', 
       expect((error as ConfigError).variable).toBe(ENV.reconcileClaimTimeoutMs);
       expect((error as Error).message).toMatch(/must be above the sender's timeout \(SENDER_TIMEOUT_MS 60000 ms\)/);
     }
+  });
+
+  it.each([Duration.minutes(1), Duration.seconds(30)])("a fork's reconcileClaimTimeout of %s (not above the sender's 1 minute) is refused at synth", (reconcileClaimTimeout) => {
+    const stack = new Stack(new App({ outdir: tempDir('fenced-cdk-') }));
+    const externalEffects = { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/', reconcileClaimTimeout };
+    expect(() => new FencedWorkflow(stack, 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects })).toThrow(
+      /reconcileClaimTimeout: \(\d+ ms\) must be above the sender's timeout \(60000 ms\)/,
+    );
   });
 
   it('a bad setting stops `cdk synth` with one line naming it, no stack trace', async () => {

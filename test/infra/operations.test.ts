@@ -2,13 +2,15 @@
  * Operations: the alarms an on-call engineer is paged by, the dashboard, and the outputs the
  * CLI's ops commands read.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
 import { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { OUTPUTS } from '../../infra/stack.js';
 import { METRIC } from '../../lib/workflow/index.js';
-import { logicalId, templateOf } from './support.js';
+import { logicalId, PROJECT_ROOT, templateOf } from './support.js';
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -58,28 +60,70 @@ describe('alarms', () => {
     ]);
   });
 
-  it("an UNKNOWN outbox item alarms on the first one, on the reconciler's OutboxUnknown", () => {
-    const found = alarmOn(METRIC.outboxUnknown, { Name: 'service', Value: 'reconciler' });
-    expect(found).toEqual([expect.objectContaining({ Statistic: 'Sum', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' })]);
+  /** The alarm on `name` summed over the sender and the reconciler (each sends, under its own service). */
+  const summedAlarm = (name: string) => {
+    const of = (service: string) => ({ MetricStat: { Metric: { MetricName: name, Namespace: 'FencedWorkflow', Dimensions: [{ Name: 'service', Value: service }] }, Period: 300, Stat: 'Sum' } });
+    return expect.objectContaining({
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+      Metrics: [
+        expect.objectContaining({ Expression: 'FILL(sender, 0) + FILL(reconciler, 0)' }),
+        expect.objectContaining({ Id: 'sender', ...of('sender'), ReturnData: false }),
+        expect.objectContaining({ Id: 'reconciler', ...of('reconciler'), ReturnData: false }),
+      ],
+    });
+  };
+  const alarmsOn = (name: string) => alarms.filter((a) => a.MetricName === name || JSON.stringify(a.Metrics ?? []).includes(`"MetricName":"${name}"`));
+
+  it('an UNKNOWN outbox item alarms on the first one, whether the sender (a final ambiguous answer) or the reconciler marked it', () => {
+    expect(alarmsOn(METRIC.outboxUnknown)).toEqual([summedAlarm(METRIC.outboxUnknown)]);
   });
 
   it('a FAILED outbox item alarms on the first one, whether the sender or the reconciler marked it, and the description says what to do', () => {
-    const failedOf = (service: string) => ({ MetricStat: { Metric: { MetricName: METRIC.outboxFailed, Namespace: 'FencedWorkflow', Dimensions: [{ Name: 'service', Value: service }] }, Period: 300, Stat: 'Sum' } });
-    const found = alarms.filter((a) => JSON.stringify(a.Metrics ?? []).includes(METRIC.outboxFailed));
+    const found = alarmsOn(METRIC.outboxFailed);
+    expect(found).toEqual([summedAlarm(METRIC.outboxFailed)]);
+    expect(found[0]!.AlarmDescription).toMatch(/FAILED.*put it back to PENDING/);
+  });
+
+  it("a send held by the account's state alarms on the first one in 5 minutes, from the sender or the reconciler, and says the items resume by themselves once it is fixed", () => {
+    const found = alarmsOn(METRIC.outboxHeld);
+    expect(found).toEqual([summedAlarm(METRIC.outboxHeld)]);
+    expect(found[0]!.AlarmDescription).toMatch(/paused.*sandbox.*unverified identity/);
+    expect(found[0]!.AlarmDescription).toMatch(/Fix the account.*sent by themselves once it lifts/);
+  });
+
+  it.each([
+    [METRIC.outboxBounced, /bounced or rejected.*Fix the address.*over 5% SES reviews the account/],
+    [METRIC.outboxComplained, /spam.*stop mailing them.*complaint rate passes 0\.1%/],
+  ])("%s: any in an hour alarms, on the recorder's metric, and the description says what to do and SES's threshold", (name, description) => {
+    const found = alarmsOn(name);
     expect(found).toEqual([
       expect.objectContaining({
+        Namespace: 'FencedWorkflow',
+        Dimensions: [{ Name: 'service', Value: 'recorder' }],
+        Statistic: 'Sum',
+        Period: 3600,
         Threshold: 1,
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
         EvaluationPeriods: 1,
         TreatMissingData: 'notBreaching',
-        AlarmDescription: expect.stringMatching(/FAILED.*put it back to PENDING/),
-        Metrics: [
-          expect.objectContaining({ Expression: 'FILL(sender, 0) + FILL(reconciler, 0)' }),
-          expect.objectContaining({ Id: 'sender', ...failedOf('sender'), ReturnData: false }),
-          expect.objectContaining({ Id: 'reconciler', ...failedOf('reconciler'), ReturnData: false }),
-        ],
+        AlarmDescription: expect.stringMatching(description),
       }),
     ]);
+  });
+
+  it("the throttled sends alarm on nothing (each item is deferred and retried by itself; OutboxUnsentTooOld catches a throttle that never ends)", () => {
+    expect(alarmsOn(METRIC.outboxThrottled)).toEqual([]);
+  });
+
+  it("the docs' alarm figures are the template's: docs/deploy.md's count, alarm metrics and price ($0.10 per standard alarm metric), README's count", () => {
+    const metrics = alarms.reduce((n, a) => n + (Array.isArray(a.Metrics) ? (a.Metrics as { MetricStat?: unknown }[]).filter((m) => m.MetricStat !== undefined).length : 1), 0);
+    const flat = (path: string) => readFileSync(join(PROJECT_ROOT, path), 'utf8').replace(/\s+/g, ' ');
+    const deploy = /(\d+) alarms \$([\d.]+) \((\d+) alarm metrics/.exec(flat('docs/deploy.md'));
+    expect(deploy?.slice(1)).toEqual([String(alarms.length), (metrics * 0.1).toFixed(2), String(metrics)]);
+    expect(flat('README.md')).toContain(`the dashboard, ${alarms.length} alarms,`);
   });
 
   it.each(['worker', 'sweeper', 'starter'] as const)('%s: any throttled invocation alarms', (fn) => {
@@ -158,6 +202,23 @@ describe('dashboard', () => {
   it('shows every metric the handlers emit (lib/workflow/ports.ts METRIC), in the FencedWorkflow namespace', () => {
     for (const name of Object.values(METRIC)) expect(body, name).toContain(`\\"${name}\\"`);
     expect(body).toContain('\\"FencedWorkflow\\"');
+  });
+
+  it('graphs each outbox outcome summed over the sender and the reconciler, the waits beside the bounces and complaints, and the new alarms on the status widget', () => {
+    // The body is a Fn::Join of JSON text and references, each reference inside a JSON string: read it with each one as X.
+    const parts = (Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]!.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+    const dashboard = JSON.parse(parts.map((p) => (typeof p === 'string' ? p : 'X')).join('')) as { widgets: { properties: { title?: string; metrics?: unknown[][] } }[] };
+    const graphs = dashboard.widgets.map((x) => x.properties);
+    const graph = (title: RegExp) => graphs.find((g) => title.test(g.title ?? ''))!;
+    const deliveries = JSON.stringify(graph(/^Outbox deliveries/).metrics);
+    for (const name of [METRIC.outboxSent, METRIC.outboxFailed, METRIC.outboxAmbiguous, METRIC.outboxUnknown]) {
+      for (const service of ['sender', 'reconciler']) expect(deliveries, `${name} ${service}`).toContain(`"${name}","service","${service}"`);
+      expect(deliveries).toContain(`FILL(${name.toLowerCase()}Sender, 0) + FILL(${name.toLowerCase()}Reconciler, 0)`);
+    }
+    const provider = JSON.stringify(graph(/^Provider/).metrics);
+    for (const name of [METRIC.outboxThrottled, METRIC.outboxHeld]) for (const service of ['sender', 'reconciler']) expect(provider).toContain(`"${name}","service","${service}"`);
+    for (const name of [METRIC.outboxBounced, METRIC.outboxComplained]) expect(provider).toContain(`"${name}","service","recorder",{"period":3600,"stat":"Sum"}`);
+    for (const id of ['OutboxHeld', 'OutboxBounced', 'OutboxComplained']) expect(body).toContain(logicalId(w.monitoring.node.findChild(id)));
   });
 
   it('labels each dead-letter queue on its widget by name', () => {
