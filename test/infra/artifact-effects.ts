@@ -132,6 +132,34 @@ export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFu
       expect([await item(email), await item(payment)]).toEqual(before);
     });
 
+    it("sender, SES misbehaving through the bundle's real SESv2 client: throttled three times (the adapter's own two retries spent) the batch is deferred, not failed; paused, the email is held with its reason, never FAILED; a 500 after SES took it is counted ambiguous and left SENDING", async () => {
+      const throttled = await put(mail('cust-0000011'));
+      const rest = await put(mail('cust-0000012'));
+      ses.throttle(3);
+      const t1 = await invoke('sender', 'Sender', [await streamEvent([throttled, rest])]);
+      expect(t1.results).toEqual([{ batchItemFailures: [] }]);
+      expect(metricSum(t1.emf, 'OutboxThrottled')).toBe(1);
+      for (const pk of [throttled, rest]) expect(await item(pk)).toMatchObject({ status: 'PENDING', deferrals: 1 });
+      expect((await item(throttled)).notBefore).toBeGreaterThan(Date.now() - 60_000);
+      expect(sesSends(throttled)).toHaveLength(0);
+
+      const paused = await put(mail('cust-0000013'));
+      ses.pause(60_000);
+      const t2 = await invoke('sender', 'Sender', [await streamEvent([paused])]);
+      ses.pause(0);
+      expect(t2.results).toEqual([{ batchItemFailures: [] }]);
+      expect(metricSum(t2.emf, 'OutboxHeld')).toBe(1);
+      expect(await item(paused)).toMatchObject({ status: 'PENDING', heldReason: expect.stringContaining('SendingPausedException') });
+
+      const taken = await put(mail('cust-0000014'));
+      ses.fail5xxAfter(1);
+      const t3 = await invoke('sender', 'Sender', [await streamEvent([taken])]);
+      await ses.relayed();
+      expect(t3.results).toEqual([{ batchItemFailures: [] }]);
+      expect(sesSends(taken)).toHaveLength(1);
+      expect(await item(taken)).toMatchObject({ status: 'SENDING', ambiguousSends: 1 });
+    });
+
     it('recorder and reconciler: a sender that died after SES accepted is marked SENT from the recorded SES event, no second email; an item whose stream delivery never came is sent', async () => {
       // Older than the reconciler's thresholds as the stack sets them (10 min PENDING, 5 min claim).
       const old = Date.now() - 20 * 60_000;
