@@ -30,6 +30,8 @@ export interface EffectsOptions {
   eventDelayMs?: number;
   /** The payment provider forgets keys this long after it stored them (scaled; Stripe's 24 h), and says so to the sender. Default: kept for good. */
   paymentsKeyRetentionMs?: number;
+  /** The providers' adapters give up on an answer after this (ms); the claim timeout must outlive it. Default 1 s: loopback sends take milliseconds. */
+  sendTimeoutMs?: number;
 }
 
 /**
@@ -52,6 +54,8 @@ export interface Effects {
   /** The embedded sink (its record); undefined with --smtp: no record the reconciler or checker can read. */
   readonly sink?: SmtpSink;
   readonly payments: PaymentsProvider;
+  /** The adapters' answer timeout (EffectsOptions.sendTimeoutMs). */
+  readonly sendTimeoutMs: number;
   readonly http: Readonly<Record<string, HttpProvider>>;
   readonly from: string;
   close(): Promise<void>;
@@ -178,7 +182,8 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
         })
       : undefined;
   const smtp = opts.smtp ?? { host: sink!.host, port: sink!.port };
-  const email = new SmtpEmailProvider({ ...smtp, timeoutMs: 3_000 });
+  const sendTimeoutMs = opts.sendTimeoutMs ?? 1_000;
+  const email = new SmtpEmailProvider({ ...smtp, timeoutMs: sendTimeoutMs });
   const retention = opts.paymentsKeyRetentionMs === undefined ? {} : { keyRetentionMs: opts.paymentsKeyRetentionMs };
   const payments = await startPaymentsProvider(retention);
   return {
@@ -191,7 +196,8 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
     emailName: opts.smtp === undefined ? `embedded SMTP sink ${smtp.host}:${smtp.port}` : `SMTP ${smtp.host}:${smtp.port}`,
     ...(sink === undefined ? {} : { sink }),
     payments,
-    http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, 3_000, retention) },
+    http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, sendTimeoutMs, retention) },
+    sendTimeoutMs,
     from: SENDER_ADDRESS,
     close: async () => {
       // The sink's Bounce and Complaint events come after its Send: let them reach the recorder first.

@@ -145,6 +145,9 @@ export class RunEffects {
       ...(o.keyRetentionMarginMs === undefined ? {} : { keyRetentionMarginMs: o.keyRetentionMarginMs }),
       ...(this.kill === undefined ? {} : { hooks: this.kill }),
       // AWS's waits (1 s doubling to 15 min, a held account tried every 5 min), scaled to the run's lease.
+      // The sender checks before each send that its claim outlives one (its adapters' timeout).
+      claimTimeoutMs: this.claimTimeoutMs,
+      sendTimeoutMs: o.effects.sendTimeoutMs,
       backoff: { throttleBaseMs: Math.round(o.leaseMs / 4), maxMs: o.leaseMs * 4, heldRetryMs: o.leaseMs * 2 },
     };
     this.stream = new OutboxStream({
@@ -440,7 +443,8 @@ export class RunEffects {
 
   /** How old a SENDING claim must be before the reconciler may take it over (the checker holds it to this). */
   private get claimTimeoutMs(): number {
-    return this.o.leaseMs * 2;
+    // Above a send's longest life (the adapters' timeout), as the stack's is above the sender's timeout.
+    return Math.max(this.o.leaseMs * 2, this.o.effects.sendTimeoutMs * 2);
   }
 
   /** What the checker reads: the bucket, the providers' own records, and the claim timeout takeovers must respect. */

@@ -150,7 +150,7 @@ export async function chaosRun(
   // The payment provider forgets keys after 16 leases (Stripe: 24 h, scaled); the sender stops 4
   // leases before: the margin covers a POST's way on a loaded machine, and the stream's retries
   // and the reconciler's first pass (6 leases) leave an item stuck by a short outage well inside it.
-  const effects = await startEffects({ doc: env.direct.doc, paymentsKeyRetentionMs: schedule.leaseMs * 16 });
+  const effects = await startEffects({ doc: env.direct.doc, paymentsKeyRetentionMs: schedule.leaseMs * 16, sendTimeoutMs: schedule.leaseMs });
   opts.calls?.attach(effects.s3);
   const http = senderProviders(variant, effects.http);
   const email = senderEmail(variant, effects.email);

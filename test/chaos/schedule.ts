@@ -211,10 +211,10 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
     // forgotten the lost answer's key (its own record says so); timed, a fixed 1.25 retentions.
     case 'resendPastRetention':
       return { ...base, retentionOutage: forced ? 'until-forgotten' : 'timed' };
-    // A paused account in every run: forced, until the provider refused a send for it; timed, a
-    // fixed window early in the run, when the stream's first sends go out.
+    // A paused account in every run: forced, until the provider refused a send for it (and 4 leases
+    // more); timed, a fixed window of 12 leases from the start, over the stream's first sends.
     case 'heldAsFailed':
-      return { ...base, providerFaults: { ...base.providerFaults, pause: { who: 'both', atMs: 0, ms: base.leaseMs * 4, ...(forced ? { untilRefused: true } : {}) } } };
+      return { ...base, providerFaults: { ...base.providerFaults, pause: { who: 'both', atMs: 0, ms: base.leaseMs * (forced ? 4 : 12), ...(forced ? { untilRefused: true } : {}) } } };
     case 'claimOnSweeperCount': {
       // The mistake shows only if the claim on the sweeper's count lands while the stalled holder's
       // lease is live, so nothing may eat into that lease before the claimant's three round trips
