@@ -49,3 +49,19 @@ export class Window {
 export function counters<K extends string>(kinds: readonly K[]): Record<K, number> {
   return Object.fromEntries(kinds.map((k) => [k, 0])) as Record<K, number>;
 }
+
+/** The fault plan every email stand-in plays (the SMTP sink, the SES endpoint), each answering as its provider does. */
+export interface EmailFaultPlan {
+  /** The next n sends are refused as throttled (SES's 454, 429 TooManyRequestsException): nothing taken. */
+  throttle(n: number): void;
+  /** The account's sending is paused for `ms` from now (0: resumed): refused, nothing taken. */
+  pause(ms: number): void;
+  /** Paused while `p()` holds, whatever pause() says. */
+  pausedWhile(p: () => boolean): void;
+  /** The sandbox: while set, a recipient `verified` refuses is refused with SES's "not verified"; undefined: out of the sandbox. */
+  sandbox(verified: ((addr: string) => boolean) | undefined): void;
+  /** Messages to a recipient matching `pred` are accepted and then bounce (Permanent, General); undefined: none. */
+  bounce(pred: ((to: string) => boolean) | undefined): void;
+  /** Messages to a recipient matching `pred` are accepted and then complained about; undefined: none. */
+  complain(pred: ((to: string) => boolean) | undefined): void;
+}

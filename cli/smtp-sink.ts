@@ -28,7 +28,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
-import { Countdown, counters, Window } from './fault-switch.js';
+import { Countdown, counters, Window, type EmailFaultPlan } from './fault-switch.js';
 
 export interface ReceivedMessage {
   readonly queueId: string;
@@ -65,7 +65,7 @@ export interface SmtpSinkOptions {
   feedbackDelayMs?: number;
 }
 
-export interface SmtpSink {
+export interface SmtpSink extends EmailFaultPlan {
   readonly host: string;
   readonly port: number;
   readonly received: ReceivedMessage[];
@@ -75,18 +75,6 @@ export interface SmtpSink {
   readonly acksLost: number;
   /** Connections refused with 421 while down (nothing taken from them). */
   readonly refused: number;
-  /** The next n messages (recipients, with refuseAt 'rcpt') are refused with SES's 454 throttling reply. */
-  throttle(n: number): void;
-  /** The account's sending is paused for `ms` from now (0: resumed): 554, nothing taken. */
-  pause(ms: number): void;
-  /** Paused while `p()` holds, whatever pause() says. */
-  pausedWhile(p: () => boolean): void;
-  /** The sandbox: while set, a recipient `verified` refuses is refused with SES's "not verified" 554; undefined: out of the sandbox. */
-  sandbox(verified: ((addr: string) => boolean) | undefined): void;
-  /** Messages to a recipient matching `pred` are accepted and then bounce (Permanent, General); undefined: none. */
-  bounce(pred: ((to: string) => boolean) | undefined): void;
-  /** Messages to a recipient matching `pred` are accepted and then complained about; undefined: none. */
-  complain(pred: ((to: string) => boolean) | undefined): void;
   /** The next n Send events are lost (SES event publishing is best effort): never emitted. */
   loseSendEvents(n: number): void;
   readonly fired: Readonly<Record<SinkFault, number>>;

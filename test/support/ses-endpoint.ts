@@ -30,7 +30,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Countdown, counters, Window } from '../../cli/fault-switch.js';
+import { Countdown, counters, Window, type EmailFaultPlan } from '../../cli/fault-switch.js';
 import { SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
 
 interface SendEmailRequest {
@@ -65,24 +65,15 @@ export interface SesEndpointOptions {
   feedbackDelayMs?: number;
 }
 
-export interface SesEndpoint {
+export interface SesEndpoint extends EmailFaultPlan {
   readonly url: string;
   readonly sent: SesSend[];
   /** Resolves once every accepted message has been handed to the relay (or the relay failed), and every event scheduled was published. */
   relayed(): Promise<void>;
-  /** The next n SendEmail calls answer 429 TooManyRequestsException (nothing taken). */
-  throttle(n: number): void;
   /** The next n SendEmail calls are accepted and answered 500 InternalFailure. */
   fail5xxAfter(n: number): void;
   /** The next n SendEmail calls answer 503 ServiceUnavailable (nothing taken). */
   fail5xxBefore(n: number): void;
-  /** Sending is paused for `ms` from now (0: resumed): 400 SendingPausedException. */
-  pause(ms: number): void;
-  pausedWhile(p: () => boolean): void;
-  /** The sandbox: a recipient `verified` refuses is refused with MessageRejected "not verified"; undefined: out of it. */
-  sandbox(verified: ((addr: string) => boolean) | undefined): void;
-  bounce(pred: ((to: string) => boolean) | undefined): void;
-  complain(pred: ((to: string) => boolean) | undefined): void;
   readonly fired: Readonly<Record<SesFault, number>>;
   /** Every event published, in order. */
   readonly events: readonly SesEventBridgeEvent[];
