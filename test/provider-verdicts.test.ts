@@ -35,6 +35,7 @@ import {
   type Telemetry,
 } from '../lib/workflow/index.js';
 import { classifyHttpStatus, classifySes, classifySmtp } from '../lib/workflow/adapters/index.js';
+import { checkDelivery } from '../cli/invariants-effects.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
 let t: TestTables;
@@ -314,5 +315,23 @@ describe("claims: fresh before each send, and a takeover yields to a record that
     await reconcile(deps(new ManualClock({ wall: T0 }), p));
     expect(p.calls).toBe(0);
     expect(await read(a.pk)).toMatchObject({ status: 'UNKNOWN', failureReason: PAST_RETENTION });
+  });
+});
+
+describe("DELIVERY's provider rules have teeth (from the items and the stand-ins' records alone)", () => {
+  const run = async (outbox: Record<string, unknown>[], sources: Parameters<typeof checkDelivery>[5]) => {
+    const found: string[] = [];
+    await checkDelivery('tbl', outbox, [], new Set(), [], sources, (_, m) => void found.push(m));
+    return found.filter((m) => !m.includes('no committed unit'));
+  };
+  it('a bounce the provider emitted and the item lacks is a violation; recorded, none', async () => {
+    const events = [{ outboxId: 'email#1', outboxTable: 'tbl', event: 'BOUNCE' as const }];
+    expect(await run([{ pk: 'email#1', kind: 'email', status: 'SENT' }], { troubleEvents: events })).toEqual(['email#1: the provider emitted a BOUNCE event for it, not recorded on the item']);
+    expect(await run([{ pk: 'email#1', kind: 'email', status: 'SENT', providerEvents: new Set(['SEND:m', 'BOUNCE:m']) }], { troubleEvents: events })).toEqual([]);
+  });
+  it('a FAILED item its provider never refused for good is a violation; one it refused, none', async () => {
+    const failed = [{ pk: 'payment#1', kind: 'http', status: 'FAILED', failureReason: 'HTTP 403' }];
+    expect(await run(failed, { refusedForGood: new Set() })).toEqual(['payment#1: FAILED (HTTP 403), but its provider never refused it for good: given up for a state that lifts']);
+    expect(await run(failed, { refusedForGood: new Set(['payment#1']) })).toEqual([]);
   });
 });
