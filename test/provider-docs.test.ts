@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { PROVIDER_MODELS, VERDICT_ACTIONS, type ProviderModel } from '../lib/workflow/adapters/provider-behaviour.js';
+import { PROVIDER_MODELS, VERDICT_ACTIONS, type ProviderModel } from '../lib/workflow/adapters/index.js';
 
 const cell = (s: string) => s.replace(/\|/g, '\\|');
 
