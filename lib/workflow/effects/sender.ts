@@ -187,14 +187,15 @@ async function deferred(deps: SenderDeps, item: OutboxItem, result: Extract<Send
 async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
   const { doc, table, telemetry: t } = deps;
   const info = { table, pk: item.pk, kind: item.kind };
+  // Deferred (a reconciler's read shows it; a stream image never has it): not before its time,
+  // and not stamped as sent either (an item deferred with its batch was never POSTed).
+  if (item.notBefore !== undefined && deps.clock.wallNow() < item.notBefore) return 'skipped';
   const notAfter = await retentionDeadline(deps, item);
   if (notAfter === 'settled') {
     t.event('outbox-already-settled', info);
     return 'skipped';
   }
   if (deps.clock.wallNow() >= notAfter) return givenUpPastRetention(deps, item);
-  // Deferred (a reconciler's read shows it; a stream image never has it): not before its time.
-  if (item.notBefore !== undefined && deps.clock.wallNow() < item.notBefore) return 'skipped';
   const result = await sendItem(deps, item, notAfter);
   await deps.hooks?.at('after-send', { table, pk: item.pk, result: result.kind });
   switch (result.kind) {
@@ -285,6 +286,8 @@ export async function deliver(deps: SenderDeps, item: OutboxItem): Promise<Deliv
   return settle(deps, item, token, result);
 }
 
+const outboxError = (deps: SenderDeps, pk: string, e: unknown) => deps.telemetry.event('outbox-error', { table: deps.table, pk, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
+
 /** One record of the Outbox stream, as the sender needs it. */
 export interface OutboxRecord {
   /** The stream sequence number: the partial batch response names a failed record by it. */
@@ -306,7 +309,7 @@ export async function handleOutboxRecords(deps: SenderDeps, records: readonly Ou
     try {
       outcome = await deliver(deps, r.item);
     } catch (e) {
-      deps.telemetry.event('outbox-error', { table: deps.table, pk: r.item.pk, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
+      outboxError(deps, r.item.pk, e);
       outcome = 'released';
     }
     if (outcome === 'released') return records.slice(i).map((x) => x.sequence);
@@ -330,7 +333,7 @@ async function deferRest(deps: SenderDeps, records: readonly OutboxRecord[], why
     try {
       await deferred(deps, item, result, (d) => deferUnclaimed(deps.doc, deps.table, item.pk, d), false);
     } catch (e) {
-      deps.telemetry.event('outbox-error', { table: deps.table, pk: item.pk, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
+      outboxError(deps, item.pk, e);
       return records.slice(i).map((x) => x.sequence);
     }
   }
