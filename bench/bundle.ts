@@ -101,7 +101,7 @@ const INIT_ENV = {
   [ENV.leasesTable]: 'Leases',
   [ENV.fencesTable]: 'Fences',
   [ENV.jobsTable]: 'Jobs',
-  [ENV.invoicesTable]: 'Invoices',
+  [ENV.recordsTable]: 'Invoices',
   [ENV.outboxTable]: 'Outbox',
   [ENV.documentsBucket]: 'documents',
   [ENV.queueUrl]: 'http://127.0.0.1:9/000000000000/unused',

@@ -115,7 +115,7 @@ async function bodies(admin: Dynamo, tables: TableNames, kind: FloorKind, stream
     const now = Date.now();
     const unit = fencedBenchUnit(tables, { tag: stream, units: count }, jobId, g, u, now);
     if (kind === 'b25') {
-      out.push({ target: 'BatchWriteItem', body: JSON.stringify({ RequestItems: { [tables.invoices]: unit.effects.map((e) => ({ PutRequest: { Item: marshall(e.item) } })) } }) });
+      out.push({ target: 'BatchWriteItem', body: JSON.stringify({ RequestItems: { [tables.records]: unit.effects.map((e) => ({ PutRequest: { Item: marshall(e.item) } })) } }) });
     } else if (kind === 't25') {
       out.push({ target: 'TransactWriteItems', body: JSON.stringify({ TransactItems: unit.effects.map((e) => ({ Put: { TableName: e.table, Item: marshall(e.item) } })) }) });
     } else {

@@ -47,7 +47,7 @@ const onceProcessor: Processor<OnceInput> = {
   parseInput: (raw) => raw as OnceInput,
   totalUnits: (input) => input.units,
   unitEffects: (input: OnceInput, ctx: UnitContext): Effect[] =>
-    Array.from({ length: PER_UNIT }, (_, k) => onceOnly(ctx.tables.invoices, charge(input.tag, ctx.unit * PER_UNIT + k, ctx.jobId, ctx.generation, ctx.now))),
+    Array.from({ length: PER_UNIT }, (_, k) => onceOnly(ctx.tables.records, charge(input.tag, ctx.unit * PER_UNIT + k, ctx.jobId, ctx.generation, ctx.now))),
 };
 
 export interface IdempotencySide {
@@ -100,7 +100,7 @@ export async function measureIdempotency(env: BenchEnv, opts: { rounds: number; 
   // The effect itself: the charge item, written by the wrapped function (Powertools stops the repeat).
   const putCharge = makeIdempotent(
     async (c: ReturnType<typeof charge>) => {
-      await ptDynamo.client.send(new PutItemCommand({ TableName: tables.invoices, Item: marshall(c) }));
+      await ptDynamo.client.send(new PutItemCommand({ TableName: tables.records, Item: marshall(c) }));
       return { charged: c.pk };
     },
     { persistenceStore, config },

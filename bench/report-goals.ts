@@ -4,7 +4,7 @@
  * missed goal the measured reason. Text built from the run's own figures.
  */
 import { fmt as f, newVerdicts, type BenchRun } from './results.js';
-import { MAX_UNIT_SIZE } from '../lib/workloads/invoices.js';
+import { MAX_UNIT_SIZE } from '../lib/workloads/invoices/invoices.js';
 
 const verdict = (met: boolean | undefined) => (met === undefined ? '–' : met ? 'met' : '**MISSED**');
 
@@ -137,7 +137,7 @@ function streamsAndSharding(run: BenchRun, L: string[]): void {
   if (sh) {
     L.push('## sharding: K shards of one run');
     L.push('');
-    L.push(`One run of ${sh.customers} customers (${MAX_UNIT_SIZE} per unit) as K = 1, 2, 4, 8 shard jobs (lib/workloads/invoice-shards.ts), every shard run by the real worker`);
+    L.push(`One run of ${sh.customers} customers (${MAX_UNIT_SIZE} per unit) as K = 1, 2, 4, 8 shard jobs (lib/workloads/invoices/shards.ts), every shard run by the real worker`);
     L.push('at once, then the completion check, then the independent checker over the tables and streams (a K counts only if every invariant');
     L.push('holds). **One DynamoDB Local process executes the transactions on these tables one at a time: this shows correctness and what the');
     L.push('client adds per shard, not AWS\'s scaling.** Beside each K, the planner\'s AWS figures (docs/scale.md). **Goal: every K correct, and');

@@ -1,6 +1,6 @@
 /**
  * The benchmark workload: units of exactly 25 effects shaped like the invoice run's items
- * (lib/workloads/invoices.ts): 13 customers per unit, each with an UPSERTED invoice, and 12 of them with a
+ * (lib/workloads/invoices/invoices.ts): 13 customers per unit, each with an UPSERTED invoice, and 12 of them with a
  * ONCE-ONLY charge. The fenced side commits them through the real worker (lib/workflow/run-job.ts); the
  * unsafe side writes the very same items with BatchWriteItem and nothing else.
  */
@@ -42,8 +42,8 @@ export function unitEffects(input: BenchInput, ctx: UnitContext): Effect[] {
       unit: ctx.unit,
       updatedAt: ctx.now,
     };
-    effects.push(upsert(ctx.tables.invoices, { pk: `invoice#${input.tag}#${customer}`, ...common }));
-    if (effects.length < EFFECTS_PER_UNIT) effects.push(onceOnly(ctx.tables.invoices, { pk: `charge#${input.tag}#${customer}`, ...common }));
+    effects.push(upsert(ctx.tables.records, { pk: `invoice#${input.tag}#${customer}`, ...common }));
+    if (effects.length < EFFECTS_PER_UNIT) effects.push(onceOnly(ctx.tables.records, { pk: `charge#${input.tag}#${customer}`, ...common }));
   }
   return effects;
 }
@@ -85,7 +85,7 @@ export function fencedBenchUnit(tables: TableNames, input: BenchInput, jobId: st
  */
 export function unsafeBatch(tables: TableNames, input: BenchInput, jobId: string, unit: number, now: number): Record<string, WriteRequest[]> {
   const effects = unitEffects(input, { jobId, generation: asGeneration(0), unit, tables, now });
-  return { [tables.invoices]: effects.map((e) => ({ PutRequest: { Item: marshall(e.item) as Record<string, AttributeValue> } })) };
+  return { [tables.records]: effects.map((e) => ({ PutRequest: { Item: marshall(e.item) as Record<string, AttributeValue> } })) };
 }
 
 /**

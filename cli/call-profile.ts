@@ -2,7 +2,7 @@
  * Where the writes of a run land: every recorded DynamoDB call of a local run (cli/aws-calls.ts,
  * with the engine's own ConsumedCapacity per table and per index) turned into write and read
  * units per table, index, partition-key value and purpose. The capacity planner
- * (lib/workloads/invoice-plan.ts) projects these shares to AWS sizes instead of a hand-kept list.
+ * (lib/workloads/invoices/plan.ts) projects these shares to AWS sizes instead of a hand-kept list.
  *
  * The engine says how many units a request cost on the table and on each index (DynamoDB Local
  * knows which writes touch an index: a KEYS_ONLY entry is not rewritten by an update of an

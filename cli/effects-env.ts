@@ -13,7 +13,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { messageIdentity, recordSesEvent, type EmailProvider, type HttpProvider } from '../lib/workflow/index.js';
-import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
+import { PAYMENTS_TARGET } from '../lib/workloads/invoices/invoices.js';
 import { asFunction } from './aws-calls.js';
 import { startPaymentsProvider, type PaymentsProvider } from './payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';

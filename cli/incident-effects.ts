@@ -9,7 +9,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Dynamo, Generation } from '../lib/protocol/index.js';
 import { messageIdentity, publishDocuments, silentTelemetry, type PublishedDocument, type TableNames, type Telemetry } from '../lib/workflow/index.js';
-import { customerAddress, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import { customerAddress, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices/invoices.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
 import type { Effects } from './effects-env.js';
 import { headerOf } from './smtp-sink.js';

@@ -21,7 +21,7 @@ import {
   type Effect,
   type Generation,
 } from '../lib/protocol/index.js';
-import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices/invoices.js';
 import { createJob, fenceKeyOf, JOB_ATTR as J, leaseKeyOf, readJob, type PublishedDocument, type TableNames } from '../lib/workflow/index.js';
 import { deliverCommitted, emailDirectly, emailsPerCustomer, overwriteDocuments, putDocuments, type IncidentEffects } from './incident-effects.js';
 import { Timeline } from './timeline.js';
@@ -211,7 +211,7 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
 
 /** Every invoice's documentKey, read back from the table. */
 async function invoicePointers(doc: DynamoDBDocumentClient, tables: TableNames): Promise<(string | undefined)[]> {
-  const items = await scanAll(doc, tables.invoices);
+  const items = await scanAll(doc, tables.records);
   return items.filter((i) => String(i.pk).startsWith('invoice#')).map((i) => (typeof i.documentKey === 'string' ? i.documentKey : undefined));
 }
 

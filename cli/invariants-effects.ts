@@ -22,7 +22,7 @@ import { fenceKeyOfJob } from './wire-check.js';
 import { GetObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { simpleParser } from 'mailparser';
 import { messageIdentity } from '../lib/workflow/index.js';
-import { customerId, customerRange, parseInvoiceInput } from '../lib/workloads/invoices.js';
+import { customerId, customerRange, parseInvoiceInput } from '../lib/workloads/invoices/invoices.js';
 import type { StreamChange } from './streams.js';
 
 export interface EffectsSources {

@@ -22,7 +22,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanAll as scan } from '../lib/protocol/index.js';
-import { amountCents, customerId, customerRange, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices.js';
+import { amountCents, customerId, customerRange, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices/invoices.js';
 import { isJobItem, type TableNames } from '../lib/workflow/index.js';
 import { checkDelivery, checkDocs, type EffectsSources, type EffectsStats } from './invariants-effects.js';
 import { checkRuns, type RunsReport } from './run-invariants.js';
@@ -94,11 +94,11 @@ export async function checkInvariants(
   };
   const [jobItems, invoiceItems, fenceItems, leaseItems, outboxItems, invoiceStream, fenceStream, leaseStream, outboxStream] = await Promise.all([
     scan(clients.doc, tables.jobs),
-    scan(clients.doc, tables.invoices),
+    scan(clients.doc, tables.records),
     scan(clients.doc, tables.fences),
     scan(clients.doc, tables.leases),
     scan(clients.doc, tables.outbox),
-    readStream(clients.client, clients.streams, tables.invoices),
+    readStream(clients.client, clients.streams, tables.records),
     readStream(clients.client, clients.streams, tables.fences),
     readStream(clients.client, clients.streams, tables.leases),
     readStream(clients.client, clients.streams, tables.outbox),

@@ -9,7 +9,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { FencedError, systemClock } from '../lib/protocol/index.js';
 import { readJob, type TableNames } from '../lib/workflow/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
 import { FaultPlan, type Fault } from './faults.js';

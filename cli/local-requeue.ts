@@ -8,7 +8,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { readEpoch, systemClock } from '../lib/protocol/index.js';
 import { readJob, type TableNames } from '../lib/workflow/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { createWorkerHandler } from '../functions/worker-handler.js';
 import { LocalQueue } from './queue.js';
 import { LocalRuntime } from './runtime.js';

@@ -1,13 +1,13 @@
 /**
  * `npm run cli -- plan --customers N [--shards K] [--json]`: the capacity plan of a period's
- * invoice run on AWS (lib/workloads/invoice-plan.ts). Every figure is computed from the stated
+ * invoice run on AWS (lib/workloads/invoices/plan.ts). Every figure is computed from the stated
  * assumptions and AWS's documented limits and list prices (lib/workflow/capacity.ts); none is
  * measured on DynamoDB Local. Bad input: one line, exit 2.
  */
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { AWS_LIMITS, DEFAULT_ASSUMPTIONS, MAX_SHARDS, PRICES_US_EAST_1, TABLE_ROLES } from '../lib/workflow/index.js';
-import { planInvoiceRun, type InvoicePlan } from '../lib/workloads/invoice-plan.js';
-import { DEFAULT_UNIT_SIZE, MAX_UNIT_SIZE } from '../lib/workloads/invoices.js';
+import { planInvoiceRun, type InvoicePlan } from '../lib/workloads/invoices/plan.js';
+import { DEFAULT_UNIT_SIZE, MAX_UNIT_SIZE } from '../lib/workloads/invoices/invoices.js';
 import { intFlag, parseFlags } from './flags.js';
 
 export const PLAN_HELP = `plan --customers N [--shards K] [--json]: units, requests, write units, S3 puts and emails of a

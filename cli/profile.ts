@@ -4,7 +4,7 @@
  * recorded (cli/aws-calls.ts, the records the IAM test evaluates) with the engine's
  * ConsumedCapacity, and accounted by cli/call-profile.ts; the runs grow their customers and
  * their shards by different factors, which tells a customer's key from a shard's. Prints the
- * profile; --write stores it as lib/workloads/invoice-profile.ts, which the planner reads.
+ * profile; --write stores it as lib/workloads/invoices/profile.ts, which the planner reads.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,7 @@ import { streamsClient } from './streams.js';
 
 export const PROFILE_HELP = `profile [--write] [--json]: measures the invoice run's write and read units per table, index,
 partition-key value and purpose, from two quiet local runs (DynamoDB Local's ConsumedCapacity).
-  --write   store it as lib/workloads/invoice-profile.ts (the planner's shares)
+  --write   store it as lib/workloads/invoices/profile.ts (the planner's shares)
   --json    the profile as one JSON object
   npm run -s cli -- profile --write`;
 
@@ -59,7 +59,7 @@ export async function measureProfile(endpoint: string, prefix: string): Promise<
   return buildProfile(measured[0]!, measured[1]!, `npm run -s cli -- profile --write (one period of ${PROFILE_RUNS.map((r) => `${r.customers} customers in ${r.shards} shards`).join(', then ')}; ${UNIT_SIZE} per unit)`);
 }
 
-export const PROFILE_FILE = fileURLToPath(new URL('../lib/workloads/invoice-profile.ts', import.meta.url));
+export const PROFILE_FILE = fileURLToPath(new URL('../lib/workloads/invoices/profile.ts', import.meta.url));
 
 export function profileSource(p: LoadProfile): string {
   return `/**

@@ -10,7 +10,7 @@ import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../lib/workflow/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../functions/effects-handlers.js';
 import { createSenderHandler } from '../functions/sender-handler.js';
 import { asFunction, type AwsCallRecorder } from './aws-calls.js';

@@ -11,7 +11,7 @@
  *              `doneAt` is set if and only if every listed shard is DONE.
  *   per shard  a DONE shard's charges are exactly its range, with its range's total.
  */
-import { amountCents, customerId, parseInvoiceInput, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import { amountCents, customerId, parseInvoiceInput, type InvoiceRunInput } from '../lib/workloads/invoices/invoices.js';
 
 type Item = Record<string, unknown>;
 

@@ -11,7 +11,7 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamo, systemClock, type Dynamo } from '../lib/protocol/index.js';
-import { invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
+import { invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices/invoices.js';
 import { METRIC, readJob, readRun, type Job, type Processor, type TableNames } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { createSweeperHandler } from '../functions/sweeper-handler.js';

@@ -23,7 +23,7 @@ import type { WireExchange } from './fault-proxy.js';
 /** The tables the check reads the wire for. */
 export interface WireTables {
   fences: string;
-  invoices: string;
+  records: string;
   outbox: string;
 }
 
@@ -168,8 +168,8 @@ export class WireCheck {
   }
 
   private effectWrite(a: WireAction, ex: WireExchange, transaction: WireAction[]): void {
-    const { invoices, outbox } = this.tables;
-    if (a.TableName !== invoices && a.TableName !== outbox) return;
+    const { records, outbox } = this.tables;
+    if (a.TableName !== records && a.TableName !== outbox) return;
     const key = keyOf(a);
     if (a.kind === 'Delete') return this.add(`${key}: an effect deleted by a ${ex.operation}`);
     if (a.kind === 'ConditionCheck') return;

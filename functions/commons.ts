@@ -27,7 +27,8 @@ import {
   type WorkMessage,
   type WorkQueue,
 } from '../lib/workflow/index.js';
-import { MAX_UNIT_SIZE } from '../lib/workloads/invoices.js';
+import { unitSizeCap, type Workload } from '../lib/workflow/index.js';
+import { workloadFromEnv } from '../lib/workloads/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -39,6 +40,8 @@ export interface Commons {
   queue: WorkQueue;
   clock: Clock;
   unitSize: number;
+  /** The stack's workload (WORKLOAD): its processor, its unit-size cap, its fence key prefix. */
+  workload: Workload<any>;
 }
 
 export class SqsWorkQueue implements WorkQueue {
@@ -52,11 +55,12 @@ export class SqsWorkQueue implements WorkQueue {
 }
 
 /**
- * `maxUnitSize`: the unit size the entry's processor can take (lib/workflow maxUnitSize of its
- * effects per item); the invoice workload's by default. `tracer`: every SDK call of the clients
- * becomes an X-Ray subsegment (a no-op outside Lambda).
+ * The workload is WORKLOAD's, from the registry the stack set it from: the unit size is capped
+ * by its own effects per item (unitSizeCap), the one number the stack's synth check also reads.
+ * `tracer`: every SDK call of the clients becomes an X-Ray subsegment (a no-op outside Lambda).
  */
-export function commonsFromEnv(env: Env, opts: { maxUnitSize?: number; tracer?: Tracer } = {}): Commons {
+export function commonsFromEnv(env: Env, opts: { tracer?: Tracer } = {}): Commons {
+  const workload = workloadFromEnv(env);
   const tables = tablesFromEnv(env);
   const lease = leaseSettingsFromEnv(env);
   const queueUrl = httpUrl(env, ENV.queueUrl);
@@ -73,7 +77,8 @@ export function commonsFromEnv(env: Env, opts: { maxUnitSize?: number; tracer?: 
     lease,
     queue: new SqsWorkQueue(sqs, queueUrl),
     clock: systemClock,
-    unitSize: integer(env, ENV.unitSize, 20, 1, opts.maxUnitSize ?? MAX_UNIT_SIZE),
+    unitSize: integer(env, ENV.unitSize, workload.defaultUnitSize, 1, unitSizeCap(workload)),
+    workload,
   };
 }
 

@@ -1,13 +1,13 @@
 /**
  * What the external-effect functions share, from the environment (lib/workflow/config.ts ENV):
  * the documents bucket (the worker puts, the collector deletes), and the outbox sender's
- * providers: SES v2 with the configuration set that publishes SEND events, and the payment
- * provider's endpoint when one is configured.
+ * providers, as the workload declares them: SES v2 with the configuration set that publishes
+ * SEND events when it sends email, and each http target's endpoint (`<TARGET>_URL`) when one is
+ * configured.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { decimal, DEFAULT_KEY_RETENTION_MARGIN_MS, ENV, httpUrl, integer, Pacer, required, type DocumentTarget, type ReconcilerDeps, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
+import { decimal, DEFAULT_KEY_RETENTION_MARGIN_MS, ENV, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
-import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import type { Commons, Env } from './commons.js';
 
@@ -36,9 +36,7 @@ function claimTimeoutFromEnv(env: Env): number {
 }
 
 export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, tracer?: Tracer): SenderDeps {
-  const ses = SesEmailProvider.client();
-  tracer?.captureAWSv3Client(ses);
-  const payments = httpUrl(env, ENV.paymentsUrl, { optional: true });
+  const { email, http } = providersFromEnv(env, commons.workload, tracer);
   // One container serves one invocation at a time: its pacer is that invocation's share of the account's rate.
   const rate = decimal(env, ENV.sendRatePerSecond, 0.001, 10_000);
   return {
@@ -46,16 +44,34 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
     table: commons.tables.outbox,
     clock: commons.clock,
     telemetry,
-    email: new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet)),
-    // Stripe keeps an Idempotency-Key 24 h; a provider that keeps it otherwise says so here.
-    ...(payments === undefined ? {} : { http: { [PAYMENTS_TARGET]: new FetchHttpProvider(payments, 10_000, { keyRetentionMs: integer(env, ENV.paymentsKeyRetentionMs, 86_400_000, 60_000, 31 * 86_400_000) }) } }),
+    ...(email === undefined ? {} : { email }),
+    http,
     keyRetentionMarginMs: integer(env, ENV.keyRetentionMarginMs, DEFAULT_KEY_RETENTION_MARGIN_MS, 1_000, 86_400_000),
-    from: required(env, ENV.senderAddress),
+    ...(email === undefined ? {} : { from: required(env, ENV.senderAddress) }),
     claimTimeoutMs: claimTimeoutFromEnv(env),
     sendTimeoutMs: 10_000,
     ...(rate === undefined ? {} : { pacer: new Pacer(commons.clock, rate) }),
     backoff: { throttleBaseMs: integer(env, ENV.throttleBackoffMs, 1_000, 10, 3_600_000), heldRetryMs: integer(env, ENV.heldRetryMs, 300_000, 1_000, 86_400_000) },
   };
+}
+
+/**
+ * The workload's providers: SES only for a workload that sends email (its configuration set is
+ * then required), and one endpoint per http target, from `<TARGET>_URL` (absent: that target's
+ * items wait, unsent, for the reconciler once one is configured), with the key retention its
+ * descriptor states unless `<TARGET>_KEY_RETENTION_MS` says otherwise.
+ */
+function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): { email?: SesEmailProvider; http: Record<string, HttpProvider> } {
+  const http: Record<string, HttpProvider> = {};
+  for (const t of workload.outbox.http) {
+    const names = httpTargetEnv(t.target);
+    const url = httpUrl(env, names.url, { optional: true });
+    if (url !== undefined) http[t.target] = new FetchHttpProvider(url, 10_000, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? 86_400_000, 60_000, 31 * 86_400_000) });
+  }
+  if (!workload.outbox.email) return { http };
+  const ses = SesEmailProvider.client();
+  tracer?.captureAWSv3Client(ses);
+  return { email: new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet)), http };
 }
 
 /** The reconciler: the sender's providers and checks, and its own thresholds. */

@@ -5,7 +5,6 @@
  */
 import * as v from 'valibot';
 import { InvalidInputError } from '../lib/protocol/index.js';
-import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
 import type { WorkMessage } from '../lib/workflow/index.js';
 
 /**
@@ -45,16 +44,18 @@ export function parseWorkMessage(body: string): WorkMessage {
   return m;
 }
 
-/** The starter's optional payload (EventBridge Scheduler input) for a manual or backfill run. */
-export const StartPayloadSchema = v.strictObject({
-  period: v.optional(v.pipe(v.string(), v.regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'period must be YYYY-MM'))),
-  customers: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_CUSTOMERS))),
-  seed: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(2 ** 31 - 1))),
-});
-export type StartPayload = v.InferOutput<typeof StartPayloadSchema>;
-
-export function parseStartPayload(raw: unknown): StartPayload {
-  const r = v.safeParse(StartPayloadSchema, raw ?? {});
-  if (!r.success) throw issueError('payload', r.issues[0], Object.keys(StartPayloadSchema.entries));
+/**
+ * The starter's optional payload (EventBridge Scheduler input, a manual or backfill run): an
+ * object of the workload's own fields (Workload.start.payloadFields), which its `runOf` checks one
+ * by one; any other field is refused by name here.
+ */
+export function parseStartPayload(raw: unknown, fields: readonly string[]): Record<string, unknown> {
+  const r = v.safeParse(v.record(v.string(), v.unknown()), raw ?? {});
+  if (!r.success) throw new InvalidInputError('payload', 'must be an object');
+  const unknown = Object.keys(r.output).find((k) => !fields.includes(k));
+  if (unknown !== undefined) {
+    const plain = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(unknown);
+    throw new InvalidInputError(plain ? `payload.${unknown}` : 'payload', `unexpected field ${JSON.stringify(unknown.slice(0, 64))}`);
+  }
   return r.output;
 }

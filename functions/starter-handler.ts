@@ -1,15 +1,13 @@
 /**
- * The starter Lambda: on schedule (monthly), creates the period's invoice run idempotently (one
- * run id per period: its record and its `shards` shard jobs, lib/workloads/invoice-shards.ts) and
- * enqueues every unfinished shard. A repeated or overlapping invocation finds the run and its
- * shards and at most re-enqueues them, which the worker treats as duplicates.
+ * The starter Lambda: on the workload's schedule, creates its run idempotently (one run id per
+ * schedule slot, the workload's `start.runOf`: its record and its `shards` shard jobs,
+ * lib/workflow/start-run.ts) and enqueues every unfinished shard. A repeated or overlapping
+ * invocation finds the run and its shards and at most re-enqueues them, which the worker treats
+ * as duplicates.
  */
-import { createHash } from 'node:crypto';
 import type { Clock } from '../lib/protocol/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { TableNames, Telemetry, WorkQueue } from '../lib/workflow/index.js';
-import { invoiceProcessor, type InvoiceRunInput } from '../lib/workloads/invoices.js';
-import { startInvoiceRun } from '../lib/workloads/invoice-shards.js';
+import { startRun, type TableNames, type Telemetry, type WorkQueue, type Workload } from '../lib/workflow/index.js';
 import { parseStartPayload } from './messages.js';
 
 export interface StarterDeps {
@@ -18,15 +16,17 @@ export interface StarterDeps {
   clock: Clock;
   queue: WorkQueue;
   telemetry: Telemetry;
+  workload: Workload<any>;
   unitSize: number;
-  customers: number;
-  /** Shard jobs per run (1: one job per period). */
+  /** Items per run when the payload names none (RUN_ITEMS). */
+  items: number;
+  /** Shard jobs per run (1: one job per run). */
   shards?: number;
 }
 
 export interface StartResult {
   runId: string;
-  /** The first shard's job (the period's only job when the run has one shard). */
+  /** The first shard's job (the run's only job when it has one shard). */
   jobId: string;
   /** Whether this call created the run record. */
   created: boolean;
@@ -36,15 +36,6 @@ export interface StartResult {
   status: string;
   jobs: { jobId: string; created: boolean; enqueued: boolean; status: string }[];
 }
-
-/** The period a run started at `time` bills: the previous calendar month (UTC). */
-export function previousPeriod(time: Date): string {
-  const y = time.getUTCFullYear();
-  const m = time.getUTCMonth(); // 0-based: the previous month, 1-based
-  return m === 0 ? `${y - 1}-12` : `${y}-${String(m).padStart(2, '0')}`;
-}
-
-const seedOf = (period: string): number => createHash('sha256').update(period).digest().readUInt32BE(0) & 0x7fffffff;
 
 /** Accepts EventBridge Scheduler's input (our JSON payload as the event) or an EventBridge ScheduledEvent. */
 export type StarterHandler = (event?: unknown) => Promise<StartResult>;
@@ -56,18 +47,10 @@ export function createStarterHandler(deps: StarterDeps): StarterHandler {
     const isScheduledEvent = 'detail-type' in e || 'detail' in e;
     const raw = isScheduledEvent ? (e.detail ?? {}) : e;
     const { time: _time, ...rest } = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-    const payload = parseStartPayload(rest);
-    const when = typeof e.time === 'string' ? new Date(e.time) : new Date(deps.clock.wallNow());
-    const period = payload.period ?? previousPeriod(when);
-    const input: InvoiceRunInput = {
-      period,
-      customers: payload.customers ?? deps.customers,
-      seed: payload.seed ?? seedOf(period),
-      unitSize: deps.unitSize,
-      currency: 'EUR',
-    };
-    const parsed = invoiceProcessor.parseInput(input);
-    const { run, created, shards } = await startInvoiceRun(deps.doc, deps.tables.jobs, parsed, deps.shards ?? 1, deps.clock);
+    const payload = parseStartPayload(rest, deps.workload.start.payloadFields);
+    const time = typeof e.time === 'string' ? new Date(e.time) : new Date(deps.clock.wallNow());
+    const start = deps.workload.start.runOf({ payload, time, items: deps.items, unitSize: deps.unitSize });
+    const { run, created, shards } = await startRun(deps.doc, deps.tables.jobs, deps.workload, start, deps.shards ?? 1, deps.clock);
     const jobs = await Promise.all(
       shards.map(async ({ job, created: jobCreated }) => {
         const unfinished = job.status === 'PENDING' || job.status === 'RUNNING';

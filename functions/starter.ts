@@ -1,6 +1,5 @@
-/** Lambda entry: the starter (EventBridge Scheduler, monthly cron). */
+/** Lambda entry: the starter (EventBridge Scheduler, the workload's schedule). */
 import { ENV, integer, MAX_SHARDS } from '../lib/workflow/index.js';
-import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
 import { commonsFromEnv, lambdaHandler, powertoolsTelemetry } from './commons.js';
 import { createStarterHandler } from './starter-handler.js';
 
@@ -11,8 +10,8 @@ export const handler = lambdaHandler(
   createStarterHandler({
     ...commons,
     telemetry,
-    customers: integer(process.env, ENV.customers, 1_000, 0, MAX_CUSTOMERS),
-    shards: integer(process.env, ENV.shards, 1, 1, MAX_SHARDS),
+    items: integer(process.env, ENV.runItems, 1_000, 0, commons.workload.start.maxItems),
+    shards: integer(process.env, ENV.runShards, 1, 1, MAX_SHARDS),
   }),
   telemetry,
 );

@@ -6,7 +6,7 @@
  */
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
 import { AWS_LIMITS, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, type TableRole } from '../lib/workflow/index.js';
-import { MAX_CUSTOMERS } from '../lib/workloads/invoices.js';
+import { MAX_CUSTOMERS } from '../lib/workloads/invoices/invoices.js';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
 import { SEND_RATE_PER_SECOND } from './constructs/settings.js';
 

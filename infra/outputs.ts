@@ -7,10 +7,10 @@ export const OUTPUTS = {
   leases: 'LeasesTableName',
   fences: 'FencesTableName',
   jobs: 'JobsTableName',
-  invoices: 'InvoicesTableName',
+  records: 'RecordsTableName',
   outbox: 'OutboxTableName',
   documentsBucket: 'DocumentsBucketName',
-  invoicesStreamArn: 'InvoicesStreamArn',
+  recordsStreamArn: 'RecordsStreamArn',
   queueUrl: 'WorkQueueUrl',
   /** The work queue's dead-letter queue, as an ARN (what start-message-move-task takes). */
   deadLetterQueueArn: 'DeadLetterQueueArn',

@@ -38,7 +38,7 @@ import type { SenderIdentitySetting } from './constructs/external-effects.js';
 import { FencedWorkflow, TABLE_IDS } from './constructs/fenced-workflow.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import { TABLE_ROLES, type Processor } from '../lib/workflow/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { ContextSettings } from './context.js';
 import { OUTPUTS } from './outputs.js';
 
@@ -122,7 +122,7 @@ export class FencedWorkflowStack extends Stack {
     for (const role of TABLE_ROLES) {
       new CfnOutput(this, OUTPUTS[role], { value: w.activeTables[role].tableName, description: `${TABLE_IDS[role]} table name (the one the functions use)` });
     }
-    const stream = w.activeTables.invoices.tableStreamArn;
+    const stream = w.activeTables.records.tableStreamArn;
     if (stream !== undefined) new CfnOutput(this, OUTPUTS.invoicesStreamArn, { value: stream, description: 'Invoices stream (invariant checker, outbox)' });
     new CfnOutput(this, OUTPUTS.documentsBucket, { value: w.effects.bucket.bucketName, description: 'Documents bucket (the invoices point to their objects: documentKey + documentEtag)' });
     new CfnOutput(this, OUTPUTS.queueUrl, { value: w.queue.queueUrl, description: 'Work queue URL (send {"jobId": "..."})' });

@@ -26,7 +26,7 @@ import {
   type FencedUnit,
 } from '../lib/protocol/index.js';
 import { createJob, ENV, integer, leaseSettingsFromEnv, METRIC, TABLE_ROLES, tablesFromEnv, type Telemetry } from '../lib/workflow/index.js';
-import { invoiceProcessor, MAX_UNIT_SIZE, parseInvoiceInput } from '../lib/workloads/invoices.js';
+import { invoiceProcessor, MAX_UNIT_SIZE, parseInvoiceInput } from '../lib/workloads/invoices/invoices.js';
 import { commonsFromEnv } from '../functions/commons.js';
 import { createWorkerHandler, FullBatchFailureError, type WorkerHandler } from '../functions/worker-handler.js';
 import { main } from '../cli/main.js';
@@ -398,7 +398,7 @@ const urlVar = (name: string, optional: boolean): VarSpec => ({
   bad: fc.constantFrom('not a url', 'ftp://x.example', 'localhost:8000', '127.0.0.1:8000', 'http://', 'https://exa mple.com', ':::', 'file:///etc/passwd', 'http//x'),
 });
 
-const TABLE_VARS = [ENV.leasesTable, ENV.fencesTable, ENV.jobsTable, ENV.invoicesTable, ENV.outboxTable].map(tableVar);
+const TABLE_VARS = [ENV.leasesTable, ENV.fencesTable, ENV.jobsTable, ENV.recordsTable, ENV.outboxTable].map(tableVar);
 const EPOCH = intVar(ENV.epoch, 0, MAX_EPOCH, false);
 const DURATION = intVar(ENV.leaseDurationMs, 100, 3_600_000, true);
 const SKEW = intVar(ENV.maxClockSkewMs, 0, 600_000, true);
@@ -672,8 +672,8 @@ describe('fenced-unit shapes → InvalidInputError before anything is sent', () 
     generation: g,
     checkpoint: { table: t.names.jobs, key: 'shape-job', expected: 0, next: 1, set: { heartbeatAt: 1, status: 'RUNNING' } },
     effects: [
-      upsert(t.names.invoices, { pk: 'invoice#p#c1', amountCents: 1, generation: g }),
-      onceOnly(t.names.invoices, { pk: 'charge#p#c1', amountCents: 1, generation: g }),
+      upsert(t.names.records, { pk: 'invoice#p#c1', amountCents: 1, generation: g }),
+      onceOnly(t.names.records, { pk: 'charge#p#c1', amountCents: 1, generation: g }),
     ],
     token: { job: 'shape-job', unit: 0 },
   });
@@ -689,23 +689,23 @@ describe('fenced-unit shapes → InvalidInputError before anything is sent', () 
   const add = (u: U, e: unknown) => void (Array.isArray(u.effects) ? u.effects.push(e) : undefined);
   const cpOf = (u: U): Record<string, unknown> => (typeof u.checkpoint === 'object' && u.checkpoint !== null ? u.checkpoint : {});
   const fenceOf = (u: U): Record<string, unknown> => (typeof u.fence === 'object' && u.fence !== null ? u.fence : {});
-  const inv = (i: number, extra: Record<string, unknown> = {}) => upsert(t.names.invoices, { pk: `invoice#p#x${i}`, generation: g, ...extra });
+  const inv = (i: number, extra: Record<string, unknown> = {}) => upsert(t.names.records, { pk: `invoice#p#x${i}`, generation: g, ...extra });
 
   /** Mutations that each make a unit invalid. */
   const mutation: fc.Arbitrary<[string, (u: U) => void]> = fc.oneof(
     fc.integer({ min: 99, max: 140 }).map((n) => [`${n} effects`, (u: U) => void (u.effects = Array.from({ length: n }, (_, i) => inv(i)))] as [string, (u: U) => void]),
     fc.constantFrom<[string, (u: U) => void]>(
-      ['duplicate effect key', (u) => add(u, onceOnly(t.names.invoices, { pk: 'invoice#p#c1' }))],
+      ['duplicate effect key', (u) => add(u, onceOnly(t.names.records, { pk: 'invoice#p#c1' }))],
       ['effect on the checkpoint item', (u) => add(u, upsert(t.names.jobs, { pk: 'shape-job', cursor: 9 }))],
       ['effect on the fence item', (u) => add(u, upsert(t.names.fences, { pk: 'invoices#shape-job', generation: 99 }))],
-      ['unknown kind', (u) => add(u, { kind: 'delete', table: t.names.invoices, item: { pk: 'invoice#p#z' } })],
-      ['no kind', (u) => add(u, { table: t.names.invoices, item: { pk: 'invoice#p#z' } })],
+      ['unknown kind', (u) => add(u, { kind: 'delete', table: t.names.records, item: { pk: 'invoice#p#z' } })],
+      ['no kind', (u) => add(u, { table: t.names.records, item: { pk: 'invoice#p#z' } })],
       ['null effect', (u) => add(u, null)],
       ['effect table too short', (u) => add(u, upsert('ab', { pk: 'z' }))],
-      ['item not an object', (u) => add(u, { kind: 'upsert', table: t.names.invoices, item: 'pk' })],
-      ['item without pk', (u) => add(u, { kind: 'upsert', table: t.names.invoices, item: { amountCents: 1 } })],
-      ['numeric pk', (u) => add(u, { kind: 'once', table: t.names.invoices, item: { pk: 7 } })],
-      ['empty pk', (u) => add(u, upsert(t.names.invoices, { pk: '' }))],
+      ['item not an object', (u) => add(u, { kind: 'upsert', table: t.names.records, item: 'pk' })],
+      ['item without pk', (u) => add(u, { kind: 'upsert', table: t.names.records, item: { amountCents: 1 } })],
+      ['numeric pk', (u) => add(u, { kind: 'once', table: t.names.records, item: { pk: 7 } })],
+      ['empty pk', (u) => add(u, upsert(t.names.records, { pk: '' }))],
       ['item over 400 KB', (u) => add(u, inv(1, { blob: 'x'.repeat(401 * 1024) }))],
       ['transaction over 4 MB', (u) => void (u.effects = Array.from({ length: 11 }, (_, i) => inv(i, { blob: 'x'.repeat(390 * 1024) })))],
       ['set of 60 x 8 KB strings', (u) => add(u, inv(2, { tags: new Set(Array.from({ length: 60 }, (_, i) => `${i}${'y'.repeat(8 * 1024)}`)) }))],

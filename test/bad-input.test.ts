@@ -77,7 +77,7 @@ describe('bad input: a specific InvalidInputError and nothing written', () => {
     ...over,
   });
   const inv = (customer: string, extra: Record<string, unknown> = {}) =>
-    upsert(t.names.invoices, { pk: `invoice#p#${customer}`, customerId: customer, amountCents: 100, generation: g8, ...extra });
+    upsert(t.names.records, { pk: `invoice#p#${customer}`, customerId: customer, amountCents: 100, generation: g8, ...extra });
   const commit = (u: FencedUnit) => () => commitFencedUnit({ doc: t.dynamo.doc }, u);
 
   it('an empty lease key', async () => {
@@ -111,7 +111,7 @@ describe('bad input: a specific InvalidInputError and nothing written', () => {
   });
 
   it('two actions on one item: the same effect key twice, an effect on the checkpoint item, an effect on the fence item', async () => {
-    await rejectsField(commit(goodUnit([inv('c1'), onceOnly(t.names.invoices, { pk: 'invoice#p#c1' })])), 'effects[1]');
+    await rejectsField(commit(goodUnit([inv('c1'), onceOnly(t.names.records, { pk: 'invoice#p#c1' })])), 'effects[1]');
     await rejectsField(commit(goodUnit([upsert(t.names.jobs, { pk: job, cursor: 5 })])), 'effects[0]');
     await rejectsField(commit(goodUnit([inv('c1'), upsert(t.names.fences, { pk: `invoices#${job}`, generation: 99 })])), 'effects[1]');
     // The same key in another table is another item: that is fine (validated, not sent here).
@@ -137,14 +137,14 @@ describe('bad input: a specific InvalidInputError and nothing written', () => {
   });
 
   it('a malformed effect: missing or empty pk, unknown kind, no table', async () => {
-    const noPk = { kind: 'upsert', table: t.names.invoices, item: { amountCents: 1 } } as unknown as Effect;
+    const noPk = { kind: 'upsert', table: t.names.records, item: { amountCents: 1 } } as unknown as Effect;
     await rejectsField(commit(goodUnit([inv('c1'), noPk])), 'effects[1].item.pk');
-    await rejectsField(commit(goodUnit([upsert(t.names.invoices, { pk: '' })])), 'effects[0].item.pk');
-    const unknownKind = { kind: 'delete', table: t.names.invoices, item: { pk: 'invoice#p#c1' } } as unknown as Effect;
+    await rejectsField(commit(goodUnit([upsert(t.names.records, { pk: '' })])), 'effects[0].item.pk');
+    const unknownKind = { kind: 'delete', table: t.names.records, item: { pk: 'invoice#p#c1' } } as unknown as Effect;
     await rejectsField(commit(goodUnit([unknownKind])), 'effects[0].kind');
     await rejectsField(commit(goodUnit([null as unknown as Effect])), 'effects[0].kind');
     await rejectsField(commit(goodUnit([upsert('', { pk: 'invoice#p#c1' })])), 'effects[0].table');
-    await rejectsField(() => putOnce(t.dynamo.doc, t.names.invoices, { amountCents: 1 } as never), 'effect.item.pk');
+    await rejectsField(() => putOnce(t.dynamo.doc, t.names.records, { amountCents: 1 } as never), 'effect.item.pk');
     await expectNothingWritten();
   });
 
@@ -192,7 +192,7 @@ describe('the limits are DynamoDB\'s, not stricter', () => {
     const job = 'job-limits';
     await putJob(t, job);
     const effects = Array.from({ length: 98 }, (_, i) =>
-      upsert(t.names.invoices, { pk: `invoice#limits#c${i}`, amountCents: i, generation: g8 }),
+      upsert(t.names.records, { pk: `invoice#limits#c${i}`, amountCents: i, generation: g8 }),
     );
     const ctx = { doc: t.dynamo.doc };
     const u = (cursor: number, fx: Effect[]): FencedUnit => ({
@@ -203,19 +203,19 @@ describe('the limits are DynamoDB\'s, not stricter', () => {
       token: { job, unit: cursor },
     });
     expect(await commitFencedUnit(ctx, u(0, effects))).toMatchObject({ status: 'committed' });
-    expect(await getItem(t, t.names.invoices, 'invoice#limits#c97')).toMatchObject({ amountCents: 97 });
+    expect(await getItem(t, t.names.records, 'invoice#limits#c97')).toMatchObject({ amountCents: 97 });
 
-    const large = upsert(t.names.invoices, { pk: 'invoice#limits#large', blob: 'x'.repeat(390 * KB) });
+    const large = upsert(t.names.records, { pk: 'invoice#limits#large', blob: 'x'.repeat(390 * KB) });
     expect(await commitFencedUnit(ctx, u(1, [large]))).toMatchObject({ status: 'committed' });
-    expect(((await getItem(t, t.names.invoices, 'invoice#limits#large'))?.blob as string).length).toBe(390 * KB);
+    expect(((await getItem(t, t.names.records, 'invoice#limits#large'))?.blob as string).length).toBe(390 * KB);
 
     // Binary counts by its bytes (its JSON form would be several times larger).
-    const binary = upsert(t.names.invoices, { pk: 'invoice#limits#binary', pdf: new Uint8Array(300 * KB).fill(7) });
+    const binary = upsert(t.names.records, { pk: 'invoice#limits#binary', pdf: new Uint8Array(300 * KB).fill(7) });
     expect(await commitFencedUnit(ctx, u(2, [binary]))).toMatchObject({ status: 'committed' });
-    expect(((await getItem(t, t.names.invoices, 'invoice#limits#binary'))?.pdf as Uint8Array).byteLength).toBe(300 * KB);
+    expect(((await getItem(t, t.names.records, 'invoice#limits#binary'))?.pdf as Uint8Array).byteLength).toBe(300 * KB);
 
     // Just under 4 MB in one transaction.
-    const nearly4MB = Array.from({ length: 10 }, (_, i) => upsert(t.names.invoices, { pk: `invoice#limits#big${i}`, blob: 'x'.repeat(395 * KB) }));
+    const nearly4MB = Array.from({ length: 10 }, (_, i) => upsert(t.names.records, { pk: `invoice#limits#big${i}`, blob: 'x'.repeat(395 * KB) }));
     expect(await commitFencedUnit(ctx, u(3, nearly4MB))).toMatchObject({ status: 'committed' });
   });
 });

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createDynamo, makeGeneration, prepareFencedUnit, raiseFence, systemClock } from '../lib/protocol/index.js';
 import { startFaultProxy } from '../cli/fault-proxy.js';
 import { WireCheck } from '../cli/wire-check.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { fenceKeyOf, tableNames, ensureTables } from '../lib/workflow/index.js';
 import { replayIncident } from '../cli/incident.js';
 import { perTestTables } from './support/tables.js';

@@ -13,12 +13,12 @@ import { proxiedTables } from './support/tables.js';
 const env = proxiedTables(import.meta.filename);
 const g7 = makeGeneration(0, 7);
 const g8 = makeGeneration(0, 8);
-const record = (key: string) => getItem(env.t, env.t.names.invoices, key);
+const record = (key: string) => getItem(env.t, env.t.names.records, key);
 
 describe('guardedPut: the record remembers the greatest generation that wrote it', () => {
   it("an obsolete writer (7) is refused on a record generation 8 wrote, which keeps 8's write; an unconditional put in its place overwrites it", async () => {
     const { doc, client } = env.dynamo();
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     const counter = countRequests(client);
     expect(await guardedPut(doc, table, { pk: 'balance#guard', amountCents: 800, generation: g8 })).toEqual({ ok: true, value: { previous: undefined } });
     expect(Object.fromEntries(counter.counts)).toEqual({ PutItem: 1 }); // one request, no fence item
@@ -37,7 +37,7 @@ describe('guardedPut: the record remembers the greatest generation that wrote it
 
   it('equal generations pass (one holder writes many times), and a put resent by the SDK after its response was lost is harmless', async () => {
     const { doc } = env.dynamo({ viaProxy: true, maxAttempts: 3 });
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     await guardedPut(doc, table, { pk: 'balance#equal', amountCents: 100, generation: g8 });
     const lost = env.proxy.drop({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === 'balance#equal' });
 
@@ -51,7 +51,7 @@ describe('guardedPut: the record remembers the greatest generation that wrote it
 
   it('the race it loses: it does not protect a second record; the obsolete writer lands on a record 8 has not written yet, where the fence in the same transaction refuses it', async () => {
     const { doc } = env.dynamo();
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     // Holder 8 took over from paused holder 7 and has written the first of the two records.
     await guardedPut(doc, table, { pk: 'ledger#a', amountCents: 800, generation: g8 });
 
@@ -71,7 +71,7 @@ describe('guardedPut: the record remembers the greatest generation that wrote it
 
   it('check-then-act loses where the guard does not: read the generation, compare in code, write without a condition, and 8 writing in between is overwritten', async () => {
     const { doc } = env.dynamo();
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     await guardedPut(doc, table, { pk: 'balance#cta', amountCents: 600, generation: makeGeneration(0, 6) });
 
     // Holder 7 reads the record and finds it may write (6 <= 7)...

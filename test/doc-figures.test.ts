@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parsePlanFlags, renderPlan } from '../cli/plan.js';
 import { PRICES_US_EAST_1 } from '../lib/workflow/index.js';
-import { planInvoiceRun } from '../lib/workloads/invoice-plan.js';
+import { planInvoiceRun } from '../lib/workloads/invoices/plan.js';
 import { VARIANTS } from '../model/variants.js';
 import { CONTROLS } from './chaos/controls.js';
 

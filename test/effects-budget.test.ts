@@ -14,7 +14,7 @@ import { createCollectorHandler, createReconcilerHandler } from '../functions/ef
 import { systemClock } from '../lib/protocol/index.js';
 import { cursorKeyOf, readCursor, silentTelemetry, unsentKeyOf, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
 let s3: S3Endpoint;
@@ -65,8 +65,8 @@ describe('the collector, bounded by its budget', () => {
         for (let b = next++; b < batches.length; b = next++) {
           let items: unknown[] | undefined = batches[b]!.map((Item) => ({ PutRequest: { Item } }));
           while (items !== undefined && items.length > 0) {
-            const out: { UnprocessedItems?: Record<string, unknown[]> } = await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.invoices]: items as never } }));
-            items = out.UnprocessedItems?.[t.names.invoices];
+            const out: { UnprocessedItems?: Record<string, unknown[]> } = await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.records]: items as never } }));
+            items = out.UnprocessedItems?.[t.names.records];
           }
         }
       }),

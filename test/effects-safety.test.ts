@@ -35,8 +35,8 @@ import {
   type Telemetry,
 } from '../lib/workflow/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
-import { invoiceShards, startInvoiceRun } from '../lib/workloads/invoice-shards.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
+import { invoiceShards, startInvoiceRun } from '../lib/workloads/invoices/shards.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { invariants, invoiceInput, workflow } from './support/workflow.js';
 
@@ -418,7 +418,7 @@ describe('the collector', () => {
   const refOf = (k: string) => invoiceProcessor.documents!.refOf(k, t.names);
   const collector = (prefix: string, over: { store?: ObjectStore } = {}) =>
     collect({ doc: t.dynamo.doc, tables: t.names, store: over.store ?? store(), pages: new S3ObjectStore(client(), 'docs'), prefix, refOf, clock: new ManualClock({ wall: Date.now() + 60_000 }), telemetry: silentTelemetry, minAgeMs: 0 });
-  const put = (pk: string, item: Record<string, unknown>, table = t.names.invoices) => t.dynamo.doc.send(new PutCommand({ TableName: table, Item: { pk, ...item } }));
+  const put = (pk: string, item: Record<string, unknown>, table = t.names.records) => t.dynamo.doc.send(new PutCommand({ TableName: table, Item: { pk, ...item } }));
   const doc = (period: string, c: number, g: number) => `invoices/${period}/cust-${String(c).padStart(7, '0')}/${g}.json`;
   const write = async (key: string) => (await store().putNew(key, Buffer.from(`{"key":"${key}"}`), 'application/json')).etag;
   const live = (key: string) => s3.buckets.get('docs')!.get(key)?.at(-1)?.deleteMarker === false;

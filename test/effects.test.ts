@@ -11,7 +11,7 @@ import { headerOf, startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
 import { createDynamo, systemClock } from '../lib/protocol/index.js';
 import { ObjectExistsError, collect, deliver, readOutboxItem, reconcile, recordProviderEvent, silentTelemetry, type OutboxItem, type SenderDeps } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
 let s3: S3Endpoint;
@@ -92,7 +92,7 @@ describe('the collector', () => {
     const store = new S3ObjectStore(client(), 'docs');
     const name = (g: number) => `invoices/2026-04/cust-0000001/${g}.json`;
     const [g7, g8, g9] = await Promise.all([7, 8, 9].map((g) => store.putNew(name(g), Buffer.from(`{"generation":${g}}`), 'application/json')));
-    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.invoices, Item: { pk: 'invoice#2026-04#cust-0000001', generation: 8, documentKey: name(8), documentEtag: g8!.etag } }));
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.records, Item: { pk: 'invoice#2026-04#cust-0000001', generation: 8, documentKey: name(8), documentEtag: g8!.etag } }));
     // The fence is at 8: generation 7 can never commit again; 9 (a holder not fenced yet) might.
     await t.dynamo.doc.send(new PutCommand({ TableName: t.names.fences, Item: { pk: 'invoices#invoice-run#2026-04', generation: 8 } }));
     const r = await collect({ doc: t.dynamo.doc, tables: t.names, store, pages: new S3ObjectStore(client(), 'docs'), prefix: 'invoices/2026-04/', refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), clock: systemClock, telemetry: silentTelemetry, minAgeMs: 0 });
@@ -120,9 +120,9 @@ describe('the collector', () => {
         // The collector reads a page's pointers in batches: the first read of this one is a BatchGet.
         const input = args.input as { TableName?: string; Key?: { pk?: string }; RequestItems?: Record<string, { Keys?: { pk?: string }[] }> };
         const read = input.Key?.pk === pointer ? input.TableName : Object.keys(input.RequestItems ?? {}).find((tb) => input.RequestItems![tb]!.Keys?.some((k) => k.pk === pointer));
-        if (!committed && read === t.names.invoices) {
+        if (!committed && read === t.names.records) {
           committed = true;
-          await t.dynamo.doc.send(new PutCommand({ TableName: t.names.invoices, Item: { pk: pointer, generation: 5, documentKey: key, documentEtag: put!.etag } }));
+          await t.dynamo.doc.send(new PutCommand({ TableName: t.names.records, Item: { pk: pointer, generation: 5, documentKey: key, documentEtag: put!.etag } }));
           await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { pk: jobId, status: 'DONE', cursor: 1, totalUnits: 1 } }));
         }
         return out;

@@ -68,7 +68,7 @@ describe('seal', () => {
     expect(epochOf(lease.generation)).toBe(0);
     const ctx = { doc: t.dynamo.doc, clock };
     await raiseFence(ctx, fenceOf(t, job), lease.generation);
-    const inv = (g: Generation, u: number) => upsert(t.names.invoices, { pk: `invoice#${job}#c1`, amountCents: 100 + u, generation: g, unit: u });
+    const inv = (g: Generation, u: number) => upsert(t.names.records, { pk: `invoice#${job}#c1`, amountCents: 100 + u, generation: g, unit: u });
     await commitFencedUnit(ctx, unit(t, job, lease.generation, 0, [inv(lease.generation, 0)]));
 
     // The restore happened; the operator seals. No new holder has arrived yet.
@@ -79,7 +79,7 @@ describe('seal', () => {
     const error = await commitFencedUnit(ctx, unit(t, job, lease.generation, 1, [inv(lease.generation, 1)])).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StaleGenerationError);
     expect(error).toMatchObject({ attempted: lease.generation, current: epochFloor(1) });
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ unit: 0 });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ unit: 0 });
     await expect(raiseFence(ctx, fenceOf(t, job), lease.generation)).rejects.toBeInstanceOf(StaleGenerationError);
 
     const lost = await old.renew(lease).catch((e: unknown) => e);

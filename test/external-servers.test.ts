@@ -21,7 +21,7 @@ import { headerOf } from '../cli/smtp-sink.js';
 import { createDynamo, scanAll } from '../lib/protocol/index.js';
 import { messageIdentity, tableNames } from '../lib/workflow/index.js';
 import { s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
-import { customerId } from '../lib/workloads/invoices.js';
+import { customerId } from '../lib/workloads/invoices/invoices.js';
 import { PERIODS } from '../cli/run.js';
 import { runCli } from './support/cli.js';
 import { expectOneLineError, startTsx, tsx, type Running } from './support/spawn.js';
@@ -92,7 +92,7 @@ describe('npm start against an external SMTP server and S3 endpoint', () => {
     expect(items.filter((i) => i.kind === 'email' && i.status !== 'SENT' && i.status !== 'UNKNOWN')).toEqual([]);
 
     // The bucket's own answer: every invoice's document is there, with the ETag its pointer holds.
-    const invoices = (await scanAll(doc, tableNames(prefix).invoices)).filter((i) => String(i.pk).startsWith('invoice#'));
+    const invoices = (await scanAll(doc, tableNames(prefix).records)).filter((i) => String(i.pk).startsWith('invoice#'));
     expect(invoices).toHaveLength(CUSTOMERS * PERIODS.length);
     const store = s3Client({ endpoint: s3Url });
     for (const i of invoices) {

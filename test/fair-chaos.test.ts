@@ -54,7 +54,7 @@ async function commitOnce(doc: Dynamo['doc'], unit: FencedUnit, now: number): Pr
 
 /** The negative control's work: the lease alone, an unconditional write (what the article's incident does). */
 async function leaseOnlyWork(seed: number, lease: Lease): Promise<'committed'> {
-  await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.invoices, Item: { pk: `chaos#${seed}#unsafe`, generation: lease.generation } }));
+  await env.t.dynamo.doc.send(new PutCommand({ TableName: env.t.names.records, Item: { pk: `chaos#${seed}#unsafe`, generation: lease.generation } }));
   return 'committed';
 }
 
@@ -68,7 +68,7 @@ async function fencedWork(seed: number, job: string, lease: Lease, now: number):
     throw e;
   }
   const cursor = ((await getItem(env.t, env.t.names.jobs, job))?.cursor as number | undefined) ?? 0;
-  const effects = [upsert(env.t.names.invoices, { pk: `chaos#${seed}#${cursor}`, generation: lease.generation })];
+  const effects = [upsert(env.t.names.records, { pk: `chaos#${seed}#${cursor}`, generation: lease.generation })];
   return commitOnce(env.t.dynamo.doc, { fence, generation: lease.generation, checkpoint: { table: env.t.names.jobs, key: job, expected: cursor, next: cursor + 1 }, effects, token: { job, unit: cursor } }, now);
 }
 

@@ -16,7 +16,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { systemClock } from '../lib/protocol/index.js';
 import { readOutboxItem, silentTelemetry, type OutboundEmail } from '../lib/workflow/index.js';
-import { PAYMENTS_TARGET } from '../lib/workloads/invoices.js';
+import { PAYMENTS_TARGET } from '../lib/workloads/invoices/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
 let t: TestTables;

@@ -39,7 +39,7 @@ const g7 = makeGeneration(0, 7);
 const g8 = makeGeneration(0, 8);
 
 const invoice = (job: string, customer: string, generation: Generation, amountCents: number): Effect =>
-  upsert(t.names.invoices, { pk: `invoice#${job}#${customer}`, jobId: job, customerId: customer, amountCents, currency: 'EUR', generation, unit: 0 });
+  upsert(t.names.records, { pk: `invoice#${job}#${customer}`, jobId: job, customerId: customer, amountCents, currency: 'EUR', generation, unit: 0 });
 const fenceGeneration = async (job: string) => (await getItem(t, t.names.fences, `invoices#${job}`))?.generation;
 
 /**
@@ -75,9 +75,9 @@ describe('fenced unit', () => {
     expect((error as StaleGenerationError).current).toBe(g8);
     expect((error as StaleGenerationError).attempted).toBe(g7);
 
-    expect((await getItem(t, t.names.invoices, 'invoice#2026-11#c1'))?.amountCents).toBe(800);
-    expect(await getItem(t, t.names.invoices, 'invoice#2026-11#c3')).toBeUndefined();
-    expect(await getItem(t, t.names.invoices, 'charge#2026-11#c3')).toBeUndefined();
+    expect((await getItem(t, t.names.records, 'invoice#2026-11#c1'))?.amountCents).toBe(800);
+    expect(await getItem(t, t.names.records, 'invoice#2026-11#c3')).toBeUndefined();
+    expect(await getItem(t, t.names.records, 'charge#2026-11#c3')).toBeUndefined();
     expect((await getItem(t, t.names.jobs, job))?.cursor).toBe(1);
   });
 
@@ -94,8 +94,8 @@ describe('fenced unit', () => {
     expect(await fenceGeneration(job)).toBe(g8);
     expect(await getItem(t, t.names.jobs, job)).toMatchObject({ cursor: 3, generation: g8 });
     for (let u = 0; u < 3; u++) {
-      expect(await getItem(t, t.names.invoices, `invoice#eq#c${u}`)).toMatchObject({ amountCents: 100 + u, generation: g8, unit: u });
-      expect(await getItem(t, t.names.invoices, `charge#eq#c${u}`)).toMatchObject({ amountCents: 100 + u, generation: g8 });
+      expect(await getItem(t, t.names.records, `invoice#eq#c${u}`)).toMatchObject({ amountCents: 100 + u, generation: g8, unit: u });
+      expect(await getItem(t, t.names.records, `charge#eq#c${u}`)).toMatchObject({ amountCents: 100 + u, generation: g8 });
     }
   });
 
@@ -144,13 +144,13 @@ describe('fenced unit', () => {
     const error = await commitFencedUnit(ctxA, unitA).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StaleGenerationError);
     expect(error).toMatchObject({ attempted: leaseA.generation, current: leaseB.generation });
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toBeUndefined();
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toBeUndefined();
 
     // B now reads the checkpoint: A's unit did not move it. B does the work.
     const cursorB = (await getItem(t, t.names.jobs, job))?.cursor as number;
     expect(cursorB).toBe(0);
     await commitFencedUnit(ctxB, unit(t, job, leaseB.generation, cursorB, [invoice(job, 'c1', leaseB.generation, 800)]));
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ amountCents: 800, generation: leaseB.generation });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ amountCents: 800, generation: leaseB.generation });
     // The lease layer also learns it, but only at A's next renewal: the fence did the stopping.
     await expect(A.renew(leaseA)).rejects.toBeInstanceOf(LeaseLostError);
   });
@@ -191,7 +191,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     const ctx = { doc: t.dynamo.doc };
     await raiseFence(ctx, fenceOf(t, job), g8);
     await commitFencedUnit(ctx, unit(t, job, g8, 0, [invoice(job, 'c1', g8, 800)]));
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ generation: g8, amountCents: 800 });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ generation: g8, amountCents: 800 });
   }
   /** The fenced path for A: whatever it read before, it commits its unit. Its checkpoint
    *  expectation is made to hold (the cursor as it is now), so only the fence can stop it. */
@@ -212,7 +212,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     await running; // A reports success
 
     // The bug, for real: a lower generation replaced a higher one, although the fence is at 8.
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ generation: g7, amountCents: 700 });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ generation: g7, amountCents: 700 });
     expect(await fenceGeneration(job)).toBe(g8);
   });
 
@@ -232,7 +232,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     const error = await running.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StaleGenerationError);
     expect(error).toMatchObject({ attempted: g7, current: g8 });
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ generation: g8, amountCents: 800 });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ generation: g8, amountCents: 800 });
   });
 
   it('a fence raised in a separate write from the effect lets A through: its fence write succeeds, B takes over, A\'s effect lands', async () => {
@@ -246,7 +246,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     a.resume();
     await running;
 
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ generation: g7, amountCents: 700 });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ generation: g7, amountCents: 700 });
     expect(await fenceGeneration(job)).toBe(g8);
   });
 
@@ -266,7 +266,7 @@ describe('negative controls: the article\'s dangerous variants really fail, the 
     const error = await running.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StaleGenerationError);
     expect(error).toMatchObject({ attempted: g7, current: g8 });
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ generation: g8, amountCents: 800 });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ generation: g8, amountCents: 800 });
   });
 });
 
@@ -293,7 +293,7 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
     expect((await getItem(t, t.names.jobs, job))?.cursor).toBe(1);
 
     // The holder moves on: unit 1 corrects c1's invoice.
-    const unit1 = unit(t, job, g8, 1, [upsert(t.names.invoices, { pk: `invoice#${job}#c1`, customerId: 'c1', amountCents: 900, currency: 'EUR', generation: g8, unit: 1 })]);
+    const unit1 = unit(t, job, g8, 1, [upsert(t.names.records, { pk: `invoice#${job}#c1`, customerId: 'c1', amountCents: 900, currency: 'EUR', generation: g8, unit: 1 })]);
     await commitFencedUnit(ctx, unit1);
 
     // A stray duplicate of unit 0 (a duplicated delivery) now: had it been applied again it
@@ -301,9 +301,9 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
     expect(await commitFencedUnit(ctx, unit0)).toEqual({ status: 'committed', attempts: 1 });
     const expectUnchanged = async () => {
       expect(await getItem(t, t.names.jobs, job)).toMatchObject({ cursor: 2, generation: g8 });
-      expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ amountCents: 900, unit: 1 });
-      expect(await getItem(t, t.names.invoices, `charge#${job}#c1`)).toMatchObject({ amountCents: 800, unit: 0 });
-      expect(await getItem(t, t.names.invoices, `charge#${job}#c2`)).toMatchObject({ amountCents: 800, unit: 0 });
+      expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ amountCents: 900, unit: 1 });
+      expect(await getItem(t, t.names.records, `charge#${job}#c1`)).toMatchObject({ amountCents: 800, unit: 0 });
+      expect(await getItem(t, t.names.records, `charge#${job}#c2`)).toMatchObject({ amountCents: 800, unit: 0 });
     };
     await expectUnchanged();
   });
@@ -316,7 +316,7 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
     await raiseFence(ctx, fenceOf(t, job), g8);
     const unit0 = unit(t, job, g8, 0, invoiceEffects(t, job, ['c1'], g8, 0, 800));
     expect(await commitFencedUnit(ctx, unit0)).toMatchObject({ status: 'committed' });
-    await commitFencedUnit(ctx, unit(t, job, g8, 1, [upsert(t.names.invoices, { pk: `invoice#${job}#c1`, amountCents: 900, generation: g8, unit: 1 })]));
+    await commitFencedUnit(ctx, unit(t, job, g8, 1, [upsert(t.names.records, { pk: `invoice#${job}#c1`, amountCents: 900, generation: g8, unit: 1 })]));
 
     // Same token, but the fence's `updatedAt` (the clock) differs: DynamoDB would refuse the
     // request as an IdempotentParameterMismatch; the unit must still be seen as done.
@@ -331,8 +331,8 @@ describe('ambiguous commit: a retried unit is applied at most once', () => {
     expect(await commitFencedUnit(ctx, afterWindow)).toMatchObject({ status: 'already-committed' });
 
     expect(await getItem(t, t.names.jobs, job)).toMatchObject({ cursor: 2, generation: g8 });
-    expect(await getItem(t, t.names.invoices, `invoice#${job}#c1`)).toMatchObject({ amountCents: 900, unit: 1 });
-    expect(await getItem(t, t.names.invoices, `charge#${job}#c1`)).toMatchObject({ amountCents: 800, unit: 0 });
+    expect(await getItem(t, t.names.records, `invoice#${job}#c1`)).toMatchObject({ amountCents: 900, unit: 1 });
+    expect(await getItem(t, t.names.records, `charge#${job}#c1`)).toMatchObject({ amountCents: 800, unit: 0 });
   });
 
   it('a unit whose cursor range another generation already committed gets CheckpointMovedError, not already-committed', async () => {

@@ -10,7 +10,7 @@ import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
 import { s3Client } from '../lib/workflow/adapters/index.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, InvalidInputError, localRegion, ManualClock, systemClock } from '../lib/protocol/index.js';
-import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
+import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { METRIC, readJob } from '../lib/workflow/index.js';
 import { createStarterHandler, previousPeriod } from '../functions/starter-handler.js';
 import { createWorkerHandler, FullBatchFailureError } from '../functions/worker-handler.js';
@@ -352,7 +352,7 @@ describe('Lambda entries (functions/*.ts): configuration from the environment', 
       LEASES_TABLE: t.names.leases,
       FENCES_TABLE: t.names.fences,
       JOBS_TABLE: t.names.jobs,
-      INVOICES_TABLE: t.names.invoices,
+      RECORDS_TABLE: t.names.records,
       OUTBOX_TABLE: t.names.outbox,
       DOCUMENTS_BUCKET: 'documents',
       S3_ENDPOINT: s3Url,

@@ -40,10 +40,10 @@ describe('the layering check has teeth', () => {
   it.each([
     ['lib/protocol/lease.ts', "import { JOB_ATTR } from '../workflow/schema.js';", 'lib/protocol/ imports nothing above it'],
     ['lib/protocol/fence.ts', "import type { Processor } from '../workflow/index.js';", 'lib/protocol/ imports nothing above it'],
-    ['lib/protocol/epochs.ts', "const m = await import('../workloads/invoices.js');", 'lib/protocol/ imports nothing above it'],
-    ['lib/workflow/jobs.ts', "import { invoiceProcessor } from '../workloads/invoices.js';", 'lib/workflow/ does not import a workload'],
+    ['lib/protocol/epochs.ts', "const m = await import('../workloads/invoices/invoices.js');", 'lib/protocol/ imports nothing above it'],
+    ['lib/workflow/jobs.ts', "import { invoiceProcessor } from '../workloads/invoices/invoices.js';", 'lib/workflow/ does not import a workload'],
     ['lib/workflow/worker.ts', "import { Stack } from 'aws-cdk-lib';", 'lib/ imports no CDK'],
-    ['lib/workloads/invoices.ts', "import { OUTPUTS } from '../../infra/outputs.js';", 'lib/ imports neither functions/, infra/ nor cli/'],
+    ['lib/workloads/invoices/invoices.ts', "import { OUTPUTS } from '../../infra/outputs.js';", 'lib/ imports neither functions/, infra/ nor cli/'],
     ['functions/worker.ts', "import { raiseFence } from '../lib/protocol/fence.js';", 'lib/protocol/ is imported through its index module'],
   ])('%s with `%s` breaks "%s"', (file, line, rule) => {
     const violations = layerViolations(withFile(file, `${line}\n${tree.get(file) ?? ''}`));

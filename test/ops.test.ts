@@ -22,16 +22,16 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const outputsOf = (names: Record<'leases' | 'fences' | 'jobs' | 'invoices' | 'outbox', string>, extra: Record<string, string> = {}) => ({
+const outputsOf = (names: Record<'leases' | 'fences' | 'jobs' | 'records' | 'outbox', string>, extra: Record<string, string> = {}) => ({
   [OUTPUTS.leases]: names.leases,
   [OUTPUTS.fences]: names.fences,
   [OUTPUTS.jobs]: names.jobs,
-  [OUTPUTS.invoices]: names.invoices,
+  [OUTPUTS.records]: names.records,
   [OUTPUTS.outbox]: names.outbox,
   [OUTPUTS.queueUrl]: 'https://sqs.eu-west-1.amazonaws.com/111111111111/q',
   ...extra,
 });
-const other = { leases: 'Other-Leases-1', fences: 'Other-Fences-1', jobs: 'Other-Jobs-1', invoices: 'Other-Invoices-1', outbox: 'Other-Outbox-1' };
+const other = { leases: 'Other-Leases-1', fences: 'Other-Fences-1', jobs: 'Other-Jobs-1', records: 'Other-Invoices-1', outbox: 'Other-Outbox-1' };
 
 /** Runs an ops command and returns what it printed on stdout. */
 async function ops(command: Parameters<typeof opsCommand>[0], argv: string[]): Promise<{ code: number; stdout: string }> {

@@ -18,7 +18,7 @@ const increment = (r: Readonly<VersionedRecord> | undefined): VersionedRecord =>
 describe('updateOptimistic', () => {
   it('two interleaved increments both land: the loser is refused, retries from the record its refusal returned (no extra read) and the count is 2; without the version condition one is lost', async () => {
     const { doc, client } = env.dynamo();
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     const counter = countRequests(client);
     const other = env.dynamo().doc;
     let interleaved = false;
@@ -46,7 +46,7 @@ describe('updateOptimistic', () => {
 
   it('under steady contention it gives up after maxAttempts with VersionConflictError carrying the current record; nothing of its last attempt is written', async () => {
     const { doc } = env.dynamo();
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     await updateOptimistic({ doc, table, key: 'counter#busy' }, () => ({ count: 0 }));
     let rivals = 0;
     const error = await updateOptimistic({ doc, table, key: 'counter#busy', maxAttempts: 3, backoff: quick }, async (current) => {
@@ -61,7 +61,7 @@ describe('updateOptimistic', () => {
 
   it('a write whose response was lost and which the SDK resent counts as written: the change runs once and the counter moves by one, where re-reading and re-applying moves it by two', async () => {
     const { doc } = env.dynamo({ viaProxy: true, maxAttempts: 3 });
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     await updateOptimistic({ doc, table, key: 'counter#ambiguous' }, () => ({ count: 0 }));
     const drop = () => env.proxy.drop({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === 'counter#ambiguous' });
 
@@ -100,7 +100,7 @@ describe('updateOptimistic', () => {
 
   it('creates a missing record once: of two concurrent creators one writes and the other retries on top of it; a change returning undefined writes nothing', async () => {
     const { doc } = env.dynamo();
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     // Both read "absent" before either writes: each first change waits for the other's.
     let arrived = 0;
     let bothRead!: () => void;
@@ -129,7 +129,7 @@ describe('updateOptimistic', () => {
 
 describe('updateOptimistic when a resend meets another writer', () => {
   it('a put applied, its response lost, and another writer updating before the SDK resends: OptimisticWriteUncertainError, never the change applied twice', async () => {
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     const key = 'counter#resend-raced';
     const setup = env.dynamo().doc;
     await updateOptimistic({ doc: setup, table, key }, increment); // count 1
@@ -157,7 +157,7 @@ describe('updateOptimistic when the SDK does not resend a write that got no answ
   const once = () => env.dynamo({ viaProxy: true, maxAttempts: 1, requestTimeoutMs: 300 });
 
   it('a put applied and its connection cut (no resend): OptimisticWriteUncertainError, not the raw network error a caller would retry into a second apply', async () => {
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     const key = 'counter#cut-once';
     await updateOptimistic({ doc: env.dynamo().doc, table, key }, increment); // count 1
     const lost = env.proxy.drop({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key });
@@ -172,7 +172,7 @@ describe('updateOptimistic when the SDK does not resend a write that got no answ
   });
 
   it('a put applied and its answer held past the request timeout (no resend): OptimisticWriteUncertainError', async () => {
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     const key = 'counter#timeout-once';
     await updateOptimistic({ doc: env.dynamo().doc, table, key }, increment); // count 1
     const slow = env.proxy.delay({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key }, 3_000);
@@ -184,7 +184,7 @@ describe('updateOptimistic when the SDK does not resend a write that got no answ
   });
 
   it('a definite refusal stays what it is: a throttled put (refused before it applied) and a validation error are thrown as the SDK reports them', async () => {
-    const table = env.t.names.invoices;
+    const table = env.t.names.records;
     const key = 'counter#refused-once';
     await updateOptimistic({ doc: env.dynamo().doc, table, key }, increment); // count 1
     env.proxy.error({ target: 'PutItem', when: (q) => q.json?.Item?.pk?.S === key }, 'ThrottlingException');

@@ -1,14 +1,14 @@
 /**
- * The capacity planner (lib/workloads/invoice-plan.ts, lib/workflow/capacity.ts, cli/plan.ts):
+ * The capacity planner (lib/workloads/invoices/plan.ts, lib/workflow/capacity.ts, cli/plan.ts):
  * its figures follow from the stated request mix, assumptions and AWS limits (none is a
  * constant), the limit that binds moves as the setting that raises it moves, and the CLI prints
  * one JSON object or a one-line error with exit 2.
  */
 import { describe, expect, it } from 'vitest';
 import { AWS_LIMITS, costOf, PRICES_US_EAST_1, projectedWrites, rampSeconds, TABLE_ROLES, TABLES, workerConcurrencyFor } from '../lib/workflow/index.js';
-import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoice-plan.js';
-import { INVOICE_PROFILE } from '../lib/workloads/invoice-profile.js';
-import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER } from '../lib/workloads/invoices.js';
+import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoices/plan.js';
+import { INVOICE_PROFILE } from '../lib/workloads/invoices/profile.js';
+import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER } from '../lib/workloads/invoices/invoices.js';
 import { runCli } from './support/cli.js';
 
 const cli = runCli;
@@ -22,7 +22,7 @@ describe('the plan follows from the request mix and the stated assumptions', () 
     expect(p.units).toBe(4 * Math.ceil(250 / DEFAULT_UNIT_SIZE)); // four shards of 250
     // The work's writes are the measured profile's shares times the plan's customers and units.
     const work = projectedWrites(INVOICE_PROFILE, 1_000, p.units);
-    expect(p.writeUnits.invoices).toBeCloseTo(work.get('invoices')!);
+    expect(p.writeUnits.invoices).toBeCloseTo(work.get('records')!);
     expect(p.writeUnits.outbox).toBeCloseTo(work.get('outbox')!);
     expect(p.writeUnits.fences).toBeCloseTo(work.get('fences')! + p.invocations); // the units' fence writes, and one raise per invocation
     // Per customer: every write unit is on a line of the breakdown, and every table and index has its hottest key.
@@ -87,7 +87,7 @@ describe('the plan follows from the request mix and the stated assumptions', () 
       expect(x.readUnitsPerSecond, `${x.table}/${x.index ?? ''} ${x.key}`).toBeLessThan(x.limit.readUnitsPerSecond);
     }
     // The floor: each table's write units over the quota it may use.
-    const floor = Math.max(...(['invoices', 'outbox', 'fences', 'jobs', 'leases'] as const).map((t) => p.writeUnits[t] / AWS_LIMITS.tableWriteUnitsPerSecond));
+    const floor = Math.max(...(['records', 'outbox', 'fences', 'jobs', 'leases'] as const).map((t) => p.writeUnits[t] / AWS_LIMITS.tableWriteUnitsPerSecond));
     expect(p.wallSeconds / floor).toBeLessThanOrEqual(1.15);
   });
 

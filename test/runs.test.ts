@@ -1,5 +1,5 @@
 /**
- * Sharded runs (lib/workflow/runs.ts, lib/workloads/invoice-shards.ts) on DynamoDB Local: the
+ * Sharded runs (lib/workflow/runs.ts, lib/workloads/invoices/shards.ts) on DynamoDB Local: the
  * starter's run record and shards, the run's DONE as a query of its shards under duplicate and
  * simultaneous completions, and the checker's RUNS invariant with its negative controls (a
  * broken starter's overlapping shards, a run record that counts a shard twice, a completion
@@ -9,8 +9,8 @@ import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createDynamo, InvalidInputError, ManualClock } from '../lib/protocol/index.js';
-import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices.js';
-import { assertShardCount, invoiceShards, shardRange, startInvoiceRun } from '../lib/workloads/invoice-shards.js';
+import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
+import { assertShardCount, invoiceShards, shardRange, startInvoiceRun } from '../lib/workloads/invoices/shards.js';
 import { createJob, METRIC, readRun, runIdOfJob, runKeyOf, runStatus, RunInputMismatchError, shardJobId } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { invoiceRun } from '../cli/run.js';

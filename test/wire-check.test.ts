@@ -40,7 +40,7 @@ function unitOf(jobId: string, generation: Generation, cursor: number, customer:
     fence: fenceOf(t, jobId),
     generation,
     checkpoint: { table: t.names.jobs, key: jobId, expected: cursor, next: cursor + 1 },
-    effects: [upsert(t.names.invoices, { pk: `invoice#2026-09#${customer}#${jobId}`, ...item }), onceOnly(t.names.invoices, { pk: `charge#2026-09#${customer}#${jobId}`, ...item })],
+    effects: [upsert(t.names.records, { pk: `invoice#2026-09#${customer}#${jobId}`, ...item }), onceOnly(t.names.records, { pk: `charge#2026-09#${customer}#${jobId}`, ...item })],
     token: { job: jobId, unit: cursor },
   };
 }
@@ -137,7 +137,7 @@ describe('the structural FENCE check, from the wire', () => {
 });
 
 describe('the late-write rule, on a recorded wire (what no correct engine lets through)', () => {
-  const tables = { fences: 'F', invoices: 'I', outbox: 'O' };
+  const tables = { fences: 'F', records: 'I', outbox: 'O' };
   const put = (pk: string, jobId: string, g: number) => ({ Put: { TableName: 'I', Item: { pk: { S: pk }, jobId: { S: jobId }, generation: { N: String(g) } } } });
   const fence = (jobId: string, g: number) => ({
     Update: { TableName: 'F', Key: { pk: { S: `invoices#${jobId}` } }, ConditionExpression: 'attribute_not_exists(#g) OR #g <= :g', UpdateExpression: 'SET #g = :g, #u = :now', ExpressionAttributeNames: { '#g': 'generation', '#u': 'updatedAt' }, ExpressionAttributeValues: { ':g': { N: String(g) }, ':now': { N: '1' } } },

@@ -8,7 +8,7 @@
 import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { createDynamo, epochFloor, InvalidInputError, makeGeneration, raiseEpoch, raiseFence, seal, StaleGenerationError, systemClock } from '../lib/protocol/index.js';
-import { customerId } from '../lib/workloads/invoices.js';
+import { customerId } from '../lib/workloads/invoices/invoices.js';
 import {
   createJob,
   fenceKeyOf,
@@ -167,8 +167,8 @@ describe('recovery: crashes, pauses, time running out', () => {
     // Nothing of A's unit 1 landed.
     expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ cursor: 1, generation: aInfo.generation });
     for (const c of [customerId(2), customerId(3)]) {
-      expect(await getItem(t, t.names.invoices, `invoice#${input.period}#${c}`)).toBeUndefined();
-      expect(await getItem(t, t.names.invoices, `charge#${input.period}#${c}`)).toBeUndefined();
+      expect(await getItem(t, t.names.records, `invoice#${input.period}#${c}`)).toBeUndefined();
+      expect(await getItem(t, t.names.records, `charge#${input.period}#${c}`)).toBeUndefined();
     }
     // A's late release changed nothing: B still holds the lease.
     expect(await getItem(t, t.names.leases, `job#${job.id}`)).toMatchObject({ owner: 'B/0', generation: bInfo.generation });
@@ -385,7 +385,7 @@ describe('bad job input', () => {
     const dup = w.deliver('B');
     expect(await dup.done).toEqual({ batchItemFailures: [] });
     expect(w.telemetry.outcomeOf(dup.batch[0]!.messageId)).toBe('failed');
-    expect(await scanAll(t, t.names.invoices)).toEqual([]);
+    expect(await scanAll(t, t.names.records)).toEqual([]);
     expect(await getItem(t, t.names.jobs, job.id)).toMatchObject({ status: 'FAILED', failureReason: item?.failureReason });
     expect((await invariants(t)).ok).toBe(true);
   });
@@ -589,7 +589,7 @@ describe('disaster recovery', () => {
     // it at its old generation and commit every unit: checked by hand with that line removed).
     expect(w.telemetry.of('superseded', 'A')).toEqual([expect.objectContaining({ why: 'fence-raise', by: epochFloor(1) })]);
     expect(w.telemetry.outcomeOf(a.batch[0]!.messageId)).toBe('superseded');
-    expect(await scanAll(t, t.names.invoices)).toEqual([]);
+    expect(await scanAll(t, t.names.records)).toEqual([]);
     expect(reports.find((r) => r.table === t.names.fences)).toMatchObject({ created: 1 });
   });
 });

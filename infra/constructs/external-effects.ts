@@ -44,7 +44,7 @@ export const SES_EVENTS: readonly { readonly event: EmailSendingEvent; readonly 
 ];
 
 export interface ExternalEffectsProps {
-  readonly tables: Readonly<Record<'invoices' | 'fences' | 'jobs' | 'outbox', ITable>>;
+  readonly tables: Readonly<Record<'records' | 'fences' | 'jobs' | 'outbox', ITable>>;
   /** The From address of every email (CDK context `senderAddress`). */
   readonly senderAddress: string;
   /** The SES identity it sends as. @default an email-address identity created for `senderAddress` (no DKIM) */
@@ -294,11 +294,11 @@ export class ExternalEffects extends Construct {
     // (consistent GetItem), DeleteObject with If-Match (which also needs s3:GetObject).
     this.collector.role.addToPrincipalPolicy(this.listDocuments());
     allow(this.collector, ['s3:DeleteObject', 's3:GetObject'], [this.documents()]);
-    allow(this.collector, ['dynamodb:GetItem'], [props.tables.invoices.tableArn, props.tables.fences.tableArn, props.tables.jobs.tableArn]);
+    allow(this.collector, ['dynamodb:GetItem'], [props.tables.records.tableArn, props.tables.fences.tableArn, props.tables.jobs.tableArn]);
     // The pointers of a page in consistent batches (BatchGetItem on the pointer table), and the
     // resumable cursor item it keeps in Jobs (a PutItem per page): test/infra/iam-calls.test.ts
     // found both missing from this role, the local run making them and AWS refusing them.
-    allow(this.collector, ['dynamodb:BatchGetItem'], [props.tables.invoices.tableArn]);
+    allow(this.collector, ['dynamodb:BatchGetItem'], [props.tables.records.tableArn]);
     allow(this.collector, ['dynamodb:PutItem'], [props.tables.jobs.tableArn]);
   }
 

@@ -18,7 +18,7 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices/invoices.js';
 import { deadLetterQueue, durableTable, secureQueue, type WarmUnits } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { grantDataPlane } from './permissions.js';
@@ -245,7 +245,7 @@ export class FencedWorkflow extends Construct {
       [ENV.leasesTable]: active.leases.tableName,
       [ENV.fencesTable]: active.fences.tableName,
       [ENV.jobsTable]: active.jobs.tableName,
-      [ENV.invoicesTable]: active.invoices.tableName,
+      [ENV.recordsTable]: active.invoices.tableName,
       [ENV.outboxTable]: active.outbox.tableName,
       [ENV.queueUrl]: this.queue.queueUrl,
       [ENV.epoch]: String(props.fenceEpoch),
@@ -258,7 +258,7 @@ export class FencedWorkflow extends Construct {
       POWERTOOLS_METRICS_NAMESPACE: namespace,
       ...props.environment,
     };
-    const starterEnvironment = { [ENV.customers]: String(props.invoiceCustomers ?? 1000), [ENV.shards]: String(props.shards ?? 1) };
+    const starterEnvironment = { [ENV.runItems]: String(props.invoiceCustomers ?? 1000), [ENV.runShards]: String(props.shards ?? 1) };
     const workerMaxConcurrency = props.workerMaxConcurrency ?? workerConcurrencyFor(props.shards ?? 1);
     validateScale({ shards: props.shards ?? 1, workerMaxConcurrency, customers: props.invoiceCustomers ?? 1000, warmThroughput: props.warmThroughput ?? {} });
     validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, workerTimeout, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });

@@ -34,7 +34,7 @@ export function grantDataPlane(
   allow(fns.worker, ['UpdateItem'], [arn('leases')]);
   allow(fns.worker, ['UpdateItem', 'ConditionCheckItem'], [arn('fences')]);
   allow(fns.worker, ['GetItem', 'BatchGetItem', 'UpdateItem'], [arn('jobs')]);
-  allow(fns.worker, ['PutItem'], [arn('invoices')]);
+  allow(fns.worker, ['PutItem'], [arn('records')]);
   send(fns.worker); // continuations
   // Sweeper (lib/workflow/sweeper.ts): the unfinished-jobs index, the lease liveness check (consistent
   // GetItem), the conditional requeue claim and the version-watch observation (UpdateItem).
@@ -44,7 +44,7 @@ export function grantDataPlane(
   send(fns.sweeper);
   // Starter (lib/workflow/runs.ts createRun, lib/workflow/jobs.ts createJob): conditional PutItems of the run
   // record and its shards; an existing one comes back with the condition failure (ReturnValuesOnConditionCheckFailure),
-  // not from a read. GetItem: with shards > 1, whether the period already has an unsharded job (lib/workloads/invoice-shards.ts).
+  // not from a read. GetItem: with shards > 1, whether the period already has an unsharded job (lib/workloads/invoices/shards.ts).
   allow(fns.starter, ['PutItem', 'GetItem'], [arn('jobs')]);
   send(fns.starter);
 }

@@ -7,7 +7,7 @@
 import type { Duration } from 'aws-cdk-lib';
 import { ConfigError, MAX_TRANSACTION_ACTIONS, MAX_UNIT_EFFECTS } from '../../lib/protocol/index.js';
 import { AWS_LIMITS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, maxUnitSize, sweepSettingsFromEnv, TABLE_ROLES, type TableRole } from '../../lib/workflow/index.js';
-import { MAX_CUSTOMERS } from '../../lib/workloads/invoices.js';
+import { MAX_CUSTOMERS } from '../../lib/workloads/invoices/invoices.js';
 
 export interface DurationSettings {
   leaseDuration: Duration;
@@ -35,7 +35,7 @@ export function validateSettings(env: Record<string, string>, d: DurationSetting
       `must be an integer in [1, ${cap}] (${effectsPerItem} effects per item + fence + checkpoint <= ${MAX_TRANSACTION_ACTIONS} transaction actions), got ${env[ENV.unitSize]}`,
     );
   }
-  integer(env, ENV.customers, undefined, 0, MAX_CUSTOMERS);
+  integer(env, ENV.runItems, undefined, 0, MAX_CUSTOMERS);
   if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {
     throw new ConfigError(
       'staleAfter',

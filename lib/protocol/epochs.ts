@@ -60,7 +60,7 @@ export interface SealReport {
 export interface SealOptions {
   /**
    * The fences each lease key protects (a workflow's convention, e.g. `job#J` protects
-   * `invoices#J`). Each is raised, or CREATED at the floor when absent: a holder of an older epoch
+   * `fence#J`). Each is raised, or CREATED at the floor when absent: a holder of an older epoch
    * that paused between its acquire and its first fence raise must not be able to create the
    * fence at its old generation after the seal.
    */

@@ -19,7 +19,7 @@ import { FENCE_ATTR } from './items.js';
 /** Where a fence lives: its table and the protected resource's key. */
 export interface FenceRef {
   readonly table: string;
-  /** The protected resource's key, e.g. `invoices#<jobId>`. */
+  /** The protected resource's key, e.g. `fence#<jobId>`. */
   readonly resource: string;
 }
 

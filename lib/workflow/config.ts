@@ -9,7 +9,8 @@ export const ENV = {
   leasesTable: 'LEASES_TABLE',
   fencesTable: 'FENCES_TABLE',
   jobsTable: 'JOBS_TABLE',
-  invoicesTable: 'INVOICES_TABLE',
+  /** The workload's records: the effects its units write, fenced (upserts and once-only). */
+  recordsTable: 'RECORDS_TABLE',
   outboxTable: 'OUTBOX_TABLE',
   /** The documents bucket, and optionally an S3-compatible endpoint (path-style) and a leading folder. */
   documentsBucket: 'DOCUMENTS_BUCKET',
@@ -48,9 +49,9 @@ export const ENV = {
   unitSize: 'UNIT_SIZE',
   staleAfterMs: 'SWEEP_STALE_AFTER_MS',
   sweepIntervalMs: 'SWEEP_INTERVAL_MS',
-  customers: 'INVOICE_CUSTOMERS',
+  runItems: 'RUN_ITEMS',
   /** Shard jobs per run (lib/workflow/runs.ts): the starter's setting. */
-  shards: 'INVOICE_SHARDS',
+  runShards: 'RUN_SHARDS',
   /** Optional: DynamoDB endpoint (DynamoDB Local). Absent in AWS. */
   dynamoEndpoint: 'DYNAMODB_ENDPOINT',
 } as const;
@@ -124,7 +125,7 @@ export function tablesFromEnv(env: Env): TableNames {
     leases: tableName(env, ENV.leasesTable),
     fences: tableName(env, ENV.fencesTable),
     jobs: tableName(env, ENV.jobsTable),
-    invoices: tableName(env, ENV.invoicesTable),
+    records: tableName(env, ENV.recordsTable),
     outbox: tableName(env, ENV.outboxTable),
   };
 }

@@ -37,7 +37,7 @@ export class InvalidRunItemError extends FencedError {
 }
 
 /**
- * A start of a run that exists already, with another input than the stored one (another customer
+ * A start of a run that exists already, with another input than the stored one (another item
  * count, another seed, another unit size): a run is defined by its stored record, so its missing
  * shards are built from the stored input, and a start that disagrees with it is refused, never
  * reconciled. Nothing was written by the refused call.

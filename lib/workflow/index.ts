@@ -24,7 +24,7 @@ export { InvalidJobItemError, InvalidRunItemError, JobNotFoundError, ObjectState
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
-  INVOICE_ATTR,
+  RECORD_ATTR,
   OUTBOX_ATTR,
   OUTBOX_INDEX,
   JOB_ATTR,
@@ -128,3 +128,5 @@ export {
   type PlanLimits,
 } from './capacity.js';
 export { projectedKeyRate, projectedWrites, type Basis, type KeyScope, type LoadProfile, type PlanRates, type ProfileKey, type ProfileRun, type ProfileWrite } from './load-profile.js';
+export { assertShardCount, assertWorkload, httpTargetEnv, shardRange, shardsOfRun, unitSizeCap, type ExpectedRecord, type HttpTargetSpec, type RunStart, type StartRequest, type Workload, type WorkloadChecks, type WorkloadStart } from './workload.js';
+export { startRun } from './start-run.js';

@@ -113,7 +113,7 @@ export async function acquireLease(run: Run): Promise<Held | WorkOutcome> {
   if (lease.takeoverFrom !== undefined) t.count(METRIC.leaseTakeover);
   t.event('lease-acquired', { jobId, owner, generation: g, takeoverFrom: lease.takeoverFrom });
   await run.hooks.at('after-acquire', { jobId, owner, generation: g });
-  return { ...run, lease, g, fence: { table: run.deps.tables.fences, resource: fenceKeyOf(jobId) }, units: 0 };
+  return { ...run, lease, g, fence: { table: run.deps.tables.fences, resource: fenceKeyOf(jobId, run.deps.fenceKeyPrefix) }, units: 0 };
 }
 
 /**
@@ -177,7 +177,7 @@ export async function readCheckpoint(held: Held): Promise<Ready | WorkOutcome> {
 async function failJob(held: Held, reason: string): Promise<WorkOutcome> {
   const { jobId, owner, g } = held;
   try {
-    await markFailed(held.deps.doc, held.deps.tables, jobId, g, reason, held.deps.clock);
+    await markFailed(held.deps.doc, { ...held.deps.tables, fencePrefix: held.deps.fenceKeyPrefix }, jobId, g, reason, held.deps.clock);
   } catch (e) {
     if (e instanceof StaleGenerationError) return superseded(held, e.current, 'mark-failed');
     if (e instanceof JobNotFoundError) {

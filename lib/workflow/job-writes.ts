@@ -31,6 +31,9 @@ interface JobUpdate {
   values: Record<string, unknown>;
 }
 
+/** The tables of a fenced job update, and the workload's fence key prefix (fenceKeyOf). */
+export type FencedTables = { jobs: string; fences: string; fencePrefix?: string | undefined };
+
 /** Attempts of a fenced job update that DynamoDB cancels for a conflict with another transaction. */
 const CONFLICT_ATTEMPTS = 5;
 
@@ -39,13 +42,13 @@ const CONFLICT_ATTEMPTS = 5;
  * reasons are positional ([0] fence, [1] job) and decoded: StaleGenerationError (with the fence's
  * generation), JobNotFoundError, a conflict retried with backoff, anything else TransactionFailedError.
  */
-async function fencedJobUpdate(doc: DynamoDBDocumentClient, tables: { jobs: string; fences: string }, jobId: string, generation: Generation, update: JobUpdate, clock: Clock): Promise<void> {
+async function fencedJobUpdate(doc: DynamoDBDocumentClient, tables: FencedTables, jobId: string, generation: Generation, update: JobUpdate, clock: Clock): Promise<void> {
   const command = new TransactWriteCommand({
     TransactItems: [
       {
         ConditionCheck: {
           TableName: tables.fences,
-          Key: { [FENCE_ATTR.key]: fenceKeyOf(jobId) },
+          Key: { [FENCE_ATTR.key]: fenceKeyOf(jobId, tables.fencePrefix) },
           ConditionExpression: '#g <= :g',
           ExpressionAttributeNames: { '#g': FENCE_ATTR.generation },
           ExpressionAttributeValues: { ':g': generation },
@@ -74,7 +77,7 @@ async function fencedJobUpdate(doc: DynamoDBDocumentClient, tables: { jobs: stri
       const [fence, job] = reasons;
       if (fence?.Code === 'ConditionalCheckFailed') {
         const current = fence.Item === undefined ? undefined : conditionFailureItem(fence)?.[FENCE_ATTR.generation];
-        throw new StaleGenerationError(fenceKeyOf(jobId), generation, typeof current === 'number' ? asGeneration(current) : undefined);
+        throw new StaleGenerationError(fenceKeyOf(jobId, tables.fencePrefix), generation, typeof current === 'number' ? asGeneration(current) : undefined);
       }
       if (job?.Code === 'ConditionalCheckFailed') throw new JobNotFoundError(jobId);
       if (!retryableCancellation(reasons)) throw new TransactionFailedError(reasons, { cause: e });
@@ -90,7 +93,7 @@ async function fencedJobUpdate(doc: DynamoDBDocumentClient, tables: { jobs: stri
  */
 export async function markFailed(
   doc: DynamoDBDocumentClient,
-  tables: { jobs: string; fences: string },
+  tables: FencedTables,
   jobId: string,
   generation: Generation,
   reason: string,
@@ -111,7 +114,7 @@ export async function markFailed(
  */
 export async function recordUnitFailure(
   doc: DynamoDBDocumentClient,
-  tables: { jobs: string; fences: string },
+  tables: FencedTables,
   job: Pick<Job, 'id' | 'failures' | 'failedUnit'>,
   generation: Generation,
   unit: number,

@@ -41,9 +41,17 @@ export function assertJobId(id: unknown): asserts id is string {
 }
 
 export const leaseKeyOf = (jobId: string): string => `job#${jobId}`;
-export const fenceKeyOf = (jobId: string): string => `invoices#${jobId}`;
-/** The fences a lease key protects, for the seal (protocol epochs.ts): `job#J` protects `invoices#J`. */
-export const fencesOfLease = (leaseKey: string): string[] => (leaseKey.startsWith('job#') ? [fenceKeyOf(leaseKey.slice('job#'.length))] : []);
+/**
+ * The fence of a job's effects: `<prefix><jobId>`. The prefix is the workload's (Workload.fenceKeyPrefix,
+ * through the deps of the worker and the collector), and a deployed stack never changes it: a
+ * worker of the previous version, still running through a deploy, checks the fence it knows.
+ */
+export const DEFAULT_FENCE_PREFIX = 'fence#';
+export const fenceKeyOf = (jobId: string, prefix: string = DEFAULT_FENCE_PREFIX): string => `${prefix}${jobId}`;
+/** The fences a lease key protects, for the seal (protocol epochs.ts): `job#J` protects `<prefix>J`. */
+export const fencesOfLease = (leaseKey: string, prefix: string = DEFAULT_FENCE_PREFIX): string[] => (leaseKey.startsWith('job#') ? [fenceKeyOf(leaseKey.slice('job#'.length), prefix)] : []);
+/** The job a fence key guards, or undefined for a key of another prefix. */
+export const jobOfFence = (fenceKey: string, prefix: string = DEFAULT_FENCE_PREFIX): string | undefined => (fenceKey.startsWith(prefix) ? fenceKey.slice(prefix.length) : undefined);
 
 const STATUSES: readonly JobStatus[] = ['PENDING', 'RUNNING', 'DONE', 'FAILED'];
 
@@ -83,7 +91,7 @@ export function jobFromItem(item: Record<string, unknown>): Job {
 }
 
 /**
- * Creates the job if it does not exist (one id per billing period makes the starter
+ * Creates the job if it does not exist (one id per schedule slot makes the starter
  * idempotent). Returns the job as stored and whether this call created it.
  */
 export async function createJob(

@@ -7,7 +7,7 @@
  * Rules for effects (DESIGN.md): upserts are guarded by the fence; anything that must happen
  * once (a charge, a ledger entry, an outbox message) is `onceOnly` with a stable operation key.
  * At most MAX_UNIT_EFFECTS (98) effects per unit: 100 transaction actions minus the fence and the
- * checkpoint, 4 MB in all. A processor that writes k effects per item of a unit (a customer, an
+ * checkpoint, 4 MB in all. A processor that writes k effects per item of a unit (a tenant, an
  * order) can take at most maxUnitSize(k) items per unit.
  */
 import { MAX_UNIT_EFFECTS, type Effect, type Generation } from '../protocol/index.js';
@@ -30,7 +30,7 @@ export interface UnitContext {
 }
 
 export interface Processor<Input> {
-  /** Job type name, e.g. "invoice-run". */
+  /** Job type name, e.g. "report-run". */
   readonly name: string;
   /** Validates raw job input; throws InvalidInputError for input that can never succeed (the job ends FAILED). */
   parseInput(raw: unknown): Input;

@@ -1,5 +1,5 @@
 /**
- * Runs: one piece of work split into K shard jobs (a billing period's invoices, by customer
+ * Runs: one piece of work split into K shard jobs (a schedule slot's items, by item
  * range). A shard IS a job: its own lease, fence, checkpoint and range; the worker, the sweeper
  * and the fence do not know runs exist. What a run adds is a record of its shards, kept in the
  * Jobs table beside them:
@@ -95,7 +95,7 @@ export function runFromItem(item: Record<string, unknown>): RunRecord {
  * A run is defined by its STORED record: the missing shards are built from the stored input and
  * the stored shard count (`shardsOf` gets both), never from this call's. A later call with another
  * count (the setting was changed) builds the stored run's shards; a later call with another input
- * (another customer count, a manual retry with other flags) is refused with RunInputMismatchError
+ * (another item count, a manual retry with other flags) is refused with RunInputMismatchError
  * before it writes anything: shards built from it would leave a gap or an overlap beside the
  * shards the first call made, and shard ids do not encode ranges, so nothing else would notice.
  */

@@ -6,7 +6,7 @@
  */
 import { CHECKPOINT_ATTR, InvalidInputError } from '../protocol/index.js';
 
-export type TableRole = 'leases' | 'fences' | 'jobs' | 'invoices' | 'outbox';
+export type TableRole = 'leases' | 'fences' | 'jobs' | 'records' | 'outbox';
 export type KeyType = 'S' | 'N';
 
 export interface KeyAttribute {
@@ -59,16 +59,18 @@ export const JOB_ATTR = {
   sweepUnchanged: 'sweepUnchanged',
 } as const;
 
-export const INVOICE_ATTR = {
+/**
+ * A record (an effect item in the Records table) as every workload writes it: the unit that wrote
+ * it (`jobId`, the tie `generation`/`updatedAt`, `unit`) and, for a record that publishes a
+ * document, the document's key and ETag. A workload's own fields sit beside these (its descriptor).
+ */
+export const RECORD_ATTR = {
   key: 'pk',
   jobId: 'jobId',
-  customerId: 'customerId',
-  amountCents: 'amountCents',
-  currency: 'currency',
   generation: 'generation',
   unit: 'unit',
   updatedAt: 'updatedAt',
-  /** The invoice's document (S3): the whole object key, and the ETag the reader asks for. */
+  /** The record's document (S3): the whole object key, and the ETag the reader asks for. */
   documentKey: 'documentKey',
   documentEtag: 'documentEtag',
 } as const;
@@ -121,6 +123,8 @@ export const OUTBOX_ATTR = {
   body: 'body',
   target: 'target',
   request: 'request',
+  /** An http item's per-recipient destination: a path below its target's endpoint. */
+  path: 'path',
 } as const;
 
 /**
@@ -133,7 +137,7 @@ export const OUTBOX_INDEX = 'unsent-by-shard';
 
 /**
  * The unsent index's write shards. Every outbox item enters and leaves this index (2 index writes),
- * and one partition key value takes at most 1,000 write units/s; at the planner's 10 M customers in
+ * and one partition key value takes at most 1,000 write units/s; at the planner's 10 M items (the invoice sample's customers) in
  * ~3,132 s (20 M items, 6,400/s) that is 12,800 index writes/s: 32 shards hold each key to ~400/s,
  * 40% of its limit. It may only GROW: an item keeps the key it was written with, and the
  * reconciler reads every value 0..UNSENT_SHARDS-1, so a larger N still reads every old key; a
@@ -189,8 +193,9 @@ export const TABLES: Readonly<Record<TableRole, TableSchema>> = {
     ],
     permanent: false,
   },
-  invoices: {
-    role: 'invoices',
+  // The workload's records: what its units write (upserts and once-only effects), fenced.
+  records: {
+    role: 'records',
     partitionKey: pk,
     globalSecondaryIndexes: [],
     stream: 'NEW_AND_OLD_IMAGES',

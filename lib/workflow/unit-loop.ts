@@ -197,7 +197,7 @@ async function unitFailed(r: Ready, cursor: number, e: unknown): Promise<WorkOut
   const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
   let recorded: { failures: number; failed: boolean };
   try {
-    recorded = await recordUnitFailure(r.deps.doc, r.deps.tables, r.job, g, cursor, error, r.deps.clock);
+    recorded = await recordUnitFailure(r.deps.doc, { ...r.deps.tables, fencePrefix: r.deps.fenceKeyPrefix }, r.job, g, cursor, error, r.deps.clock);
   } catch (x) {
     if (x instanceof StaleGenerationError) return superseded(r, x.current, 'record-failure');
     throw x;

@@ -80,6 +80,8 @@ export interface WorkerDeps {
   // The worker never inspects the input type: the processor parses and consumes it.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   processor: Processor<any>;
+  /** The workload's fence key prefix (Workload.fenceKeyPrefix). @default 'fence#' */
+  fenceKeyPrefix?: string;
   lease: { epoch: number; durationMs: number; mode: LeaseMode; maxDrift?: number; marginMs?: number };
   hooks?: WorkerHooks;
   /** Attempts to resend an ambiguous commit (response lost, timeout) before giving up. Default 3. */

@@ -6,7 +6,7 @@
  */
 import type { ProviderFaultPlan } from '../../cli/run-effects.js';
 import type { Fault, FaultPoint } from '../../cli/faults.js';
-import { invoiceJobId, mulberry32 } from '../../lib/workloads/invoices.js';
+import { invoiceJobId, mulberry32 } from '../../lib/workloads/invoices/invoices.js';
 
 /** The schedule's random source: the same PRNG that makes invoice amounts reproducible. */
 export const rng = mulberry32;

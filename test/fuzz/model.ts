@@ -628,8 +628,8 @@ export class LeaseFenceReal {
       generation: g,
       checkpoint: { table: this.env.tables.jobs, key: this.keys.job, expected: p.expected, next: p.expected + 1, set: { heartbeatAt: p.now } },
       effects: [
-        upsert(this.env.tables.invoices, { pk: this.keys.invoice(p.invoice), ...fields(p.invoice) }),
-        ...(p.charge === null ? [] : [onceOnly(this.env.tables.invoices, { pk: this.keys.charge(p.charge), ...fields(p.charge) })]),
+        upsert(this.env.tables.records, { pk: this.keys.invoice(p.invoice), ...fields(p.invoice) }),
+        ...(p.charge === null ? [] : [onceOnly(this.env.tables.records, { pk: this.keys.charge(p.charge), ...fields(p.charge) })]),
       ],
       // The worker's token: (job, generation, unit); a retry of the same unit is the same request.
       token: { job: this.keys.job, unit: p.expected },
@@ -659,7 +659,7 @@ export class LeaseFenceReal {
       [tables.leases]: { Keys: [{ pk: this.keys.lease }], ConsistentRead: true },
       [tables.fences]: { Keys: [{ pk: this.keys.fence }], ConsistentRead: true },
       [tables.jobs]: { Keys: [{ pk: this.keys.job }], ConsistentRead: true },
-      [tables.invoices]: { Keys: invoiceKeys, ConsistentRead: true },
+      [tables.records]: { Keys: invoiceKeys, ConsistentRead: true },
     };
     const items: Record<string, Record<string, unknown>[]> = {};
     for (let pass = 0; request !== undefined && Object.keys(request).length > 0; pass++) {
@@ -671,7 +671,7 @@ export class LeaseFenceReal {
     const one = (table: string) => items[table]?.[0];
     const byCustomer = (kind: 'invoice' | 'charge') =>
       Object.fromEntries(
-        (items[tables.invoices] ?? [])
+        (items[tables.records] ?? [])
           .filter((it) => String(it.pk).startsWith(`${kind}#`))
           .map((it) => [Number(String(it.pk).replace(/^.*#c/, '')), it] as const)
           .sort(([a], [b]) => a - b),

@@ -21,7 +21,7 @@ import { readStreamRecords, streamsClient } from '../../cli/streams.js';
 import { systemClock, type Effect } from '../../lib/protocol/index.js';
 import { ENV, fenceKeyOf, messageIdentity, outboxEmail, outboxHttp, readOutboxItem, sendItem, silentTelemetry, type OutboxItem } from '../../lib/workflow/index.js';
 import { S3ObjectStore, s3Client, SesEmailProvider } from '../../lib/workflow/adapters/index.js';
-import { invoiceJobId, PAYMENTS_TARGET } from '../../lib/workloads/invoices.js';
+import { invoiceJobId, PAYMENTS_TARGET } from '../../lib/workloads/invoices/invoices.js';
 import { sesEvent, startSesEndpoint, type SesEndpoint } from '../support/ses-endpoint.js';
 import { makeTables, type TestTables } from '../support/tables.js';
 import { lambdaEnvironment, metricSum, runBundle, type BundleOptions } from './lambda-run.js';
@@ -69,7 +69,7 @@ export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFu
     const invoke = async (f: EffectFunction, functionName: string, events: BundleOptions['events']) => {
       const { template, fns, assetDirs } = get();
       const n = t.names;
-      const local = { [ENV.leasesTable]: n.leases, [ENV.fencesTable]: n.fences, [ENV.jobsTable]: n.jobs, [ENV.invoicesTable]: n.invoices, [ENV.outboxTable]: n.outbox, [ENV.documentsBucket]: BUCKET, [ENV.sesConfigurationSet]: CONFIGURATION_SET, [ENV.queueUrl]: 'http://127.0.0.1:9/000000000000/unused' };
+      const local = { [ENV.leasesTable]: n.leases, [ENV.fencesTable]: n.fences, [ENV.jobsTable]: n.jobs, [ENV.recordsTable]: n.records, [ENV.outboxTable]: n.outbox, [ENV.documentsBucket]: BUCKET, [ENV.sesConfigurationSet]: CONFIGURATION_SET, [ENV.queueUrl]: 'http://127.0.0.1:9/000000000000/unused' };
       // AWS_ENDPOINT_URL_SESV2 is the SDK's own setting: the bundle's SES client is not told anything else.
       const endpoints = { [ENV.dynamoEndpoint]: t.endpoint, [ENV.s3Endpoint]: s3.url, [ENV.paymentsUrl]: `${payments.url}/charges`, AWS_ENDPOINT_URL_SESV2: ses.url };
       const run = await runBundle(assetDirs[f], { functionName, events, env: lambdaEnvironment(template, fns[f], local, endpoints) });
@@ -191,7 +191,7 @@ export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFu
       const store = new S3ObjectStore(s3Client({ endpoint: s3.url }), BUCKET);
       const key = (g: number) => `invoices/${PERIOD}/cust-0000001/${g}.json`;
       const [, g2] = await Promise.all([1, 2].map((g) => store.putNew(key(g), Buffer.from(JSON.stringify({ generation: g })), 'application/json')));
-      await t.dynamo.doc.send(new PutCommand({ TableName: t.names.invoices, Item: { pk: `invoice#${PERIOD}#cust-0000001`, generation: 2, documentKey: key(2), documentEtag: g2!.etag } }));
+      await t.dynamo.doc.send(new PutCommand({ TableName: t.names.records, Item: { pk: `invoice#${PERIOD}#cust-0000001`, generation: 2, documentKey: key(2), documentEtag: g2!.etag } }));
       await t.dynamo.doc.send(new PutCommand({ TableName: t.names.fences, Item: { pk: fenceKeyOf(origin.jobId), generation: 2 } }));
       // Written two hours ago: past the collector's age bound as the stack sets it (an hour).
       const objects = s3.buckets.get(BUCKET)!;

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { systemClock } from '../../lib/protocol/index.js';
 import { createJob, ENV, fenceKeyOf, leaseKeyOf } from '../../lib/workflow/index.js';
-import { expectedTotals, invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../../lib/workloads/invoices.js';
+import { expectedTotals, invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../../lib/workloads/invoices/invoices.js';
 import { getItem, scanAll } from '../support/fixtures.js';
 import { makeTables, type TestTables } from '../support/tables.js';
 import { describeEffectBundles, type Bundles } from './artifact-effects.js';
@@ -134,7 +134,7 @@ describe('the bundled worker runs like Lambda runs it', () => {
         [ENV.leasesTable]: t.names.leases,
         [ENV.fencesTable]: t.names.fences,
         [ENV.jobsTable]: t.names.jobs,
-        [ENV.invoicesTable]: t.names.invoices,
+        [ENV.recordsTable]: t.names.records,
         [ENV.outboxTable]: t.names.outbox,
         [ENV.documentsBucket]: 'documents',
         [ENV.s3Endpoint]: s3.url,
@@ -158,7 +158,7 @@ describe('the bundled worker runs like Lambda runs it', () => {
     expect((await getItem(t, t.names.fences, fenceKeyOf(jobId)))?.generation).toBe(generation);
     expect(await getItem(t, t.names.jobs, jobId)).toEqual(expect.objectContaining({ status: 'DONE', cursor: 3, generation }));
 
-    const items = (await scanAll(t, t.names.invoices)).filter((i) => i.jobId === jobId);
+    const items = (await scanAll(t, t.names.records)).filter((i) => i.jobId === jobId);
     const invoices = items.filter((i) => String(i.pk).startsWith(`invoice#${input.period}#`));
     const charges = items.filter((i) => String(i.pk).startsWith(`charge#${input.period}#`));
     const totals = expectedTotals(input);

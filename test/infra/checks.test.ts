@@ -44,7 +44,7 @@ describe('compliance checks', () => {
   });
 
   it('a stack that adopted restored tables (disaster recovery) passes the same checks', () => {
-    const { app, outdir } = buildApp({ nag: true, context: { adoptTables: { jobs: 'restored-jobs', invoices: 'restored-invoices' } } });
+    const { app, outdir } = buildApp({ nag: true, context: { adoptTables: { jobs: 'restored-jobs', records: 'restored-invoices' } } });
     expect(withoutCfnValidation(() => nagViolations(app, outdir))).toEqual([]);
   });
 

@@ -10,7 +10,7 @@ import { Runtime } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { FencedWorkflow, MAX_UNIT_SIZE, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
-import { EFFECTS_PER_CUSTOMER, invoiceProcessor, MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices.js';
+import { EFFECTS_PER_CUSTOMER, invoiceProcessor, MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices/invoices.js';
 import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames } from '../../lib/workflow/index.js';
 import { ConfigError, MAX_TRANSACTION_ACTIONS, type Generation } from '../../lib/protocol/index.js';
 import { arnOf, logicalId, PROJECT_ROOT, tempDir, templateOf } from './support.js';
@@ -143,7 +143,7 @@ describe('functions', () => {
     expect(env[ENV.leasesTable]).toEqual({ Ref: logicalId(w.tables.leases) });
     expect(env[ENV.fencesTable]).toEqual({ Ref: logicalId(w.tables.fences) });
     expect(env[ENV.jobsTable]).toEqual({ Ref: logicalId(w.tables.jobs) });
-    expect(env[ENV.invoicesTable]).toEqual({ Ref: logicalId(w.tables.invoices) });
+    expect(env[ENV.recordsTable]).toEqual({ Ref: logicalId(w.tables.records) });
     expect(env[ENV.queueUrl]).toEqual({ Ref: logicalId(w.queue) });
     // The handlers parse the same values at start-up.
     const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === 'string')) as Record<string, string>;

@@ -17,7 +17,7 @@ import { startEffects } from '../../cli/effects-env.js';
 import { invoiceRun } from '../../cli/run.js';
 import { streamsClient } from '../../cli/streams.js';
 import { InvalidInputError } from '../../lib/protocol/index.js';
-import { INVOICE_DOCUMENTS_PREFIX, invoiceWorkload } from '../../lib/workloads/invoices.js';
+import { INVOICE_DOCUMENTS_PREFIX, invoiceWorkload } from '../../lib/workloads/invoices/invoices.js';
 import { perTestTables } from '../support/tables.js';
 import { StackIam, type FunctionRole, type TemplateJson } from './iam-eval.js';
 import { PROJECT_ROOT, templateOf } from './support.js';

@@ -65,7 +65,7 @@ export class StackIam {
       this.functions.set(fn, { ...role, fn });
     }
     const byRole = (role: TableRole) => Object.entries(R).find(([id, r]) => r.Type === 'AWS::DynamoDB::Table' && id.toLowerCase().includes(role))?.[0];
-    this.tables = Object.fromEntries((['leases', 'fences', 'jobs', 'invoices', 'outbox'] as const).map((role) => [role, byRole(role) ?? role])) as Record<TableRole, string>;
+    this.tables = Object.fromEntries((['leases', 'fences', 'jobs', 'records', 'outbox'] as const).map((role) => [role, byRole(role) ?? role])) as Record<TableRole, string>;
     const docs = Object.keys(R).find((id) => R[id]!.Type === 'AWS::S3::Bucket' && id.includes('Documents'));
     if (docs === undefined) throw new TemplateReadError('no documents bucket');
     this.documentsBucket = this.physicalName(docs);

@@ -40,7 +40,7 @@ describe('each function gets the exact actions it uses, on the exact resources',
         `dynamodb:UpdateItem ${tableArn('leases')}`,
         ...pairs(['dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], [tableArn('fences')]),
         ...pairs(['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem'], [tableArn('jobs')]),
-        `dynamodb:PutItem ${tableArn('invoices')}`,
+        `dynamodb:PutItem ${tableArn('records')}`,
         // The unit's outbox items are Puts in its transaction.
         `dynamodb:PutItem ${tableArn('outbox')}`,
         ...pairs([...consume, 'sqs:SendMessage'], [queueArn()]),

@@ -30,9 +30,9 @@ describe('adopting a restored table', () => {
   });
 
   it('an adopted Invoices table without a stream ARN drops the stream output instead of pointing at the old stream', () => {
-    const { template } = templateOf({ context: { adoptTables: { invoices: 'FencedWorkflow-Invoices-restored' } } });
-    expect(template.toJSON().Outputs[OUTPUTS.invoicesStreamArn]).toBeUndefined();
-    expect(template.toJSON().Outputs[OUTPUTS.invoices].Value).toBe('FencedWorkflow-Invoices-restored');
+    const { template } = templateOf({ context: { adoptTables: { records: 'FencedWorkflow-Invoices-restored' } } });
+    expect(template.toJSON().Outputs[OUTPUTS.recordsStreamArn]).toBeUndefined();
+    expect(template.toJSON().Outputs[OUTPUTS.records].Value).toBe('FencedWorkflow-Invoices-restored');
   });
 
   it.each(['leases', 'fences'])('adopting a restored %s table is refused, saying why', (role) => {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { ENV } from '../../lib/workflow/index.js';
-import { planInvoiceRun } from '../../lib/workloads/invoice-plan.js';
+import { planInvoiceRun } from '../../lib/workloads/invoices/plan.js';
 import { buildApp, logicalId, nagViolations, templateOf, withoutCfnValidation } from './support.js';
 
 function scale(context: Record<string, unknown>) {
@@ -18,9 +18,9 @@ function scale(context: Record<string, unknown>) {
   };
   const starterEnv = (template.toJSON().Resources[logicalId(w.starter.fn)].Properties.Environment.Variables ?? {}) as Record<string, string>;
   const warm = Object.fromEntries(
-    (['leases', 'fences', 'jobs', 'invoices'] as const).map((role) => [role, template.toJSON().Resources[logicalId(w.tables[role])].Properties.WarmThroughput]),
+    (['leases', 'fences', 'jobs', 'records'] as const).map((role) => [role, template.toJSON().Resources[logicalId(w.tables[role])].Properties.WarmThroughput]),
   );
-  return { maxConcurrency: esm.Properties.ScalingConfig?.MaximumConcurrency, shards: starterEnv[ENV.shards], warm };
+  return { maxConcurrency: esm.Properties.ScalingConfig?.MaximumConcurrency, shards: starterEnv[ENV.runShards], warm };
 }
 
 const refused = (context: Record<string, unknown>) => {
@@ -41,12 +41,12 @@ describe('the stack exposes what the capacity plan recommends', () => {
   });
 
   it('warmThroughput puts WarmThroughput on exactly the tables it names (a JSON string with -c, an object in cdk.json)', () => {
-    expect(scale({}).warm).toEqual({ leases: undefined, fences: undefined, jobs: undefined, invoices: undefined });
-    expect(scale({ warmThroughput: '{"invoices":{"write":28000},"jobs":{"write":5000,"read":15000}}' }).warm).toEqual({
+    expect(scale({}).warm).toEqual({ leases: undefined, fences: undefined, jobs: undefined, records: undefined });
+    expect(scale({ warmThroughput: '{"records":{"write":28000},"jobs":{"write":5000,"read":15000}}' }).warm).toEqual({
       leases: undefined,
       fences: undefined,
       jobs: { WriteUnitsPerSecond: 5000, ReadUnitsPerSecond: 15000 },
-      invoices: { WriteUnitsPerSecond: 28000 },
+      records: { WriteUnitsPerSecond: 28000 },
     });
     expect(scale({ warmThroughput: { fences: { write: 4000 } } }).warm.fences).toEqual({ WriteUnitsPerSecond: 4000 });
   });
@@ -60,10 +60,10 @@ describe('the stack exposes what the capacity plan recommends', () => {
     [{ workerMaxConcurrency: 1001 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
     [{ workerMaxConcurrency: 1 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
     [{ warmThroughput: '{"invoice":{"write":9000}}' }, /warmThroughput: unknown table role "invoice"/],
-    [{ warmThroughput: '{"invoices":{"write":3999}}' }, /warmThroughput.invoices.write: must be an integer >= 4000/],
-    [{ warmThroughput: '{"invoices":{"read":100}}' }, /warmThroughput.invoices.read: must be an integer >= 12000/],
-    [{ warmThroughput: '{"invoices":{"write":"lots"}}' }, /warmThroughput.invoices.write: must be an integer/],
-    [{ warmThroughput: '{"invoices":{"writes":9000}}' }, /warmThroughput.invoices: unknown key "writes"/],
+    [{ warmThroughput: '{"records":{"write":3999}}' }, /warmThroughput.records.write: must be an integer >= 4000/],
+    [{ warmThroughput: '{"records":{"read":100}}' }, /warmThroughput.records.read: must be an integer >= 12000/],
+    [{ warmThroughput: '{"records":{"write":"lots"}}' }, /warmThroughput.records.write: must be an integer/],
+    [{ warmThroughput: '{"records":{"writes":9000}}' }, /warmThroughput.records: unknown key "writes"/],
     [{ warmThroughput: 'not json' }, /warmThroughput: must be JSON/],
   ])('%j is refused at synth with a ConfigError naming the setting', (context, message) => {
     expect(refused(context)).toMatch(message);
@@ -71,8 +71,8 @@ describe('the stack exposes what the capacity plan recommends', () => {
 
   it("the plan's settings for 10 million customers synthesize as it prints them, with zero cdk-nag findings", () => {
     const plan = planInvoiceRun({ customers: 10_000_000 });
-    const context = { shards: plan.settings.shards, invoiceCustomers: 10_000_000, warmThroughput: { invoices: { write: plan.settings.warmWriteUnits.invoices } } };
-    expect(scale(context)).toMatchObject({ shards: String(plan.shards), maxConcurrency: plan.settings.workerMaxConcurrency, warm: { invoices: { WriteUnitsPerSecond: plan.settings.warmWriteUnits.invoices } } });
+    const context = { shards: plan.settings.shards, invoiceCustomers: 10_000_000, warmThroughput: { records: { write: plan.settings.warmWriteUnits.records } } };
+    expect(scale(context)).toMatchObject({ shards: String(plan.shards), maxConcurrency: plan.settings.workerMaxConcurrency, warm: { records: { WriteUnitsPerSecond: plan.settings.warmWriteUnits.records } } });
     const { app, outdir } = buildApp({ nag: true, context });
     expect(withoutCfnValidation(() => nagViolations(app, outdir))).toEqual([]);
   });

@@ -118,7 +118,7 @@ describe('durable state', () => {
   });
 
   it('the Invoices stream carries new and old images (the invariant checker compares generations)', () => {
-    expect(tableProps.invoices.Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
+    expect(tableProps.records.Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
   });
 });
 
@@ -190,7 +190,7 @@ describe('nobody but the workflow updates a counter: UpdateItem and PartiQL upda
   });
 
   it('the Jobs and Invoices tables carry no such policy (the sweeper, the starter and a DR restore update them)', () => {
-    for (const role of ['jobs', 'invoices'] as const) expect(tableProps[role].Properties.ResourcePolicy).toBeUndefined();
+    for (const role of ['jobs', 'records'] as const) expect(tableProps[role].Properties.ResourcePolicy).toBeUndefined();
   });
 
   it('a malformed operatorRoleArn is refused at synth', () => {
@@ -267,7 +267,7 @@ describe('Leases and Fences are never replicated (global tables replicate asynch
   });
 
   it('a fork may still replicate Invoices (read elsewhere; writes stay in the home region)', () => {
-    const template = synthWithReplicas('invoices')();
+    const template = synthWithReplicas('records')();
     template.hasResourceProperties('Custom::DynamoDBReplica', { Region: 'eu-central-1' });
   });
 });

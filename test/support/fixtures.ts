@@ -65,8 +65,8 @@ export function fenceOf(t: TestTables, jobId: string): FenceRef {
 
 export function invoiceEffects(t: TestTables, period: string, customers: string[], generation: Generation, unit: number, amount = 100): Effect[] {
   return customers.flatMap((c) => [
-    upsert(t.names.invoices, { pk: `invoice#${period}#${c}`, customerId: c, amountCents: amount, currency: 'EUR', generation, unit }),
-    onceOnly(t.names.invoices, { pk: `charge#${period}#${c}`, customerId: c, amountCents: amount, currency: 'EUR', generation, unit }),
+    upsert(t.names.records, { pk: `invoice#${period}#${c}`, customerId: c, amountCents: amount, currency: 'EUR', generation, unit }),
+    onceOnly(t.names.records, { pk: `charge#${period}#${c}`, customerId: c, amountCents: amount, currency: 'EUR', generation, unit }),
   ]);
 }
 

@@ -11,7 +11,7 @@ import type { WireReport } from '../../cli/wire-check.js';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
 import { ManualClock, systemClock, type Clock, type Generation, type LeaseMode } from '../../lib/protocol/index.js';
-import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from '../../lib/workloads/invoices.js';
+import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from '../../lib/workloads/invoices/invoices.js';
 import { createJob, type Job, type MetricName, type Telemetry, type WorkerHooks, type WorkerPoint } from '../../lib/workflow/index.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
@@ -20,7 +20,7 @@ import { startPaymentsProvider } from '../../cli/payments-provider.js';
 import { startSmtpSink } from '../../cli/smtp-sink.js';
 import { FetchHttpProvider, SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
 import { deliver, silentTelemetry as quiet, type OutboxItem } from '../../lib/workflow/index.js';
-import { PAYMENTS_TARGET } from '../../lib/workloads/invoices.js';
+import { PAYMENTS_TARGET } from '../../lib/workloads/invoices/invoices.js';
 import { LocalQueue, sqsEvent, type QueuedMessage } from '../../cli/queue.js';
 import { streamsClient } from '../../cli/streams.js';
 import { scanAll } from './fixtures.js';
@@ -268,12 +268,12 @@ export async function invariants(t: TestTables, wire?: WireReport): Promise<Inva
 
 /** Every charge item for a period: exactly one per customer is the ONCE property. */
 export async function chargesOf(t: TestTables, period: string): Promise<Record<string, unknown>[]> {
-  return (await scanAll(t, t.names.invoices)).filter((i) => String(i.pk).startsWith(`charge#${period}#`));
+  return (await scanAll(t, t.names.records)).filter((i) => String(i.pk).startsWith(`charge#${period}#`));
 }
 
 /** Everything in the four tables, for "nothing was written" comparisons. */
 export async function snapshot(t: TestTables): Promise<Record<string, Record<string, unknown>[]>> {
-  const roles = ['leases', 'fences', 'jobs', 'invoices'] as const;
+  const roles = ['leases', 'fences', 'jobs', 'records'] as const;
   const sorted = (items: Record<string, unknown>[]) => items.sort((a, b) => String(a.pk).localeCompare(String(b.pk)));
   return Object.fromEntries(await Promise.all(roles.map(async (r) => [r, sorted(await scanAll(t, t.names[r]))] as const)));
 }

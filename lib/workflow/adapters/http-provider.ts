@@ -10,6 +10,7 @@
  */
 import type { HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
 import { classifyHttpStatus, classifyNoAnswer } from './provider-behaviour.js';
+import { InvalidInputError } from '../../protocol/index.js';
 
 /**
  * JSON with every object's keys in order: the same request on every send. A provider compares a
@@ -21,6 +22,18 @@ export function canonicalJson(v: unknown): string {
   return JSON.stringify(v, (_, x: unknown) =>
     x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x,
   );
+}
+
+/**
+ * The URL of a call: the endpoint itself, or the item's path below the endpoint's own path. The
+ * host is always the endpoint's: a path from the item's data cannot name another host.
+ */
+export function destinationUrl(endpoint: string, path?: string): string {
+  if (path === undefined) return endpoint;
+  const base = new URL(endpoint);
+  const url = new URL(`${base.pathname.replace(/\/+$/, '')}${path}`, base);
+  if (url.origin !== base.origin) throw new InvalidInputError('outbox path', `${path} leaves the endpoint's host`);
+  return url.toString();
 }
 
 export class FetchHttpProvider implements HttpProvider {
@@ -39,7 +52,7 @@ export class FetchHttpProvider implements HttpProvider {
   async post(call: OutboundCall): Promise<SendResult> {
     let res: Response;
     try {
-      res = await fetch(this.url, {
+      res = await fetch(destinationUrl(this.url, call.path), {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': call.idempotencyKey, ...call.headers },
         body: canonicalJson(call.body),

@@ -25,7 +25,7 @@ import { UnprocessedKeysError } from '../errors.js';
 import { fenceKeyOf } from '../jobs.js';
 import { readRun } from '../runs.js';
 import { METRIC, type Telemetry } from '../ports.js';
-import { INVOICE_ATTR, JOB_ATTR, type TableNames } from '../schema.js';
+import { RECORD_ATTR, JOB_ATTR, type TableNames } from '../schema.js';
 import { readCursor, saveCursor } from './collector-cursor.js';
 import type { ObjectPages, ObjectStore, StoredObject } from './object-store.js';
 
@@ -45,13 +45,15 @@ export interface CollectorDeps {
   readonly store: ObjectStore;
   /** Lists, one page at a time, from the cursor. */
   readonly pages: ObjectPages;
-  /** The folder to sweep, e.g. `invoices/` (with the set's `<set>/` before it locally). */
+  /** The folder to sweep, e.g. the workload's `reports/` (with the set's `<set>/` before it locally). */
   readonly prefix: string;
   /** Parses a key under `prefix`; undefined for a key the workload does not own (left alone). */
   readonly refOf: (key: string) => DocumentRef | undefined;
   readonly clock: Clock;
   readonly telemetry: Telemetry;
   readonly minAgeMs: number;
+  /** The workload's fence key prefix (Workload.fenceKeyPrefix). @default 'fence#' */
+  readonly fenceKeyPrefix?: string;
 }
 
 /** How much one run may do (Lambda's context gives the time). */
@@ -90,7 +92,7 @@ async function get(doc: DynamoDBDocumentClient, table: string, pk: string): Prom
   return (await doc.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }))).Item;
 }
 
-const publishes = (pointer: Item | undefined, key: string): boolean => pointer?.[INVOICE_ATTR.documentKey] === key;
+const publishes = (pointer: Item | undefined, key: string): boolean => pointer?.[RECORD_ATTR.documentKey] === key;
 const pointerId = (ref: DocumentRef): string => `${ref.pointer.table}\u0000${ref.pointer.pk}`;
 const BATCH_GET_MAX = 100;
 
@@ -129,14 +131,14 @@ async function writersOf(deps: CollectorDeps, ref: DocumentRef, pointer: Item | 
     shards = (await readRun(deps.doc, deps.tables.jobs, ref.jobId))?.shards ?? [ref.jobId];
     runs.set(ref.jobId, shards);
   }
-  const named = pointer?.[INVOICE_ATTR.jobId];
+  const named = pointer?.[RECORD_ATTR.jobId];
   if (typeof named !== 'string') return shards;
   return shards.includes(named) ? [named] : [...shards, named];
 }
 
 /** Can no unit of `generation` of job `jobId` ever commit again? */
 async function obsoleteIn(deps: CollectorDeps, jobId: string, generation: number): Promise<boolean> {
-  const fence = await get(deps.doc, deps.tables.fences, fenceKeyOf(jobId));
+  const fence = await get(deps.doc, deps.tables.fences, fenceKeyOf(jobId, deps.fenceKeyPrefix));
   if (typeof fence?.generation === 'number' && fence.generation > generation) return true;
   const job = await get(deps.doc, deps.tables.jobs, jobId);
   return job?.[JOB_ATTR.status] === 'DONE';

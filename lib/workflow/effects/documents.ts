@@ -2,15 +2,15 @@
  * The protected file (DESIGN.md, Documents): a unit's documents are written BEFORE its fenced
  * transaction, each as a new immutable object whose key holds the writer's generation
  * (`If-None-Match: *`: never replaced, a retry harmless), and published by the pointer the
- * transaction writes (the invoice's `documentKey` + `documentEtag`). A stale holder's objects are
+ * transaction writes (the record's `documentKey` + `documentEtag`). A stale holder's objects are
  * orphans nobody points to; the collector (collector.ts) removes them once no unit can ever
  * publish them. The processor renders (pure); the worker puts.
  */
 import type { ObjectStore } from './object-store.js';
 
-/** A document a processor renders for a unit: `name` is its key below the set, e.g. `invoices/2026-10/cust-1/7.json`. */
+/** A document a processor renders for a unit: `name` is its key below the set, e.g. `reports/2026-10-01/tenant-1/7.json`. */
 export interface DocumentDraft {
-  /** What the processor calls it when it writes the pointer (the customer id). */
+  /** What the processor calls it when it writes the pointer (an item's id). */
   readonly ref: string;
   readonly name: string;
   /** Deterministic for (input, generation, unit): a redrafted unit puts the very same bytes. */

@@ -35,7 +35,7 @@
  */
 import { createHash } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { isConditionalCheckFailed, onceOnly, type Effect } from '../../protocol/index.js';
+import { describeValue, InvalidInputError, isConditionalCheckFailed, onceOnly, type Effect } from '../../protocol/index.js';
 import { OUTBOX_ATTR as O, unsentKeyOf } from '../schema.js';
 
 export type OutboxStatus = 'PENDING' | 'SENDING' | 'SENT' | 'FAILED' | 'UNKNOWN';
@@ -67,6 +67,8 @@ export interface OutboxItem {
   readonly body?: string;
   readonly target?: string;
   readonly request?: Readonly<Record<string, unknown>>;
+  /** A per-recipient destination: the path below the target's endpoint (HttpPayload.path). */
+  readonly path?: string;
 }
 
 export interface EmailPayload {
@@ -79,7 +81,16 @@ export interface HttpPayload {
   /** Which configured provider receives it (the sender maps it to an endpoint). */
   readonly target: string;
   readonly request: Readonly<Record<string, unknown>>;
+  /**
+   * The recipient's own destination below the target's endpoint (a tenant's webhook:
+   * `/tenants/t-1/reports`). A path, never a URL: the item's data cannot send a request to a host
+   * the stack did not configure (destinationUrl).
+   */
+  readonly path?: string;
 }
+
+/** A destination path: absolute, plain segments, no `..`, no query: what destinationUrl joins below an endpoint. */
+export const DESTINATION_PATH = /^(\/[A-Za-z0-9_.~-]+){1,16}$/;
 
 /** A new item's delivery state: PENDING, in the unsent index under its own shard's key. */
 const fresh = (pk: string) => ({ [O.status]: 'PENDING', [O.attempts]: 0, [O.unsent]: unsentKeyOf(pk) }) as const;
@@ -91,7 +102,13 @@ export function outboxEmail(table: string, pk: string, origin: { jobId: string; 
 
 /** A provider call to make once, deduplicated by the provider on its Idempotency-Key. */
 export function outboxHttp(table: string, pk: string, origin: { jobId: string; unit: number }, call: HttpPayload): Effect {
-  return onceOnly(table, { pk, [O.kind]: 'http', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.target]: call.target, [O.request]: call.request });
+  return onceOnly(table, { pk, [O.kind]: 'http', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.target]: call.target, [O.request]: call.request, ...destinationOf(call) });
+}
+
+function destinationOf(call: HttpPayload): { path?: string } {
+  if (call.path === undefined) return {};
+  if (!DESTINATION_PATH.test(call.path) || call.path.split('/').some((s) => s === '.' || s === '..')) throw new InvalidInputError('outbox path', `must be an absolute path of plain segments, got ${describeValue(call.path)}`);
+  return { [O.path]: call.path };
 }
 
 const digest = (table: string, pk: string) => createHash('sha256').update(`${table}\u0000${pk}`).digest();

@@ -60,6 +60,8 @@ export interface OutboundCall {
   readonly idempotencyKey: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Readonly<Record<string, unknown>>;
+  /** The item's own destination below the provider's endpoint (OutboxItem.path). */
+  readonly path?: string;
 }
 
 export interface HttpProvider {

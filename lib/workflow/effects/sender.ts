@@ -60,8 +60,8 @@ export interface SenderDeps {
   readonly email?: EmailProvider;
   /** By the item's `target`. */
   readonly http?: Readonly<Record<string, HttpProvider>>;
-  /** The From address of every email. */
-  readonly from: string;
+  /** The From address of every email (with `email`). */
+  readonly from?: string;
   readonly hooks?: SenderHooks;
   /** Immediate resends of an ambiguous http call (its key makes them harmless). Default 2. */
   readonly httpResends?: number;
@@ -102,7 +102,7 @@ const providerOf = (deps: SenderDeps, item: OutboxItem): HttpProvider | undefine
 export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Number.POSITIVE_INFINITY): Promise<SendResult> {
   const headers = messageIdentity.headers(deps.table, item.pk);
   if (item.kind === 'email') {
-    if (deps.email === undefined) return { kind: 'rejected', permanent: true, reason: 'no email provider configured' };
+    if (deps.email === undefined || deps.from === undefined) return { kind: 'rejected', permanent: true, reason: 'no email provider configured' };
     if (typeof item.to !== 'string' || typeof item.subject !== 'string' || typeof item.body !== 'string') return { kind: 'rejected', permanent: true, reason: 'email item without to, subject and body' };
     await deps.pacer?.take();
     return deps.email.send({
@@ -117,7 +117,7 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
   }
   const provider = providerOf(deps, item);
   if (provider === undefined) return { kind: 'rejected', permanent: true, reason: `no http provider configured for target ${String(item.target)}` };
-  const call = { idempotencyKey: messageIdentity.idempotencyKey(deps.table, item.pk), headers, body: item.request ?? {} };
+  const call = { idempotencyKey: messageIdentity.idempotencyKey(deps.table, item.pk), headers, body: item.request ?? {}, ...(item.path === undefined ? {} : { path: item.path }) };
   let result: SendResult = { kind: 'ambiguous', reason: PAST_RETENTION };
   // Checked before every POST, so the margin need cover one POST only, not the resends' sum.
   // A final ambiguous answer (the provider's saved 5xx) is what every resend would get back.

@@ -11,8 +11,8 @@
  *     provider (`payment#<period>#<customer>`, an http effect with an Idempotency-Key).
  * Amounts and counts are reproducible from the seed, so a report can state the expected totals.
  */
-import { describeValue, InvalidInputError, onceOnly, upsert, type Effect } from '../protocol/index.js';
-import { maxUnitSize, outboxEmail, outboxHttp, type DocumentDraft, type DocumentRef, type Processor, type TableNames, type UnitContext } from '../workflow/index.js';
+import { describeValue, InvalidInputError, onceOnly, upsert, type Effect } from '../../protocol/index.js';
+import { maxUnitSize, outboxEmail, outboxHttp, type DocumentDraft, type DocumentRef, type Processor, type TableNames, type UnitContext } from '../../workflow/index.js';
 
 export interface InvoiceRunInput {
   period: string;
@@ -20,7 +20,7 @@ export interface InvoiceRunInput {
   seed: number;
   unitSize: number;
   currency: string;
-  /** A shard's customers: [from, to) of the period's `customers` (lib/workloads/invoice-shards.ts). Absent: all of them. */
+  /** A shard's customers: [from, to) of the period's `customers` (lib/workloads/invoices/shards.ts). Absent: all of them. */
   from?: number;
   to?: number;
 }
@@ -161,8 +161,8 @@ export function invoiceWorkload(prefix: string = INVOICE_DOCUMENTS_PREFIX): Proc
         const doc = ctx.documents?.get(c.id);
         const pointer = doc === undefined ? {} : { documentKey: doc.key, documentEtag: doc.etag };
         const amount = `${(c.amount / 100).toFixed(2)} ${input.currency}`;
-        effects.push(upsert(ctx.tables.invoices, { pk: `invoice#${input.period}#${c.id}`, ...common, ...pointer }));
-        effects.push(onceOnly(ctx.tables.invoices, { pk: `charge#${input.period}#${c.id}`, ...common }));
+        effects.push(upsert(ctx.tables.records, { pk: `invoice#${input.period}#${c.id}`, ...common, ...pointer }));
+        effects.push(onceOnly(ctx.tables.records, { pk: `charge#${input.period}#${c.id}`, ...common }));
         effects.push(
           outboxEmail(ctx.tables.outbox, `email#${input.period}#${c.id}`, origin, {
             to: customerAddress(c.id),
@@ -180,7 +180,7 @@ export function invoiceWorkload(prefix: string = INVOICE_DOCUMENTS_PREFIX): Proc
         const m = DOCUMENT_NAME.exec(name);
         if (m === null) return undefined;
         const [, period, customer, generation] = m as unknown as [string, string, string, string];
-        return { jobId: invoiceJobId(period), generation: Number(generation), pointer: { table: tables.invoices, pk: `invoice#${period}#${customer}` } };
+        return { jobId: invoiceJobId(period), generation: Number(generation), pointer: { table: tables.records, pk: `invoice#${period}#${customer}` } };
       },
     },
   };

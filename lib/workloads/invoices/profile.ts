@@ -2,7 +2,7 @@
  * The invoice run's measured load profile (generated: npm run -s cli -- profile --write (one period of 80 customers in 2 shards, then 160 customers in 6 shards; 10 per unit)).
  * Do not edit: measure again. test/profile.test.ts checks it against a fresh measurement.
  */
-import type { LoadProfile } from '../workflow/index.js';
+import type { LoadProfile } from '../../workflow/index.js';
 
 export const INVOICE_PROFILE: LoadProfile = {
   measuredWith: "npm run -s cli -- profile --write (one period of 80 customers in 2 shards, then 160 customers in 6 shards; 10 per unit)",
@@ -10,7 +10,7 @@ export const INVOICE_PROFILE: LoadProfile = {
   writes: [
     {"role":"fences","purpose":"UpdateItem SET generation,updatedAt","basis":"shard","units":6},
     {"role":"fences","purpose":"transaction Update","basis":"unit","units":2},
-    {"role":"invoices","purpose":"transaction Put","basis":"customer","units":4},
+    {"role":"records","purpose":"transaction Put","basis":"customer","units":4},
     {"role":"jobs","purpose":"PutItem","basis":"shard","units":11},
     {"role":"jobs","purpose":"transaction Update","basis":"unit","units":2},
     {"role":"jobs","purpose":"UpdateItem SET doneAt","basis":"shard","units":1},
@@ -32,8 +32,8 @@ export const INVOICE_PROFILE: LoadProfile = {
   ],
   keys: [
     {"role":"fences","pattern":"invoices#invoice-run#N-N#shard-N-of-N","scope":"shard","values":6,"hottest":{"key":"invoices#invoice-run#2026-09#shard-0-of-6","customer":0,"unit":6,"shard":1,"read":0},"total":{"customer":0,"unit":36,"shard":6,"read":0},"readsGrow":"item"},
-    {"role":"invoices","pattern":"invoice#N-N#cust-N","scope":"item","values":160,"hottest":{"key":"invoice#2026-09#cust-0000000","customer":2,"unit":0,"shard":0,"read":0},"total":{"customer":320,"unit":0,"shard":0,"read":0},"readsGrow":"item"},
-    {"role":"invoices","pattern":"charge#N-N#cust-N","scope":"item","values":160,"hottest":{"key":"charge#2026-09#cust-0000000","customer":2,"unit":0,"shard":0,"read":0},"total":{"customer":320,"unit":0,"shard":0,"read":0},"readsGrow":"item"},
+    {"role":"records","pattern":"invoice#N-N#cust-N","scope":"item","values":160,"hottest":{"key":"invoice#2026-09#cust-0000000","customer":2,"unit":0,"shard":0,"read":0},"total":{"customer":320,"unit":0,"shard":0,"read":0},"readsGrow":"item"},
+    {"role":"records","pattern":"charge#N-N#cust-N","scope":"item","values":160,"hottest":{"key":"charge#2026-09#cust-0000000","customer":2,"unit":0,"shard":0,"read":0},"total":{"customer":320,"unit":0,"shard":0,"read":0},"readsGrow":"item"},
     {"role":"jobs","pattern":"invoice-run#N-N","scope":"fixed","values":1,"hottest":{"key":"invoice-run#2026-09","customer":0,"unit":0,"shard":0,"read":1},"total":{"customer":0,"unit":0,"shard":0,"read":1},"readsGrow":"fixed"},
     {"role":"jobs","pattern":"run#invoice-run#N-N","scope":"fixed","values":1,"hottest":{"key":"run#invoice-run#2026-09","customer":0,"unit":0,"shard":3,"read":12},"total":{"customer":0,"unit":0,"shard":3,"read":12},"readsGrow":"shard"},
     {"role":"jobs","pattern":"invoice-run#N-N#shard-N-of-N","scope":"shard","values":6,"hottest":{"key":"invoice-run#2026-09#shard-3-of-6","customer":0,"unit":6,"shard":1,"read":8},"total":{"customer":0,"unit":36,"shard":6,"read":48},"readsGrow":"shard"},

@@ -24,10 +24,10 @@ import {
   type TableRole,
   UNFINISHED,
   UNFINISHED_INDEX,
-} from '../workflow/index.js';
-import { InvalidInputError } from '../protocol/index.js';
-import { INVOICE_PROFILE } from './invoice-profile.js';
-import { shardRange } from './invoice-shards.js';
+} from '../../workflow/index.js';
+import { InvalidInputError } from '../../protocol/index.js';
+import { INVOICE_PROFILE } from './profile.js';
+import { shardRange } from './shards.js';
 import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from './invoices.js';
 
 /** What one customer costs outside DynamoDB (its DynamoDB writes are the measured profile). */
@@ -61,7 +61,7 @@ export interface InvoicePlan {
   unitsPerShard: number;
   invocations: number;
   requests: Record<string, number>;
-  writeUnits: Record<'invoices' | 'outbox' | 'fences' | 'jobs' | 'leases' | 'total', number>;
+  writeUnits: Record<'records' | 'outbox' | 'fences' | 'jobs' | 'leases' | 'total', number>;
   /** Write units per customer, with the line of every write that makes them up. */
   writeUnitsPerCustomer: { total: number; breakdown: WriteShare[] };
   /** Per table and index, its hottest key at the rate the work asks (the profile's shares), against one partition's limits. */
@@ -76,7 +76,7 @@ export interface InvoicePlan {
   wallSecondsUnwarmed: number;
   binding: LimitVerdict;
   limits: LimitVerdict[];
-  settings: { shards: number; workerMaxConcurrency: number; warmWriteUnits: { invoices: number; outbox: number }; lambdaConcurrency: number };
+  settings: { shards: number; workerMaxConcurrency: number; warmWriteUnits: { records: number; outbox: number }; lambdaConcurrency: number };
   assumptions: PlanAssumptions;
 }
 
@@ -101,7 +101,7 @@ function writeShares(m: { units: number; shaped: Record<TableRole, number> }, n:
     fences: 'fence raise per invocation',
     jobs: 'heartbeat stamps (and their index moves), shard creation, run record',
     leases: 'acquire and release per invocation, renewals',
-    invoices: '',
+    records: '',
     outbox: '',
   };
   for (const [t, u] of Object.entries(m.shaped) as [TableRole, number][]) if (u > 0) lines.push({ table: t, purpose: what[t], units: u / n, source: 'assumed' });
@@ -129,9 +129,9 @@ function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
   // What follows the run's shape and the clock: a fence raise per invocation; heartbeat stamps
   // (each moves the job in the sweeper's index: 2 index writes); a shard's creation with its
   // index entry; the run record's put and doneAt; acquire and release per invocation, renewals.
-  const shaped = { invoices: 0, outbox: 0, fences: invocations, jobs: stamps * (1 + 2) + k * 2 + 2 * runRecordKb, leases: invocations * 2 + renewals };
+  const shaped = { records: 0, outbox: 0, fences: invocations, jobs: stamps * (1 + 2) + k * 2 + 2 * runRecordKb, leases: invocations * 2 + renewals };
   const writeUnits = {
-    invoices: measured('invoices') + shaped.invoices,
+    records: measured('records') + shaped.records,
     outbox: measured('outbox') + shaped.outbox,
     fences: measured('fences') + shaped.fences,
     jobs: measured('jobs') + shaped.jobs,
@@ -162,10 +162,10 @@ function mix(n: number, k: number, unitSize: number, a: PlanAssumptions) {
 }
 
 /** Each limit's floor on the wall time at `k` shards, with the given warm throughput. */
-function verdicts(m: ReturnType<typeof mix>, n: number, k: number, warm: { invoices: number; outbox: number }, a: PlanAssumptions, quota: number, lambda: number): LimitVerdict[] {
+function verdicts(m: ReturnType<typeof mix>, n: number, k: number, warm: { records: number; outbox: number }, a: PlanAssumptions, quota: number, lambda: number): LimitVerdict[] {
   const perInvocation = Math.ceil(a.invocationMs / a.unitLatencyMs);
   const chain = (m.unitsPerShard * a.unitLatencyMs + Math.floor(m.unitsPerShard / perInvocation) * a.handoffMs) / 1000;
-  const table = (name: 'invoices' | 'outbox'): LimitVerdict => {
+  const table = (name: 'records' | 'outbox'): LimitVerdict => {
     const cap = Math.min(quota, warm[name]);
     return {
       name: `${name} table write throughput`,
@@ -183,7 +183,7 @@ function verdicts(m: ReturnType<typeof mix>, n: number, k: number, warm: { invoi
   const waves = (slots: number) => chain * (k / Math.max(1, Math.min(k, slots)));
   return [
     { name: "one shard's chain of transactions", seconds: chain, allows: 1000 / a.unitLatencyMs, demands: 1000 / a.unitLatencyMs, unit: 'units/s per shard', raise: 'more shards (plan --shards, stack context shards)' },
-    table('invoices'),
+    table('records'),
     table('outbox'),
     ...partitionLoads(m, k, a, chain, n).map(partitionVerdict(chain)),
     { name: 'Lambda concurrency', seconds: waves(lambda), allows: lambda, demands: esm, unit: 'concurrent invocations', raise: `the account's Lambda concurrent executions quota (${lambda}; Service Quotas)` },
@@ -246,12 +246,12 @@ function planAt(n: number, k: number, unitSize: number, a: PlanAssumptions, quot
   const m = mix(n, k, unitSize, a);
   const chain = (m.unitsPerShard * a.unitLatencyMs) / 1000;
   // Recommended warm throughput: what the shards write at, to the 1,000 above, within the quota, never below a new table's.
-  const want = (t: 'invoices' | 'outbox') => Math.min(quota, Math.max(AWS_LIMITS.newTableWarmWriteUnits, Math.ceil(m.writeUnits[t] / chain / 1000) * 1000));
-  const warm = { invoices: want('invoices'), outbox: want('outbox') };
+  const want = (t: 'records' | 'outbox') => Math.min(quota, Math.max(AWS_LIMITS.newTableWarmWriteUnits, Math.ceil(m.writeUnits[t] / chain / 1000) * 1000));
+  const warm = { records: want('records'), outbox: want('outbox') };
   const limits = verdicts(m, n, k, warm, a, quota, lambda);
   const binding = bindingLimit(limits);
   const ramp = rampSeconds(Math.min(k, workerConcurrencyFor(k))) / 2;
-  const unwarmed = bindingLimit(verdicts(m, n, k, { invoices: AWS_LIMITS.newTableWarmWriteUnits, outbox: AWS_LIMITS.newTableWarmWriteUnits }, a, quota, lambda));
+  const unwarmed = bindingLimit(verdicts(m, n, k, { records: AWS_LIMITS.newTableWarmWriteUnits, outbox: AWS_LIMITS.newTableWarmWriteUnits }, a, quota, lambda));
   return { m, warm, limits, binding, wall: binding.seconds + ramp, wallUnwarmed: unwarmed.seconds + ramp };
 }
 
