@@ -21,8 +21,7 @@
 import { fenceKeyOfJob } from './wire-check.js';
 import { GetObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { simpleParser } from 'mailparser';
-import { messageIdentity } from '../lib/workflow/index.js';
-import { customerId, customerRange, parseInvoiceInput } from '../lib/workloads/invoices/invoices.js';
+import { messageIdentity, type Workload } from '../lib/workflow/index.js';
 import type { StreamChange } from './streams.js';
 
 export interface EffectsSources {
@@ -95,10 +94,11 @@ async function listVersions(s3: NonNullable<EffectsSources['s3']>, prefix: strin
   }
 }
 
-/** DOCS over the invoice items (final), the Invoices stream and the bucket. */
-export async function checkDocs(s3: EffectsSources['s3'], invoices: readonly Item[], invoiceStream: readonly StreamChange[], add: Add): Promise<EffectsStats['documents']> {
+/** DOCS over the records (final), the Records stream and the bucket: the records the workload says point to a document. */
+export async function checkDocs(w: Workload<any>, s3: EffectsSources['s3'], records: readonly Item[], recordStream: readonly StreamChange[], add: Add): Promise<EffectsStats['documents']> {
   const stats = { written: 0, referenced: 0, orphaned: 0, collected: 0, checked: s3 !== undefined };
-  if (s3 === undefined) return stats;
+  const docs = w.checks.documents;
+  if (s3 === undefined || docs === undefined) return { ...stats, checked: false };
   const prefix = `${s3.set === '' ? '' : `${s3.set}/`}${s3.prefix}`;
   const versions = await listVersions(s3, prefix);
   const writes = new Map<string, number>();
@@ -107,27 +107,28 @@ export async function checkDocs(s3: EffectsSources['s3'], invoices: readonly Ite
   stats.written = [...writes.values()].reduce((a, b) => a + b, 0);
   stats.collected = versions.filter((v) => v.marker).length;
   const referenced = new Set<string>();
-  for (const inv of invoices.filter((i) => String(i.pk).startsWith('invoice#'))) {
+  for (const inv of records.filter((i) => docs.pointsTo(String(i.pk)))) {
     const key = inv.documentKey;
     const etag = inv.documentEtag;
     const g = num(inv.generation);
     if (typeof key !== 'string' || typeof etag !== 'string') {
-      add('DOCS', `${String(inv.pk)}: no documentKey/documentEtag (the invoice points to no document)`);
+      add('DOCS', `${String(inv.pk)}: no documentKey/documentEtag (the record points to no document)`);
       continue;
     }
     referenced.add(key);
-    if (!key.startsWith(prefix) || generationInKey(key) !== g) add('DOCS', `${String(inv.pk)}: documentKey ${key} does not embed the invoice's generation ${String(g)}`);
+    if (!key.startsWith(prefix) || generationInKey(key) !== g) add('DOCS', `${String(inv.pk)}: documentKey ${key} does not embed the record's generation ${String(g)}`);
     try {
       await s3.client.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: key, IfMatch: etag }));
       const body = await (await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key, IfMatch: etag }))).Body!.transformToString();
       const content = JSON.parse(body) as Item;
-      if (content.generation !== g || content.amountCents !== inv.amountCents) add('DOCS', `${String(inv.pk)}: its document holds generation ${String(content.generation)} and ${String(content.amountCents)}, the invoice generation ${String(g)} and ${String(inv.amountCents)}`);
+      const differ = ['generation', ...docs.sameFields].filter((f) => content[f] !== inv[f]);
+      if (differ.length > 0) add('DOCS', `${String(inv.pk)}: its document differs from the record in ${differ.map((f) => `${f} (${String(content[f])} vs ${String(inv[f])})`).join(', ')}`);
     } catch (e) {
       add('DOCS', `${String(inv.pk)}: ${key} with ETag ${etag} cannot be read (${(e as Error).name})`);
     }
   }
   // The history too: a pointer to a stale generation's object, even if later replaced.
-  for (const c of invoiceStream) {
+  for (const c of recordStream) {
     const key = c.newImage?.documentKey;
     if (typeof key === 'string' && generationInKey(key) !== num(c.newImage?.generation)) add('DOCS', `${c.key}: written pointing to ${key} at generation ${String(c.newImage?.generation)}`);
   }
@@ -137,19 +138,18 @@ export async function checkDocs(s3: EffectsSources['s3'], invoices: readonly Ite
   return stats;
 }
 
-/** The outbox ids a finished job's input demands: its own customers (a shard's range, or the whole period). */
-export function expectedOutboxIds(jobs: readonly Item[]): Set<string> {
+/** The outbox ids a finished job's input demands (Workload.checks.outbox: a shard's range, or the whole run). */
+export function expectedOutboxIds(w: Workload<any>, jobs: readonly Item[]): Set<string> {
   const ids = new Set<string>();
   for (const job of jobs) {
     if (job.status !== 'DONE') continue;
-    let input;
+    let input: unknown;
     try {
-      input = parseInvoiceInput(job.input);
+      input = w.processor.parseInput(job.input);
     } catch {
       continue;
     }
-    const { from, to } = customerRange(input);
-    for (let i = from; i < to; i++) for (const kind of ['email', 'payment']) ids.add(`${kind}#${input.period}#${customerId(i)}`);
+    for (const id of w.checks.outbox(input)) ids.add(id);
   }
   return ids;
 }
@@ -179,6 +179,7 @@ const WRITTEN_BY_UNIT = ['kind', 'jobId', 'generation', 'unit', 'updatedAt', 'to
 
 /** DELIVERY over the outbox items, the Outbox stream, the fence writes and the providers' records. */
 export async function checkDelivery(
+  w: Workload<any>,
   table: string,
   outbox: readonly Item[],
   outboxStream: readonly StreamChange[],
@@ -191,7 +192,7 @@ export async function checkDelivery(
   for (const c of outboxStream) {
     const n = c.newImage;
     if (c.event === 'INSERT' && n !== undefined) {
-      const tie = `${fenceKeyOfJob(String(n.jobId))}\u0000${String(n.generation)}\u0000${String(n.updatedAt)}`;
+      const tie = `${fenceKeyOfJob(String(n.jobId), w.fenceKeyPrefix)}\u0000${String(n.generation)}\u0000${String(n.updatedAt)}`;
       if (!fenceWrites.has(tie)) add('DELIVERY', `${c.key}: created at generation ${String(n.generation)} with no fence write of that generation and updatedAt: no committed unit created it`);
       else created.add(c.key);
     }
@@ -202,7 +203,7 @@ export async function checkDelivery(
     if (c.event === 'REMOVE') add('DELIVERY', `${c.key}: outbox item removed`);
   }
   const byId = new Map(outbox.map((i) => [String(i.pk), i]));
-  for (const id of expectedOutboxIds(jobs)) if (!byId.has(id)) add('DELIVERY', `${id}: the finished job's outbox item is missing`);
+  for (const id of expectedOutboxIds(w, jobs)) if (!byId.has(id)) add('DELIVERY', `${id}: the finished job's outbox item is missing`);
   for (const i of outbox) {
     const s = i.status;
     if (s === 'FAILED' || s === 'UNKNOWN') {

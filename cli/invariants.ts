@@ -4,14 +4,13 @@
  * recomputes what the input demands from the input alone.
  *
  * FENCE    every effect write is tied to a fence write of the same generation and updatedAt (the
- *          stream tie, which also works on AWS); no invoice write replaces a higher generation with
+ *          stream tie, which also works on AWS); no record write replaces a higher generation with
  *          a lower one; fences never go down; per job, committed units' generations never go down.
  *          Where a proxy recorded the wire (locally), the structural check of cli/wire-check.ts as
  *          well: every applied effect write was inside a transaction with the fence's action
  *          conditioned on its generation, and none was sent after a higher fence was answered.
- * ONCE     exactly one charge per (period, customer), inserted once, never modified or removed;
- *          invoice and charge counts and amounts match the input.
- * PROGRESS every job reached DONE with its cursor at totalUnits.
+ * ONCE, PROGRESS  by the workload's own checks (cli/check/records.ts): once-only records inserted
+ *          once; every record a finished job's input demands, with its fields; nothing more.
  * TOKENS   per lease key, every grant to a new owner carries a strictly greater generation;
  *          no lease or fence item is ever removed; a fence never exceeds its lease counter.
  * DOCS, DELIVERY  the protected file and the unprotected email: cli/invariants-effects.ts, from
@@ -22,8 +21,9 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanAll as scan } from '../lib/protocol/index.js';
-import { amountCents, customerId, customerRange, expectedTotals, parseInvoiceInput } from '../lib/workloads/invoices/invoices.js';
-import { isJobItem, type TableNames } from '../lib/workflow/index.js';
+import { isJobItem, type TableNames, type Workload } from '../lib/workflow/index.js';
+import { DEFAULT_WORKLOAD, workloadNamed } from '../lib/workloads/index.js';
+import { checkRecords, type RecordsReport } from './check/records.js';
 import { checkDelivery, checkDocs, type EffectsSources, type EffectsStats } from './invariants-effects.js';
 import { checkRuns, type RunsReport } from './run-invariants.js';
 import { readStream, type StreamChange } from './streams.js';
@@ -56,13 +56,8 @@ export interface InvariantReport {
   invariants: Record<InvariantName, { ok: boolean; violations: string[]; unchecked?: string[] }>;
   /** Every takeover; with the writers' clocks in step, one granted before the old expiry is an overlap. */
   takeovers: Takeover[];
-  stats: {
+  stats: RecordsReport & {
     jobs: number;
-    invoices: number;
-    charges: number;
-    totalCents: number;
-    expectedInvoices: number;
-    expectedTotalCents: number;
     streamRecords: number;
     takeovers: number;
     /** Takeovers granted before the replaced holder's expiry by the writers' own wall clocks. */
@@ -86,13 +81,16 @@ export async function checkInvariants(
   effects: EffectsSources = {},
   /** What the proxy saw on the wire (WireCheck.report()); without it FENCE is the stream tie alone, and says so. */
   wire?: WireReport,
+  /** The workload whose jobs these are: its checks say what a finished job must have written, its prefix which fence guards it. */
+  workload: Workload<any> = workloadNamed(DEFAULT_WORKLOAD),
 ): Promise<InvariantReport> {
+  const fencePrefix = workload.fenceKeyPrefix ?? 'fence#';
   const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], RUNS: [] };
   const add = (name: InvariantName, msg: string) => {
     if (v[name].length < MAX_LISTED) v[name].push(msg);
     else if (v[name].length === MAX_LISTED) v[name].push('…');
   };
-  const [jobItems, invoiceItems, fenceItems, leaseItems, outboxItems, invoiceStream, fenceStream, leaseStream, outboxStream] = await Promise.all([
+  const [jobItems, recordItems, fenceItems, leaseItems, outboxItems, recordStream, fenceStream, leaseStream, outboxStream] = await Promise.all([
     scan(clients.doc, tables.jobs),
     scan(clients.doc, tables.records),
     scan(clients.doc, tables.fences),
@@ -115,19 +113,19 @@ export async function checkInvariants(
   // (A unit whose fence write changed nothing leaves no fence record, but then an earlier record
   // carries that very pair.)
   const fenceWrites = new Set(fenceStream.filter((c) => c.newImage !== undefined).map((c) => `${c.key}\u0000${String(c.newImage?.generation)}\u0000${String(c.newImage?.updatedAt)}`));
-  for (const c of [...invoiceStream, ...outboxStream.filter((x) => x.event === 'INSERT')]) {
+  for (const c of [...recordStream, ...outboxStream.filter((x) => x.event === 'INSERT')]) {
     if (c.newImage === undefined) continue;
     const jobId = c.newImage.jobId;
     const g = c.newImage.generation;
     const u = c.newImage.updatedAt;
-    const fence = fenceKeyOfJob(String(jobId));
+    const fence = fenceKeyOfJob(String(jobId), fencePrefix);
     if (typeof jobId !== 'string') add('FENCE', `${c.key}: written for no job (no jobId), so no fence can have protected it`);
     else if (!fenceWrites.has(`${fence}\u0000${String(g)}\u0000${String(u)}`)) {
       add('FENCE', `${c.key}: written at generation ${String(g)} (updatedAt ${String(u)}) with no fence write of that generation and updatedAt on ${fence}`);
     }
   }
   // FENCE: per item, never lower over higher.
-  for (const c of invoiceStream) {
+  for (const c of recordStream) {
     const o = num(c.oldImage?.generation);
     const n = num(c.newImage?.generation);
     if (c.event === 'MODIFY' && o !== undefined && n !== undefined && n < o) {
@@ -142,7 +140,7 @@ export async function checkInvariants(
   }
   // FENCE: per job, in stream order (per shard), committed units' generations never go down.
   const byJobShard = new Map<string, StreamChange[]>();
-  for (const c of invoiceStream) {
+  for (const c of recordStream) {
     const jobId = c.newImage?.jobId;
     if (typeof jobId !== 'string') continue;
     const k = `${jobId}\u0000${c.shard}`;
@@ -162,72 +160,7 @@ export async function checkInvariants(
     }
   }
 
-  // ONCE: charges inserted once, never modified or removed.
-  const chargeInserts = new Map<string, number>();
-  for (const c of invoiceStream) {
-    if (!c.key.startsWith('charge#')) continue;
-    if (c.event === 'INSERT') chargeInserts.set(c.key, (chargeInserts.get(c.key) ?? 0) + 1);
-    else add('ONCE', `${c.key}: charge ${c.event === 'MODIFY' ? 'modified' : 'removed'} after creation`);
-  }
-  for (const [key, n] of chargeInserts) if (n > 1) add('ONCE', `${key}: charge inserted ${n} times`);
-
-  const items = new Map(invoiceItems.map((i) => [String(i.pk), i]));
-  // Counts are compared per finished period; an unfinished job is PROGRESS's business, and its
-  // partial output is not an ONCE violation.
-  const periodOf = (pk: string) => pk.split('#')[1] ?? '';
-  // A period is counted when every job of it (every shard of its run) is DONE.
-  const openPeriods = new Set<string>();
-  const donePeriods = new Set<string>();
-  const expectedByPeriod = new Map<string, { invoices: number; cents: number }>();
-  const knownPeriods = new Set<string>();
-  let expectedInvoices = 0;
-  let expectedTotalCents = 0;
-  let totalCents = 0;
-  for (const job of jobs) {
-    const id = String(job.pk);
-    let input;
-    try {
-      input = parseInvoiceInput(job.input);
-    } catch {
-      if (job.status !== 'FAILED') add('PROGRESS', `job ${id}: invalid input and not FAILED`);
-      continue;
-    }
-    // PROGRESS
-    if (job.status !== 'DONE' || job.cursor !== job.totalUnits) {
-      add('PROGRESS', `job ${id}: status ${String(job.status)} at cursor ${String(job.cursor)}/${String(job.totalUnits)}`);
-    }
-    knownPeriods.add(input.period);
-    if (job.status !== 'DONE') {
-      openPeriods.add(input.period);
-      continue;
-    }
-    donePeriods.add(input.period);
-    const expected = expectedTotals(input);
-    const sum = expectedByPeriod.get(input.period) ?? { invoices: 0, cents: 0 };
-    expectedByPeriod.set(input.period, { invoices: sum.invoices + expected.invoices, cents: sum.cents + expected.totalCents });
-    const { from, to } = customerRange(input);
-    for (let i = from; i < to; i++) {
-      const amount = amountCents(input.seed, i);
-      for (const kind of ['invoice', 'charge'] as const) {
-        const key = `${kind}#${input.period}#${customerId(i)}`;
-        const item = items.get(key);
-        if (item === undefined) add('ONCE', `${key}: missing`);
-        else if (item.amountCents !== amount) add('ONCE', `${key}: amount ${String(item.amountCents)}, expected ${amount}`);
-        else if (kind === 'charge') totalCents += amount;
-      }
-    }
-  }
-  for (const p of openPeriods) donePeriods.delete(p);
-  for (const p of donePeriods) {
-    expectedInvoices += expectedByPeriod.get(p)?.invoices ?? 0;
-    expectedTotalCents += expectedByPeriod.get(p)?.cents ?? 0;
-  }
-  const counted = invoiceItems.filter((i) => donePeriods.has(periodOf(String(i.pk))));
-  for (const i of invoiceItems) if (!knownPeriods.has(periodOf(String(i.pk)))) add('ONCE', `${String(i.pk)}: written for no known job`);
-  const charges = counted.filter((i) => String(i.pk).startsWith('charge#')).length;
-  const invoices = counted.filter((i) => String(i.pk).startsWith('invoice#')).length;
-  if (charges !== expectedInvoices) add('ONCE', `${charges} charges, expected ${expectedInvoices}`);
-  if (invoices !== expectedInvoices) add('ONCE', `${invoices} invoices, expected ${expectedInvoices}`);
+  const records = checkRecords(workload, jobs, recordItems, recordStream, add);
 
   // TOKENS: every grant to a new owner strictly raises the generation; nothing is ever removed.
   for (const c of leaseStream) {
@@ -258,15 +191,15 @@ export async function checkInvariants(
   }
   const leaseGen = new Map(leaseItems.map((l) => [String(l.pk), num(l.generation)]));
   for (const f of fenceItems) {
-    const jobKey = String(f.pk).replace(/^invoices#/, 'job#');
+    const jobKey = String(f.pk).startsWith(fencePrefix) ? `job#${String(f.pk).slice(fencePrefix.length)}` : String(f.pk);
     const lg = leaseGen.get(jobKey);
     const fg = num(f.generation);
     if (fg !== undefined && (lg === undefined || fg > lg)) add('TOKENS', `fence ${String(f.pk)} at ${fg} exceeds lease counter ${lg}`);
   }
 
-  const docStats = await checkDocs(effects.s3, invoiceItems, invoiceStream, add);
-  const delivery = await checkDelivery(tables.outbox, outboxItems, outboxStream, fenceWrites, jobs, effects, add);
-  const runs = checkRuns(runRecords, jobs, invoiceItems, (msg) => add('RUNS', msg));
+  const docStats = await checkDocs(workload, effects.s3, recordItems, recordStream, add);
+  const delivery = await checkDelivery(workload, tables.outbox, outboxItems, outboxStream, fenceWrites, jobs, effects, add);
+  const runs = checkRuns(workload, runRecords, jobs, recordItems, (msg) => add('RUNS', msg));
 
   const invariants = Object.fromEntries(
     (Object.keys(v) as InvariantName[]).map((k) => {
@@ -280,12 +213,8 @@ export async function checkInvariants(
     takeovers,
     stats: {
       jobs: jobs.length,
-      invoices,
-      charges,
-      totalCents,
-      expectedInvoices,
-      expectedTotalCents,
-      streamRecords: invoiceStream.length + fenceStream.length + leaseStream.length + outboxStream.length,
+      ...records,
+      streamRecords: recordStream.length + fenceStream.length + leaseStream.length + outboxStream.length,
       takeovers: takeovers.length,
       leaseOverlaps: overlapsOf(takeovers).length,
       effects: { documents: docStats, ...delivery },

@@ -25,6 +25,8 @@ export interface WireTables {
   fences: string;
   records: string;
   outbox: string;
+  /** The workload's fence key prefix (Workload.fenceKeyPrefix). @default 'fence#' */
+  fencePrefix?: string | undefined;
 }
 
 export interface WireReport {
@@ -54,8 +56,8 @@ interface WireAction {
 
 const TIE = ['generation', 'updatedAt', 'jobId'];
 const MAX_LISTED = 20;
-/** The fence a job's effects are guarded by, as the table contract names it (`invoices#<jobId>`): the checker's one spelling of it. */
-export const fenceKeyOfJob = (jobId: string): string => `invoices#${jobId}`;
+/** The fence a job's effects are guarded by, as the table contract names it (`<prefix><jobId>`, the workload's prefix): the checker's one spelling of it. */
+export const fenceKeyOfJob = (jobId: string, prefix = 'fence#'): string => `${prefix}${jobId}`;
 
 const numberOf = (v: AttributeValue | undefined): number | undefined => (v?.N === undefined ? undefined : Number(v.N));
 
@@ -182,7 +184,7 @@ export class WireCheck {
     const g = writtenGeneration(a);
     const jobId = a.kind === 'Put' ? a.Item?.jobId?.S : undefined;
     if (g === undefined || jobId === undefined) return this.add(`${key}: an effect written by a ${ex.operation} with no generation or job the checker can read`);
-    const fence = fenceKeyOfJob(jobId);
+    const fence = fenceKeyOfJob(jobId, this.tables.fencePrefix);
     const guarded = transaction.some((t) => t.TableName === this.tables.fences && keyOf(t) === fence && fenceCondition(t) === g);
     if (!guarded) {
       const where = ex.operation === 'TransactWriteItems' ? 'in a transaction without' : `by a ${ex.operation}, not in a transaction with`;

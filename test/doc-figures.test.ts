@@ -35,7 +35,7 @@ describe('the cost of 10,000 invoices, as the planner computes it', () => {
   it('docs/deploy.md: the write units by table, the total and its price', () => {
     const deploy = read('docs/deploy.md');
     const row = (table: string) => new RegExp(`^\\| ${table} \\|[^\\n]*\\| ([\\d,]+) \\|$`, 'm').exec(deploy)?.[1];
-    expect(row('Invoices')).toBe(n(w.invoices));
+    expect(row('Invoices')).toBe(n(w.records));
     expect(row('Outbox')).toBe(n(w.outbox));
     expect(row('Fences')).toBe(n(w.fences));
     expect(row('Jobs')).toBe(n(w.jobs));

@@ -12,7 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { ConfigError, InvalidInputError, localRegion, ManualClock, systemClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { METRIC, readJob } from '../lib/workflow/index.js';
-import { createStarterHandler, previousPeriod } from '../functions/starter-handler.js';
+import { createStarterHandler } from '../functions/starter-handler.js';
+import { invoices, previousPeriod } from '../lib/workloads/invoices/index.js';
 import { createWorkerHandler, FullBatchFailureError } from '../functions/worker-handler.js';
 import { LocalQueue } from '../cli/queue.js';
 import { LocalRuntime } from '../cli/runtime.js';
@@ -226,7 +227,7 @@ describe('starter handler: EventBridge schedule', () => {
     const t = await tables();
     const clock = new ManualClock({ wall: Date.UTC(2027, 0, 1, 0, 5) });
     const queue = new LocalQueue({ clock, visibilityTimeoutMs: 60_000, maxReceiveCount: 5 });
-    const starter = createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock, queue, telemetry: new Recorder(), unitSize: 5, customers: 12 });
+    const starter = createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock, queue, telemetry: new Recorder(), unitSize: 5, workload: invoices, items: 12 });
 
     const event = scheduledEvent('2027-01-01T00:05:00Z');
     const first = await starter(event);
@@ -260,7 +261,7 @@ describe('starter handler: EventBridge schedule', () => {
   it('a finished job is not enqueued again', async () => {
     const t = await tables();
     const w = workflow(t);
-    const starter = createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock: w.clock, queue: w.queue, telemetry: w.telemetry, unitSize: 5, customers: 4 });
+    const starter = createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock: w.clock, queue: w.queue, telemetry: w.telemetry, unitSize: 5, workload: invoices, items: 4 });
     const started = await starter(scheduledEvent('2026-10-01T00:00:00Z'));
     expect(started).toMatchObject({ jobId: invoiceJobId('2026-09'), created: true, enqueued: true });
     const a = w.deliver('A');
@@ -273,7 +274,7 @@ describe('starter handler: EventBridge schedule', () => {
     const t = await tables();
     const clock = new ManualClock({ wall: Date.UTC(2027, 0, 1) });
     const queue = new LocalQueue({ clock, visibilityTimeoutMs: 60_000, maxReceiveCount: 5 });
-    const starter = createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock, queue, telemetry: new Recorder(), unitSize: 5, customers: 12 });
+    const starter = createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock, queue, telemetry: new Recorder(), unitSize: 5, workload: invoices, items: 12 });
     const cases: [Parameters<typeof starter>[0], string][] = [
       [{ period: '2026-13' }, 'payload.period'],
       [{ period: '2026-1' }, 'payload.period'],

@@ -22,7 +22,7 @@ describe('the plan follows from the request mix and the stated assumptions', () 
     expect(p.units).toBe(4 * Math.ceil(250 / DEFAULT_UNIT_SIZE)); // four shards of 250
     // The work's writes are the measured profile's shares times the plan's customers and units.
     const work = projectedWrites(INVOICE_PROFILE, 1_000, p.units);
-    expect(p.writeUnits.invoices).toBeCloseTo(work.get('records')!);
+    expect(p.writeUnits.records).toBeCloseTo(work.get('records')!);
     expect(p.writeUnits.outbox).toBeCloseTo(work.get('outbox')!);
     expect(p.writeUnits.fences).toBeCloseTo(work.get('fences')! + p.invocations); // the units' fence writes, and one raise per invocation
     // Per customer: every write unit is on a line of the breakdown, and every table and index has its hottest key.
@@ -106,9 +106,9 @@ describe('npm run cli -- plan', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
     const plan = JSON.parse(r.stdout);
-    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c warmThroughput='\{"invoices":\{"write":\d+\},"outbox":\{"write":\d+\}\}'$/) });
+    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c warmThroughput='\{"records":\{"write":\d+\},"outbox":\{"write":\d+\}\}'$/) });
     expect(plan.limits.map((l: { name: string }) => l.name)).toEqual(
-      expect.arrayContaining(['invoices table write throughput', 'Lambda concurrency', 'SQS event source maximum concurrency', 'partition outbox/unsent-by-shard key open#N', 'partition fences key invoices#invoice-run#N-N#shard-N-of-N']),
+      expect.arrayContaining(['records table write throughput', 'Lambda concurrency', 'SQS event source maximum concurrency', 'partition outbox/unsent-by-shard key open#N', 'partition fences key invoices#invoice-run#N-N#shard-N-of-N']),
     );
     expect(plan.partitions).toContainEqual(expect.objectContaining({ table: 'outbox', index: 'unsent-by-shard', key: 'open#N', limit: { writeUnitsPerSecond: 1_000, readUnitsPerSecond: 3_000 } }));
     // Below the 16.2 the planner printed before the profile (which left out 4 of the then 20.2 measured).

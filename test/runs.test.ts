@@ -5,6 +5,7 @@
  * broken starter's overlapping shards, a run record that counts a shard twice, a completion
  * counter that counts messages instead of shards).
  */
+import { invoices } from '../lib/workloads/invoices/index.js';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -61,7 +62,7 @@ describe('a sharded run on DynamoDB Local', () => {
     const t = await tables();
     const w = workflow(t);
     const start = (shards: number) =>
-      createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock: w.clock, queue: w.queue, telemetry: w.telemetry, unitSize: 5, customers: 23, shards });
+      createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock: w.clock, queue: w.queue, telemetry: w.telemetry, unitSize: 5, workload: invoices, items: 23, shards });
     const first = await start(4)({ period: '2026-09', seed: 3 });
     expect(first).toMatchObject({ runId: invoiceJobId('2026-09'), created: true, enqueued: true });
     expect(first.jobs.map((j) => j.jobId)).toEqual([0, 1, 2, 3].map((i) => `invoice-run#2026-09#shard-${i}-of-4`));

@@ -10,6 +10,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDynamo, FencedError, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
+import { invoices } from '../../lib/workloads/invoices/index.js';
 import { ensureTables, fenceKeyOf, fencesOfLease, readJob, runIdOfJob, RunInputMismatchError, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
 import { createStarterHandler, type StarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
@@ -184,7 +185,7 @@ export async function chaosRun(
     for (let i = 0; i < schedule.sweepBurst; i++) report = schedule.overlappingSweeps ? (await Promise.all([sweepOnce({}), sweepOnce({})]))[0]! : await sweepOnce({});
     return report!;
   };
-  const startOnce = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, customers: 0 });
+  const startOnce = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, workload: invoices, items: 0 });
   // The scheduler's invocation of the starter: its calls are the starter's.
   const starter: StarterHandler = (event) => asFunction('starter', () => startOnce(event));
   runtime = new LocalRuntime({
