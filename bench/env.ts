@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CreateTableCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { startDynamoLocal, type DynamoLocal } from '../cli/dynamodb-local.js';
+import { startDynamoLocal, type DynamoLocal } from '../cli/local/dynamodb-local.js';
 import { createDynamo, type Dynamo } from '../lib/protocol/index.js';
 import { createTableInput, ensureTables, TABLE_ROLES, TABLES, tableNames, type TableNames } from '../lib/workflow/index.js';
 

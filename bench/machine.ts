@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { basename, dirname } from 'node:path';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { jarPaths } from '../cli/dynamodb-local.js';
+import { jarPaths } from '../cli/local/dynamodb-local.js';
 import { round } from './stats.js';
 
 export interface Machine {

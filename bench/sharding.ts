@@ -1,7 +1,7 @@
 /**
  * sharding: K = 1, 2, 4, 8 shards of one invoice run (lib/workloads/invoices/shards.ts), each shard
  * run by the real worker (runJob) at once, then the completion check the worker handler runs after
- * every shard, then the independent checker (cli/invariants.ts) over the tables and streams: a
+ * every shard, then the independent checker (cli/check/invariants.ts) over the tables and streams: a
  * shard count is counted only if every invariant holds. One DynamoDB Local process executes the
  * transactions on these tables one at a time, so this shows correctness and what the client adds
  * per shard, NOT AWS's scaling: beside each K, the planner's AWS figures for the same K
@@ -13,8 +13,8 @@ import { checkRunOfJob, runJob, silentTelemetry, type WorkerDeps } from '../lib/
 import { EFFECTS_PER_CUSTOMER, invoiceProcessor, MAX_UNIT_SIZE, type InvoiceRunInput } from '../lib/workloads/invoices/invoices.js';
 import { startInvoiceRun } from '../lib/workloads/invoices/shards.js';
 import { planInvoiceRun } from '../lib/workloads/invoices/plan.js';
-import { checkInvariants, type InvariantName } from '../cli/invariants.js';
-import { streamsClient } from '../cli/streams.js';
+import { checkInvariants, type InvariantName } from '../cli/check/invariants.js';
+import { streamsClient } from '../cli/local/streams.js';
 import type { BenchEnv } from './env.js';
 import { median } from './stats.js';
 import { BenchError } from './errors.js';

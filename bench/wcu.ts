@@ -14,7 +14,7 @@
  * Item size: attribute names plus values (DynamoDB's item-size rules, see itemSize).
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { parseUpdate } from '../cli/call-profile.js';
+import { parseUpdate } from '../cli/demo/call-profile.js';
 import type { LoggedRequest } from './requests.js';
 
 /** Size of a number as DynamoDB stores it: ~1 byte per 2 significant digits, plus 1. */
@@ -64,7 +64,7 @@ export interface WcuBill {
   byOperation: Record<string, number>;
 }
 
-/** Attribute names an update SETs and REMOVEs (the one parser of update expressions: cli/call-profile.ts). */
+/** Attribute names an update SETs and REMOVEs (the one parser of update expressions: cli/demo/call-profile.ts). */
 export function updatedAttributes(expression: string, names: Record<string, string> = {}): { set: string[]; remove: string[] } {
   const { set, remove } = parseUpdate(expression, names);
   return { set: [...set.keys()], remove };

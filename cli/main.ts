@@ -1,7 +1,7 @@
 /**
- * The project's CLI: `npm start` (the demo, cli/demo.ts), `npm run dynamodb` (a DynamoDB Local
- * that stays), the local S3 endpoint and SMTP sink on their own (cli/serve-effects.ts), and the
- * ops commands (cli/ops.ts).
+ * The project's CLI: `npm start` (the demo, cli/demo/demo.ts), `npm run dynamodb` (a DynamoDB Local
+ * that stays), the local S3 endpoint and SMTP sink on their own (cli/local/serve-effects.ts), and the
+ * ops commands (cli/ops/ops.ts).
  *
  *   npm start                               incident replay (with and without the fence),
  *                                           a faulted invoice run, the invariant report, a timeline SVG
@@ -18,13 +18,13 @@
  * on stderr and exit 2; only a bug prints a stack trace.
  */
 import { InvalidInputError } from '../lib/protocol/index.js';
-import { DEMO_HELP, demo, parseDemoFlags } from './demo.js';
-import { connectionProblem } from './endpoint.js';
-import { nearestName, userErrorLine } from './flags.js';
-import { opsCommand, OPS_COMMANDS } from './ops.js';
-import { profileCommand } from './profile.js';
-import { serveDynamoLocal } from './serve-dynamodb.js';
-import { serveS3Endpoint, serveSmtpSink } from './serve-effects.js';
+import { DEMO_HELP, demo, parseDemoFlags } from './demo/demo.js';
+import { connectionProblem } from './local/endpoint.js';
+import { nearestName, userErrorLine } from './shared/flags.js';
+import { opsCommand, OPS_COMMANDS } from './ops/ops.js';
+import { profileCommand } from './demo/profile.js';
+import { serveDynamoLocal } from './local/serve-dynamodb.js';
+import { serveS3Endpoint, serveSmtpSink } from './local/serve-effects.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 

@@ -1,5 +1,5 @@
 /**
- * The stack's output keys: infra/stack.ts creates them, the CLI's ops commands (cli/ops.ts)
+ * The stack's output keys: infra/stack.ts creates them, the CLI's ops commands (cli/ops/ops.ts)
  * read a deployed stack's `cdk deploy --outputs-file` by these names. No CDK import here, so the
  * CLI does not load aws-cdk-lib.
  */

@@ -30,9 +30,9 @@ import { invoiceProcessor, MAX_UNIT_SIZE, parseInvoiceInput } from '../lib/workl
 import { commonsFromEnv } from '../functions/commons.js';
 import { createWorkerHandler, FullBatchFailureError, type WorkerHandler } from '../functions/worker-handler.js';
 import { main } from '../cli/main.js';
-import { OPS_COMMANDS } from '../cli/ops.js';
-import { LocalQueue } from '../cli/queue.js';
-import { LocalRuntime } from '../cli/runtime.js';
+import { OPS_COMMANDS } from '../cli/ops/ops.js';
+import { LocalQueue } from '../cli/local/queue.js';
+import { LocalRuntime } from '../cli/local/runtime.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { context, Recorder } from './support/workflow.js';
 

@@ -6,10 +6,10 @@
 import { inject, describe, expect, it } from 'vitest';
 import { createDynamo } from '../lib/protocol/index.js';
 import { METRIC } from '../lib/workflow/index.js';
-import { streamsClient } from '../cli/streams.js';
+import { streamsClient } from '../cli/local/streams.js';
 import { BREAKS, CONTROLS } from './chaos/controls.js';
 import { chaosRun } from './chaos/harness.js';
-import { recordAwsCalls } from '../cli/aws-calls.js';
+import { recordAwsCalls } from '../cli/local/aws-calls.js';
 import { StackIam, type TemplateJson } from './infra/iam-eval.js';
 import { templateOf } from './infra/support.js';
 

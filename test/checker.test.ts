@@ -1,16 +1,16 @@
 /**
  * The invariant checker has teeth: each case writes, with the library's own requests, a history
  * that breaks exactly one rule the old checker could not see, and the checker must name it. It
- * reads only the tables and their streams (cli/invariants.ts), never the worker's code paths.
+ * reads only the tables and their streams (cli/check/invariants.ts), never the worker's code paths.
  */
 import { TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { createDynamo, makeGeneration, prepareFencedUnit, raiseFence, systemClock } from '../lib/protocol/index.js';
-import { startFaultProxy } from '../cli/fault-proxy.js';
-import { WireCheck } from '../cli/wire-check.js';
+import { startFaultProxy } from '../cli/local/fault-proxy.js';
+import { WireCheck } from '../cli/check/wire-check.js';
 import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { fenceKeyOf, tableNames, ensureTables } from '../lib/workflow/index.js';
-import { replayIncident } from '../cli/incident.js';
+import { replayIncident } from '../cli/demo/incident.js';
 import { perTestTables } from './support/tables.js';
 import { createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
 

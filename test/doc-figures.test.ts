@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { parsePlanFlags, renderPlan } from '../cli/plan.js';
+import { parsePlanFlags, renderPlan } from '../cli/ops/plan.js';
 import { PRICES_US_EAST_1 } from '../lib/workflow/index.js';
 import { planInvoiceRun } from '../lib/workloads/invoices/plan.js';
 import { VARIANTS } from '../model/variants.js';

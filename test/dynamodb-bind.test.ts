@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDynamoLocal, type DynamoLocal } from '../cli/dynamodb-local.js';
+import { startDynamoLocal, type DynamoLocal } from '../cli/local/dynamodb-local.js';
 
 /** An address of /proc/net/tcp ("0100007F") or tcp6 (four little-endian 32-bit words), as text. */
 export function procAddress(hex: string): string {

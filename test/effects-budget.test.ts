@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startS3Endpoint, type S3Endpoint, type StoredVersion } from '../cli/s3-endpoint.js';
+import { startS3Endpoint, type S3Endpoint, type StoredVersion } from '../cli/local/s3-endpoint.js';
 import { createCollectorHandler, createReconcilerHandler } from '../functions/effects-handlers.js';
 import { systemClock } from '../lib/protocol/index.js';
 import { cursorKeyOf, readCursor, silentTelemetry, unsentKeyOf, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';

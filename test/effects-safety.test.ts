@@ -3,17 +3,17 @@
  * its case (hooks that hold a sender or a provider call, injected clocks, a store wrapper that
  * acts between the collector's list and its delete) on the real engines: DynamoDB Local, the
  * local S3 endpoint driven by @aws-sdk/client-s3, a real SMTP sink. The checker's tests read
- * only what cli/invariants-effects.ts reads: the Outbox table, its stream, the sink's record.
+ * only what cli/check/invariants-effects.ts reads: the Outbox table, its stream, the sink's record.
  */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkDelivery, expectedOutboxIds } from '../cli/invariants-effects.js';
-import { fenceKeyOfJob } from '../cli/wire-check.js';
-import { startPaymentsProvider, type PaymentsProvider } from '../cli/payments-provider.js';
-import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
-import { headerOf, startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
-import { readStream, streamsClient } from '../cli/streams.js';
+import { checkDelivery, expectedOutboxIds } from '../cli/check/invariants-effects.js';
+import { fenceKeyOfJob } from '../cli/check/wire-check.js';
+import { startPaymentsProvider, type PaymentsProvider } from '../cli/local/payments-provider.js';
+import { startS3Endpoint, type S3Endpoint } from '../cli/local/s3-endpoint.js';
+import { headerOf, startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
+import { readStream, streamsClient } from '../cli/local/streams.js';
 import { ManualClock, type Clock } from '../lib/protocol/index.js';
 import {
   collect,

@@ -6,8 +6,8 @@
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
-import { headerOf, startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
+import { startS3Endpoint, type S3Endpoint } from '../cli/local/s3-endpoint.js';
+import { headerOf, startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
 import { createDynamo, systemClock } from '../lib/protocol/index.js';
 import { ObjectExistsError, collect, deliver, readOutboxItem, reconcile, recordProviderEvent, silentTelemetry, type OutboxItem, type SenderDeps } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';

@@ -15,14 +15,14 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../cli/dynamodb-local.js';
-import { documentSet } from '../cli/demo.js';
-import { headerOf } from '../cli/smtp-sink.js';
+import { freePort } from '../cli/local/dynamodb-local.js';
+import { documentSet } from '../cli/demo/demo.js';
+import { headerOf } from '../cli/local/smtp-sink.js';
 import { createDynamo, scanAll } from '../lib/protocol/index.js';
 import { messageIdentity, tableNames } from '../lib/workflow/index.js';
 import { s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { customerId } from '../lib/workloads/invoices/invoices.js';
-import { PERIODS } from '../cli/run.js';
+import { PERIODS } from '../cli/demo/run.js';
 import { runCli } from './support/cli.js';
 import { expectOneLineError, startTsx, tsx, type Running } from './support/spawn.js';
 

@@ -7,11 +7,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEffects, type Effects } from '../cli/effects-env.js';
-import { RunEffects } from '../cli/run-effects.js';
-import { streamsClient } from '../cli/streams.js';
-import { headerOf } from '../cli/smtp-sink.js';
-import { OutboxStream } from '../cli/outbox-stream.js';
+import { startEffects, type Effects } from '../cli/local/effects-env.js';
+import { RunEffects } from '../cli/demo/run-effects.js';
+import { streamsClient } from '../cli/local/streams.js';
+import { headerOf } from '../cli/local/smtp-sink.js';
+import { OutboxStream } from '../cli/local/outbox-stream.js';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { systemClock } from '../lib/protocol/index.js';

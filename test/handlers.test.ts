@@ -6,7 +6,7 @@
  */
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
+import { startS3Endpoint, type S3Endpoint } from '../cli/local/s3-endpoint.js';
 import { s3Client } from '../lib/workflow/adapters/index.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, InvalidInputError, localRegion, ManualClock, systemClock } from '../lib/protocol/index.js';
@@ -15,8 +15,8 @@ import { METRIC, readJob } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
 import { invoices, previousPeriod } from '../lib/workloads/invoices/index.js';
 import { createWorkerHandler, FullBatchFailureError } from '../functions/worker-handler.js';
-import { LocalQueue } from '../cli/queue.js';
-import { LocalRuntime } from '../cli/runtime.js';
+import { LocalQueue } from '../cli/local/queue.js';
+import { LocalRuntime } from '../cli/local/runtime.js';
 import { scanAll } from './support/fixtures.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { context, createInvoiceJob, invariants, invoiceInput, Recorder, snapshot, workflow } from './support/workflow.js';

@@ -15,7 +15,7 @@ import {
 } from '../lib/protocol/index.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { fenceOf, getItem, putJob, scanAll, unit } from './support/fixtures.js';
-import { startFaultProxy } from '../cli/fault-proxy.js';
+import { startFaultProxy } from '../cli/local/fault-proxy.js';
 
 let t: TestTables;
 beforeAll(async () => {

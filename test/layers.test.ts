@@ -16,7 +16,7 @@ const tree = new Map(tracked.map((f) => [f, readFileSync(root + f, 'utf8')] as c
 const withFile = (path: string, text: string) => new Map([...tree, [path, text]]);
 
 describe('the layers of lib/', () => {
-  it('no file breaks a layering rule (protocol below workflow below workloads; no CDK, functions, infra or cli in lib/; indexes from outside)', () => {
+  it('no file breaks a layering rule (protocol below workflow below workloads; no CDK, functions, infra or cli in lib/; indexes from outside; the rooms of cli/ one way)', () => {
     expect(layerViolations(tree)).toEqual([]);
   });
 
@@ -45,6 +45,16 @@ describe('the layering check has teeth', () => {
     ['lib/workflow/worker.ts', "import { Stack } from 'aws-cdk-lib';", 'lib/ imports no CDK'],
     ['lib/workloads/invoices/invoices.ts', "import { OUTPUTS } from '../../infra/outputs.js';", 'lib/ imports neither functions/, infra/ nor cli/'],
     ['functions/worker.ts', "import { raiseFence } from '../lib/protocol/fence.js';", 'lib/protocol/ is imported through its index module'],
+    ['cli/check/invariants.ts', "import { invoiceRun } from '../demo/run.js';", 'cli/check/ imports neither cli/demo/, cli/ops/ nor functions/'],
+    ['cli/check/wire-check.ts', "import { opsCommand } from '../ops/ops.js';", 'cli/check/ imports neither cli/demo/, cli/ops/ nor functions/'],
+    ['cli/check/invariants-effects.ts', "import type { WorkerHandler } from '../../functions/worker-handler.js';", 'cli/check/ imports neither cli/demo/, cli/ops/ nor functions/'],
+    ['cli/local/runtime.ts', "import { FaultPlan } from '../demo/faults.js';", 'cli/local/ imports neither cli/demo/, cli/check/ nor cli/ops/'],
+    ['cli/local/streams.ts', "const m = await import('../check/invariants.js');", 'cli/local/ imports neither cli/demo/, cli/check/ nor cli/ops/'],
+    ['cli/local/queue.ts', "import type { PlanFlags } from '../ops/plan.js';", 'cli/local/ imports neither cli/demo/, cli/check/ nor cli/ops/'],
+    ['cli/ops/local-requeue.ts', "import { LEASE_MS } from '../demo/run.js';", 'cli/ops/ imports nothing of cli/demo/'],
+    ['cli/shared/timeline.ts', "import { slotOf } from '../local/runtime.js';", 'cli/shared/ imports no room of cli/'],
+    ['cli/demo/demo.ts', "import { main } from '../main.js';", 'nothing in cli/ imports cli/main.ts'],
+    ['cli/stray.ts', "export const x = 1;", 'every file of cli/ but main.ts is in a room'],
   ])('%s with `%s` breaks "%s"', (file, line, rule) => {
     const violations = layerViolations(withFile(file, `${line}\n${tree.get(file) ?? ''}`));
     expect(violations.map((v) => v.rule)).toContain(rule);

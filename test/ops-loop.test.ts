@@ -14,8 +14,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, portIsFree } from '../cli/dynamodb-local.js';
-import { LEFT_PERIOD } from '../cli/leave-unfinished.js';
+import { freePort, portIsFree } from '../cli/local/dynamodb-local.js';
+import { LEFT_PERIOD } from '../cli/demo/leave-unfinished.js';
 import { expectOneLineError, startTsx, tsx, type Running } from './support/spawn.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ops-loop-'));

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { OUTPUTS } from '../infra/outputs.js';
-import { opsCommand, tablesFromOutputs } from '../cli/ops.js';
+import { opsCommand, tablesFromOutputs } from '../cli/ops/ops.js';
 import { tempDir } from './infra/support.js';
 import { makeTables, type TestTables } from './support/tables.js';
 

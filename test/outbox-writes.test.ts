@@ -6,8 +6,8 @@
  * SES publishes for a delivered email). docs/external-effects.md, "Every write accounted for".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPaymentsProvider, type PaymentsProvider } from '../cli/payments-provider.js';
-import { startSmtpSink, type SmtpSink } from '../cli/smtp-sink.js';
+import { startPaymentsProvider, type PaymentsProvider } from '../cli/local/payments-provider.js';
+import { startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
 import { commitFencedUnit, createDynamo, makeGeneration, systemClock, type Dynamo, type Effect } from '../lib/protocol/index.js';
 import { deliver, messageIdentity, outboxEmail, outboxHttp, readOutboxItem, recordSesEvent, silentTelemetry, type OutboxItem, type SenderDeps } from '../lib/workflow/index.js';
 import { FetchHttpProvider, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';

@@ -1,5 +1,5 @@
 /**
- * The capacity planner (lib/workloads/invoices/plan.ts, lib/workflow/capacity.ts, cli/plan.ts):
+ * The capacity planner (lib/workloads/invoices/plan.ts, lib/workflow/capacity.ts, cli/ops/plan.ts):
  * its figures follow from the stated request mix, assumptions and AWS limits (none is a
  * constant), the limit that binds moves as the setting that raises it moves, and the CLI prints
  * one JSON object or a one-line error with exit 2.

@@ -4,7 +4,7 @@
  * instead of failing after minutes of other tests or a 91 s launch timeout.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { javaMajor, missingTools, requireTools } from '../cli/prerequisites.js';
+import { javaMajor, missingTools, requireTools } from '../cli/local/prerequisites.js';
 import { barePath, envWithPath, expectOneLineError, tsx, vitest } from './support/spawn.js';
 
 const cleanups: (() => void)[] = [];

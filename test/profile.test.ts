@@ -1,12 +1,12 @@
 /**
  * The planner's shares are measured, not kept by hand: the committed load profile
  * (lib/workloads/invoices/profile.ts) is what two quiet local runs of the real handlers measure
- * now (cli/profile.ts), line by line, and the rules that bill each transaction's index writes say
+ * now (cli/demo/profile.ts), line by line, and the rules that bill each transaction's index writes say
  * what the engine itself reports on every single-item write.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { measureProfile } from '../cli/profile.js';
+import { measureProfile } from '../cli/demo/profile.js';
 import { INVOICE_PROFILE } from '../lib/workloads/invoices/profile.js';
 import type { LoadProfile } from '../lib/workflow/index.js';
 

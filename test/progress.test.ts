@@ -4,7 +4,7 @@
  * what it waits for.
  */
 import { describe, expect, it } from 'vitest';
-import { deliveryWaitingFor, progressLine, progressReporter, timeLeft, unitsWaitingFor } from '../cli/progress.js';
+import { deliveryWaitingFor, progressLine, progressReporter, timeLeft, unitsWaitingFor } from '../cli/demo/progress.js';
 
 describe('progress with an estimate of the time left', () => {
   it('estimates from the rate so far, in s, min or h', () => {
@@ -97,7 +97,7 @@ describe('what a stalled count waits for, from what the run observes', () => {
 
 describe("the run's report line", () => {
   it('gives the units\' time and the delivery\'s apart, and says what the delivery left', async () => {
-    const { stageTimes } = await import('../cli/demo.js');
+    const { stageTimes } = await import('../cli/demo/demo.js');
     expect(stageTimes({ units: 120, unitsMs: 11_200, delivery: { items: 2400, unsent: 0, ms: 61_000 }, elapsedMs: 72_508 })).toBe(
       '120 units committed in 11.2 s; then 2400 outbox items delivered in 61.0 s (the run took 72.5 s)',
     );

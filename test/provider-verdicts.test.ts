@@ -35,7 +35,7 @@ import {
   type Telemetry,
 } from '../lib/workflow/index.js';
 import { classifyHttpStatus, classifySes, classifySmtp } from '../lib/workflow/adapters/index.js';
-import { checkDelivery } from '../cli/invariants-effects.js';
+import { checkDelivery } from '../cli/check/invariants-effects.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
 let t: TestTables;

@@ -4,7 +4,7 @@
  * OutboxRecordsFailed=2 beside "0 failed" with nothing to say they count different things.
  */
 import { describe, expect, it } from 'vitest';
-import { invariantLine, metricsLine, plural } from '../cli/report-lines.js';
+import { invariantLine, metricsLine, plural } from '../cli/demo/report-lines.js';
 
 describe("npm start's report lines", () => {
   it('counts take the number of their noun', () => {

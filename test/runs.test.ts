@@ -14,11 +14,11 @@ import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices/invoic
 import { assertShardCount, invoiceShards, shardRange, startInvoiceRun } from '../lib/workloads/invoices/shards.js';
 import { createJob, METRIC, readRun, runIdOfJob, runKeyOf, runStatus, RunInputMismatchError, shardJobId } from '../lib/workflow/index.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
-import { invoiceRun } from '../cli/run.js';
-import { startEffects } from '../cli/effects-env.js';
-import { streamsClient } from '../cli/streams.js';
+import { invoiceRun } from '../cli/demo/run.js';
+import { startEffects } from '../cli/local/effects-env.js';
+import { streamsClient } from '../cli/local/streams.js';
 import { scanAll } from './support/fixtures.js';
-import { startFaultProxy } from '../cli/fault-proxy.js';
+import { startFaultProxy } from '../cli/local/fault-proxy.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { chargesOf, holdRequests, invariants, invoiceInput, Recorder, workflow } from './support/workflow.js';
 

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../lib/protocol/index.js';
-import { LocalQueue } from '../cli/queue.js';
-import { LocalRuntime } from '../cli/runtime.js';
+import { LocalQueue } from '../cli/local/queue.js';
+import { LocalRuntime } from '../cli/local/runtime.js';
 
 describe('the local runtime', () => {
   it('runs 64 idle pollers and a sweeper without a MaxListenersExceededWarning', async () => {

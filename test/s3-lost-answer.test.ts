@@ -12,7 +12,7 @@
  */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startS3Endpoint, type S3Endpoint } from '../cli/s3-endpoint.js';
+import { startS3Endpoint, type S3Endpoint } from '../cli/local/s3-endpoint.js';
 import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
 import { ObjectStateUnknownError, ObjectWriteConflictError } from '../lib/workflow/index.js';
 

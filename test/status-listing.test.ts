@@ -5,7 +5,7 @@
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { prefixesOf } from '../cli/prefixes.js';
+import { prefixesOf } from '../cli/ops/prefixes.js';
 import { runCli } from './support/cli.js';
 import { makeTables, type TestTables } from './support/tables.js';
 

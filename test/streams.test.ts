@@ -5,7 +5,7 @@
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { readStream, streamsClient } from '../cli/streams.js';
+import { readStream, streamsClient } from '../cli/local/streams.js';
 import { proxiedTables } from './support/tables.js';
 
 const env = proxiedTables(import.meta.filename);

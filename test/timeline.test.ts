@@ -1,5 +1,5 @@
 /**
- * The timeline picture (cli/timeline.ts) as a reader sees it: every label whole (none cut at
+ * The timeline picture (cli/shared/timeline.ts) as a reader sees it: every label whole (none cut at
  * 60 characters, none dropped because it would overlap), inside its lane, overlapping no other,
  * and drawn by a real SVG renderer inside the box the layout gave it; every mark and band in the
  * legend, in colours no two alike; fault labels that do not repeat themselves.
@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../lib/protocol/index.js';
-import { FaultPlan } from '../cli/faults.js';
-import { BANDS, GROUPS, labelled, legendEntries, renderSvg, splitDelivery, STYLE, Timeline, type TimelineEvent, type TimelineKind, type TimelineSection } from '../cli/timeline.js';
+import { FaultPlan } from '../cli/demo/faults.js';
+import { BANDS, GROUPS, labelled, legendEntries, renderSvg, splitDelivery, STYLE, Timeline, type TimelineEvent, type TimelineKind, type TimelineSection } from '../cli/shared/timeline.js';
 import { deltaE, labelsOf, labelTexts, layoutProblems, renderedMisfits, renderPng } from './support/timeline-check.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'timeline-'));

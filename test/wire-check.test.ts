@@ -1,5 +1,5 @@
 /**
- * The structural FENCE check (cli/wire-check.ts) on DynamoDB Local: the requests that reached the
+ * The structural FENCE check (cli/check/wire-check.ts) on DynamoDB Local: the requests that reached the
  * engine through the proxy, and their answers. The stream tie (an effect and a fence write with
  * the same generation and updatedAt) cannot tell a fence raised in the unit's transaction from one
  * raised in a request of its own stamped alike; these tests hold that the wire can, and that the
@@ -8,10 +8,10 @@
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFencedUnit, commitFencedUnit, createDynamo, makeGeneration, raiseFence, upsert, onceOnly, type Dynamo, type FencedUnit, type Generation } from '../lib/protocol/index.js';
-import { startFaultProxy, type FaultProxy, type WireExchange } from '../cli/fault-proxy.js';
-import { checkInvariants } from '../cli/invariants.js';
-import { streamsClient } from '../cli/streams.js';
-import { WireCheck } from '../cli/wire-check.js';
+import { startFaultProxy, type FaultProxy, type WireExchange } from '../cli/local/fault-proxy.js';
+import { checkInvariants } from '../cli/check/invariants.js';
+import { streamsClient } from '../cli/local/streams.js';
+import { WireCheck } from '../cli/check/wire-check.js';
 import { fenceOf, putJob } from './support/fixtures.js';
 import { makeTables, type TestTables } from './support/tables.js';
 

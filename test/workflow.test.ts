@@ -25,9 +25,9 @@ import {
 } from '../lib/workflow/index.js';
 import { FullBatchFailureError } from '../functions/worker-handler.js';
 import { getItem, scanAll } from './support/fixtures.js';
-import { startFaultProxy, type ProxiedRequest } from '../cli/fault-proxy.js';
-import { WireCheck } from '../cli/wire-check.js';
-import { NO_WIRE } from '../cli/invariants.js';
+import { startFaultProxy, type ProxiedRequest } from '../cli/local/fault-proxy.js';
+import { WireCheck } from '../cli/check/wire-check.js';
+import { NO_WIRE } from '../cli/check/invariants.js';
 import { perTestTables, type TestTables } from './support/tables.js';
 import { chargesOf, createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
 

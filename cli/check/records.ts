@@ -10,7 +10,7 @@
  *          parse must be FAILED).
  */
 import type { Workload } from '../../lib/workflow/index.js';
-import type { StreamChange } from '../streams.js';
+import type { StreamChange } from '../local/streams.js';
 
 type Item = Record<string, unknown>;
 type Add = (name: 'ONCE' | 'PROGRESS', msg: string) => void;

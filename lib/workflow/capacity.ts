@@ -1,7 +1,7 @@
 /**
  * The AWS figures a capacity plan rests on, each with where it comes from, and the arithmetic
  * that turns a run's request mix into wall time, cost and the limit that binds. Pure data and
- * pure functions: the planner CLI (cli/plan.ts) prints them, the stack (infra/) sizes the event
+ * pure functions: the planner CLI (cli/ops/plan.ts) prints them, the stack (infra/) sizes the event
  * source from them. Nothing here is measured on DynamoDB Local: its latencies and its
  * ConsumedCapacity are not AWS's (docs/benchmarks.md).
  */
@@ -54,7 +54,7 @@ export const PRICES_US_EAST_1 = {
   lambdaArmGbSecond: 0.0000133334,
 } as const;
 
-/** The assumptions of a plan, each stated and overridable (cli/plan.ts prints them beside the figures). */
+/** The assumptions of a plan, each stated and overridable (cli/ops/plan.ts prints them beside the figures). */
 export interface PlanAssumptions {
   /**
    * One fenced unit's TransactWriteItems, ms, client to client in the same Region. AWS documents

@@ -1,5 +1,5 @@
 /**
- * A run's measured load profile (cli/call-profile.ts measures it from the calls of two local
+ * A run's measured load profile (cli/demo/call-profile.ts measures it from the calls of two local
  * runs; `npm run -s cli -- profile --write` stores it beside its workload) and its projection to
  * a plan's size: the write units per customer, by table, index and purpose, and the heat of the
  * hottest partition-key value of every table and index. Pure data and arithmetic.

@@ -17,8 +17,8 @@ import {
   type FencedUnit,
 } from '../../lib/protocol/index.js';
 import { fencedProtocol, messageIdentity, type EmailProvider, type HttpProvider, type ProtocolOps, type SendResult } from '../../lib/workflow/index.js';
-import type { Effects } from '../../cli/effects-env.js';
-import type { FaultPoint } from '../../cli/faults.js';
+import type { Effects } from '../../cli/local/effects-env.js';
+import type { FaultPoint } from '../../cli/demo/faults.js';
 
 export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount', 'sendFromWorker', 'documentInPlace', 'resendPastRetention', 'heldAsFailed'] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];

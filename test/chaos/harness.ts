@@ -15,17 +15,17 @@ import { ensureTables, fenceKeyOf, fencesOfLease, readJob, runIdOfJob, RunInputM
 import { createStarterHandler, type StarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
-import { FaultPlan, type PauseProbes } from '../../cli/faults.js';
-import { checkInvariants, overlapsOf, type InvariantReport } from '../../cli/invariants.js';
-import { LocalQueue } from '../../cli/queue.js';
-import { LocalRuntime, slotOf } from '../../cli/runtime.js';
-import { LocalTelemetry } from '../../cli/telemetry.js';
-import { startEffects } from '../../cli/effects-env.js';
-import { RunEffects } from '../../cli/run-effects.js';
-import { runsRecorded } from '../../cli/run.js';
-import { startFaultProxy, type FaultProxy } from '../../cli/fault-proxy.js';
-import { WireCheck } from '../../cli/wire-check.js';
-import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/aws-calls.js';
+import { FaultPlan, type PauseProbes } from '../../cli/demo/faults.js';
+import { checkInvariants, overlapsOf, type InvariantReport } from '../../cli/check/invariants.js';
+import { LocalQueue } from '../../cli/local/queue.js';
+import { LocalRuntime, slotOf } from '../../cli/local/runtime.js';
+import { LocalTelemetry } from '../../cli/local/telemetry.js';
+import { startEffects } from '../../cli/local/effects-env.js';
+import { RunEffects } from '../../cli/demo/run-effects.js';
+import { runsRecorded } from '../../cli/demo/run.js';
+import { startFaultProxy, type FaultProxy } from '../../cli/local/fault-proxy.js';
+import { WireCheck } from '../../cli/check/wire-check.js';
+import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/local/aws-calls.js';
 import { controlProtocol, senderEmail, senderProviders, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 

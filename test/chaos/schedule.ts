@@ -4,8 +4,8 @@
  * (`--runs 1 --seed S` replays it); the exact interleaving still depends on real time, so the
  * history of every failing run is saved.
  */
-import type { ProviderFaultPlan } from '../../cli/run-effects.js';
-import type { Fault, FaultPoint } from '../../cli/faults.js';
+import type { ProviderFaultPlan } from '../../cli/demo/run-effects.js';
+import type { Fault, FaultPoint } from '../../cli/demo/faults.js';
 import { invoiceJobId, mulberry32 } from '../../lib/workloads/invoices/invoices.js';
 
 /** The schedule's random source: the same PRNG that makes invoice amounts reproducible. */
@@ -58,7 +58,7 @@ export interface Schedule {
    * retentionOutage): that item outlives the retention, and must end UNKNOWN, never resent.
    */
   retentionOutage?: 'until-forgotten' | 'timed';
-  /** The providers misbehaving (cli/run-effects.ts ProviderFaultPlan), drawn from a PRNG of its own so the rest of every seed's schedule stays as it was. */
+  /** The providers misbehaving (cli/demo/run-effects.ts ProviderFaultPlan), drawn from a PRNG of its own so the rest of every seed's schedule stays as it was. */
   providerFaults: ProviderFaultPlan;
 }
 

@@ -9,10 +9,10 @@
 import fc from 'fast-check';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { createDynamo, InvalidInputError, waitersTableInput } from '../../lib/protocol/index.js';
-import { checkEndpoint } from '../../cli/endpoint.js';
-import { parseFlags, userErrorLine } from '../../cli/flags.js';
+import { checkEndpoint } from '../../cli/local/endpoint.js';
+import { parseFlags, userErrorLine } from '../../cli/shared/flags.js';
 import { ensureTables, tableNames } from '../../lib/workflow/index.js';
-import { startDynamoLocal, type DynamoLocal } from '../../cli/dynamodb-local.js';
+import { startDynamoLocal, type DynamoLocal } from '../../cli/local/dynamodb-local.js';
 import { coverage, leaseFenceProperty, MAX_COMMANDS, MIN_COMMANDS } from './model.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';

@@ -1,6 +1,6 @@
 /**
  * IAM, proven from the calls (#23): a local run of npm start's faulted invoice run records every
- * AWS call each function makes (cli/aws-calls.ts), and each distinct one is evaluated with
+ * AWS call each function makes (cli/local/aws-calls.ts), and each distinct one is evaluated with
  * @cloud-copilot/iam-simulate against the synthesized stack: that function's role's identity
  * policies plus the resource policies (the documents bucket's, the Leases/Fences guard). Every
  * call the code makes must be allowed; every call the design forbids must be denied for every
@@ -11,11 +11,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Authorization } from '../../cli/aws-authorizations.js';
-import { recordAwsCalls, type AwsCall } from '../../cli/aws-calls.js';
-import { startEffects } from '../../cli/effects-env.js';
-import { invoiceRun } from '../../cli/run.js';
-import { streamsClient } from '../../cli/streams.js';
+import type { Authorization } from '../../cli/local/aws-authorizations.js';
+import { recordAwsCalls, type AwsCall } from '../../cli/local/aws-calls.js';
+import { startEffects } from '../../cli/local/effects-env.js';
+import { invoiceRun } from '../../cli/demo/run.js';
+import { streamsClient } from '../../cli/local/streams.js';
 import { InvalidInputError } from '../../lib/protocol/index.js';
 import { INVOICE_DOCUMENTS_PREFIX, invoiceWorkload } from '../../lib/workloads/invoices/invoices.js';
 import { perTestTables } from '../support/tables.js';

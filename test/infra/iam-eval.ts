@@ -3,13 +3,13 @@
  * and identity policies, the documents bucket's policy and the Leases/Fences resource policies,
  * with every intrinsic (Ref, Fn::GetAtt, Fn::Join, the pseudo parameters) resolved against one
  * fixed environment (TEST_ENV) and physical names derived from the logical ids. The recorder of a
- * local run (cli/aws-calls.ts) is given the same names, so a recorded call and a granted resource
+ * local run (cli/local/aws-calls.ts) is given the same names, so a recorded call and a granted resource
  * are the same string exactly when the code and the stack agree.
  */
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 // The recorder's stream label: the recorded stream ARN and the granted one are the same string.
-import { STREAM_LABEL, TEST_ENV, roleOfTable, type ArnNames, type Authorization } from '../../cli/aws-authorizations.js';
-import type { AwsCall } from '../../cli/aws-calls.js';
+import { STREAM_LABEL, TEST_ENV, roleOfTable, type ArnNames, type Authorization } from '../../cli/local/aws-authorizations.js';
+import type { AwsCall } from '../../cli/local/aws-calls.js';
 import type { TableRole } from '../../lib/workflow/index.js';
 
 type Json = any;

@@ -1,12 +1,12 @@
 /**
  * The AWS calls of a bundled function's run, from the HTTP requests its process sent
- * (test/infra/wire-preload.mjs): the same records (cli/aws-calls.ts AwsCall) and the same
- * authorizations (cli/aws-authorizations.ts) as the local runtime's SDK middleware gives, so
+ * (test/infra/wire-preload.mjs): the same records (cli/local/aws-calls.ts AwsCall) and the same
+ * authorizations (cli/local/aws-authorizations.ts) as the local runtime's SDK middleware gives, so
  * test/infra/artifact.test.ts evaluates the bundles' calls against the stack as iam-calls does.
  * No capacity: a request on the wire was sent as the bundle built it.
  */
-import { ArnBuilder, dynamodbAuthorizations, s3Authorizations, streamsAuthorizations, type ArnNames } from '../../cli/aws-authorizations.js';
-import type { AwsCall } from '../../cli/aws-calls.js';
+import { ArnBuilder, dynamodbAuthorizations, s3Authorizations, streamsAuthorizations, type ArnNames } from '../../cli/local/aws-authorizations.js';
+import type { AwsCall } from '../../cli/local/aws-calls.js';
 
 export interface WireRequest {
   method: string;

@@ -7,8 +7,8 @@
  * install line, instead of failing one test after minutes of others.
  */
 import type { TestProject } from 'vitest/node';
-import { startDynamoLocal } from '../../cli/dynamodb-local.js';
-import { requireTools } from '../../cli/prerequisites.js';
+import { startDynamoLocal } from '../../cli/local/dynamodb-local.js';
+import { requireTools } from '../../cli/local/prerequisites.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 
 declare module 'vitest' {

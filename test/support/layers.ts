@@ -6,6 +6,12 @@
  *   lib/workflow/  imports lib/protocol/ only through its index, never lib/workloads/
  *   lib/           imports neither functions/, infra/, cli/ nor aws-cdk-lib / constructs
  *   elsewhere      lib/protocol/ and lib/workflow/ only through their index modules
+ * and the rooms of cli/, arrows one way (cli/main.ts, the dispatcher, may import them all):
+ *   cli/shared/    imports no room of cli/ (flags, the timeline picture, text widths)
+ *   cli/local/     the local stand-ins and runtime: imports neither cli/demo/, cli/check/ nor cli/ops/
+ *   cli/check/     the independent checker: imports neither cli/demo/, cli/ops/ nor functions/
+ *   cli/ops/       the ops commands: imports nothing of cli/demo/
+ *   cli/<room>/    nothing imports cli/main.ts; no file sits in cli/ outside a room but main.ts
  * and, for a reader: no import circle inside lib/, no file in lib/ over MAX_FILE_LINES, no
  * function over MAX_FUNCTION_LINES.
  */
@@ -24,6 +30,20 @@ export interface Violation {
 const CDK = /^(aws-cdk-lib|constructs|cdk-nag)(\/|$)/;
 const layerOf = (path: string): string | undefined => /^lib\/(protocol|workflow|workloads)\//.exec(path)?.[1] ?? (path.startsWith('lib/') ? 'lib' : undefined);
 const topOf = (path: string): string => path.split('/')[0] ?? path;
+export const CLI_ROOMS = ['shared', 'local', 'check', 'demo', 'ops'] as const;
+type CliRoom = (typeof CLI_ROOMS)[number];
+const roomOf = (path: string): CliRoom | undefined => {
+  const room = /^cli\/([^/]+)\//.exec(path)?.[1];
+  return (CLI_ROOMS as readonly string[]).includes(room ?? '') ? (room as CliRoom) : undefined;
+};
+/** What each room of cli/ must not import: other rooms, or top-level folders. */
+const CLI_FORBIDDEN: Record<CliRoom, { rooms: readonly CliRoom[]; tops: readonly string[]; rule: string }> = {
+  shared: { rooms: ['local', 'check', 'demo', 'ops'], tops: [], rule: 'cli/shared/ imports no room of cli/' },
+  local: { rooms: ['demo', 'check', 'ops'], tops: [], rule: 'cli/local/ imports neither cli/demo/, cli/check/ nor cli/ops/' },
+  check: { rooms: ['demo', 'ops'], tops: ['functions'], rule: 'cli/check/ imports neither cli/demo/, cli/ops/ nor functions/' },
+  demo: { rooms: [], tops: [], rule: '' },
+  ops: { rooms: ['demo'], tops: [], rule: 'cli/ops/ imports nothing of cli/demo/' },
+};
 
 /** The project-relative path an import names (`.js` → `.ts`), or the bare package name. */
 function resolveImport(from: string, spec: string): string {
@@ -49,7 +69,15 @@ export function layerViolations(files: ReadonlyMap<string, string>): Violation[]
       if (layer === 'workflow' && targetLayer === 'workloads') add('lib/workflow/ does not import a workload');
       const viaIndex = targetLayer === 'protocol' || targetLayer === 'workflow' ? target.endsWith('/index.ts') : true;
       if (targetLayer !== undefined && targetLayer !== layer && !viaIndex) add(`lib/${targetLayer}/ is imported through its index module`);
+      const room = roomOf(file);
+      if (room !== undefined) {
+        const forbidden = CLI_FORBIDDEN[room];
+        const targetRoom = roomOf(target);
+        if ((targetRoom !== undefined && forbidden.rooms.includes(targetRoom)) || forbidden.tops.includes(topOf(target))) add(forbidden.rule);
+      }
+      if (target === 'cli/main.ts' && file.startsWith('cli/')) add('nothing in cli/ imports cli/main.ts');
     }
+    if (file.startsWith('cli/') && file !== 'cli/main.ts' && roomOf(file) === undefined) out.push({ file, rule: 'every file of cli/ but main.ts is in a room', detail: file });
   }
   return out;
 }

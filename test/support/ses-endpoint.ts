@@ -30,7 +30,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Countdown, counters, Window, type EmailFaultPlan } from '../../cli/fault-switch.js';
+import { Countdown, counters, Window, type EmailFaultPlan } from '../../cli/local/fault-switch.js';
 import { SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
 
 interface SendEmailRequest {

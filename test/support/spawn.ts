@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { which } from '../../cli/prerequisites.js';
+import { which } from '../../cli/local/prerequisites.js';
 
 export const root = resolve(import.meta.dirname, '..', '..');
 const VITEST = join(root, 'node_modules', 'vitest', 'vitest.mjs');

@@ -8,7 +8,7 @@ import { createDynamo, waitersTableInput, type Dynamo, type DynamoOptions, type 
 import { ensureTables, tableNames, type TableNames } from '../../lib/workflow/index.js';
 // fixtures.ts imports only types from this file: no runtime cycle.
 import { manager } from './fixtures.js';
-import { startFaultProxy, type FaultProxy } from '../../cli/fault-proxy.js';
+import { startFaultProxy, type FaultProxy } from '../../cli/local/fault-proxy.js';
 
 export interface TestTables {
   endpoint: string;

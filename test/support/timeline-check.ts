@@ -1,5 +1,5 @@
 /**
- * Checks a timeline SVG (cli/timeline.ts) the way a reader sees it: every label whole, inside
+ * Checks a timeline SVG (cli/shared/timeline.ts) the way a reader sees it: every label whole, inside
  * its lane, overlapping no other; and, with a real SVG renderer (resvg, with the DejaVu Sans the
  * layout measures by), that each label's drawn text lies inside the box the layout gave it.
  */

@@ -7,7 +7,7 @@
  * - `Recorder`: telemetry that keeps every count and event for assertions.
  * - `workflow()`: the real handlers wired to one set of tables, a ManualClock and a LocalQueue.
  */
-import type { WireReport } from '../../cli/wire-check.js';
+import type { WireReport } from '../../cli/check/wire-check.js';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
 import { ManualClock, systemClock, type Clock, type Generation, type LeaseMode } from '../../lib/protocol/index.js';
@@ -15,14 +15,14 @@ import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput
 import { createJob, type Job, type MetricName, type Telemetry, type WorkerHooks, type WorkerPoint } from '../../lib/workflow/index.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
-import { checkInvariants, type InvariantReport } from '../../cli/invariants.js';
-import { startPaymentsProvider } from '../../cli/payments-provider.js';
-import { startSmtpSink } from '../../cli/smtp-sink.js';
+import { checkInvariants, type InvariantReport } from '../../cli/check/invariants.js';
+import { startPaymentsProvider } from '../../cli/local/payments-provider.js';
+import { startSmtpSink } from '../../cli/local/smtp-sink.js';
 import { FetchHttpProvider, SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
 import { deliver, silentTelemetry as quiet, type OutboxItem } from '../../lib/workflow/index.js';
 import { PAYMENTS_TARGET } from '../../lib/workloads/invoices/invoices.js';
-import { LocalQueue, sqsEvent, type QueuedMessage } from '../../cli/queue.js';
-import { streamsClient } from '../../cli/streams.js';
+import { LocalQueue, sqsEvent, type QueuedMessage } from '../../cli/local/queue.js';
+import { streamsClient } from '../../cli/local/streams.js';
 import { scanAll } from './fixtures.js';
 import type { TestTables } from './tables.js';
 

@@ -4,7 +4,7 @@
  * cannot compare a generation, so documents are written as new immutable objects whose key
  * holds the generation and published by a pointer in the fenced transaction (documents.ts).
  * The S3 adapter is lib/workflow/adapters/s3-store.ts; the local runtime's endpoint speaks the
- * same protocol (cli/s3-endpoint.ts).
+ * same protocol (cli/local/s3-endpoint.ts).
  */
 import { FencedError } from '../../protocol/index.js';
 

@@ -1,0 +1,355 @@
+/**
+ * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/ops/pause.ts), plan (cli/ops/plan.ts). They work against DynamoDB Local
+ * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
+ * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
+ */
+import { readFileSync } from 'node:fs';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  assertEpoch,
+  ConfigError,
+  createDynamo,
+  EPOCH_RECORD_KEY,
+  formatGeneration,
+  InvalidInputError,
+  MAX_EPOCH,
+  raiseEpoch,
+  scanAll,
+  seal,
+  systemClock,
+  type Generation,
+} from '../../lib/protocol/index.js';
+import {
+  assertJobId,
+  claimRequeue,
+  fencesOfLease,
+  isJobItem,
+  isRunItem,
+  readJob,
+  runFromItem,
+  runStatus,
+  TABLE_NAME,
+  TABLE_ROLES,
+  tableNames,
+  type TableNames,
+  type TableRole,
+} from '../../lib/workflow/index.js';
+import { OUTPUTS } from '../../infra/outputs.js';
+import { parseFlags, urlFlag } from '../shared/flags.js';
+import { PLAN_HELP, planCommand } from './plan.js';
+import { listPrefixes } from './prefixes.js';
+
+export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
+export type OpsCommand = (typeof OPS_COMMANDS)[number];
+
+const COMMON = `Where (one of):
+  --endpoint URL --table-prefix P     DynamoDB Local (or any endpoint) with prefixed tables
+  --outputs FILE [--stack NAME]       a deployed stack: cdk deploy --outputs-file FILE (--stack when it holds several)
+  --leases-table T --fences-table T --jobs-table T --invoices-table T [--queue-url U]
+Also: --region R, --json`;
+
+const USAGE: Record<OpsCommand, string> = {
+  status: `status: leases, fences, jobs and runs at a glance, each sorted by key.\n  npm run cli -- status --outputs cdk-outputs.json\n  npm run cli -- status --endpoint URL --prefixes     the table prefixes present there (one per npm start)\n${COMMON}`,
+  requeue: `requeue <jobId>: have an unfinished job picked up again: a conditional update of the job
+(heartbeat, requeues; refused if a live worker moved it meanwhile), then
+  - with a work queue (--outputs, or --queue-url): a message to it, for the deployed workers;
+  - locally (--endpoint, no queue: none outlives npm start): this command runs the job itself,
+    with the worker handler Lambda runs, until it is DONE (or a live holder has it).
+  npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json
+  npm run cli -- requeue 'invoice-run#2026-11' --endpoint http://127.0.0.1:8000 --table-prefix fw-...-
+${COMMON}`,
+  'raise-epoch': `raise-epoch --epoch E: record E as the current epoch (never lower). Then deploy with\n-c fenceEpoch=E and run seal. See docs/runbook-dr.md.\n  npm run cli -- raise-epoch --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
+  pause: `pause: stop the worker receiving: disables its SQS event source mapping and waits until Lambda says
+Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never throttle the worker instead.
+  npm run cli -- pause --outputs cdk-outputs.json     (or --mapping-id UUID [--region R])`,
+  resume: `resume: enable the worker's SQS event source mapping again and wait until Lambda says Enabled.
+  npm run cli -- resume --outputs cdk-outputs.json    (or --mapping-id UUID [--region R])`,
+  plan: PLAN_HELP,
+  seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
+};
+
+export const opsHelp = (): string => OPS_COMMANDS.map((c) => USAGE[c]).join('\n\n') + '\n';
+
+interface Target {
+  doc: DynamoDBDocumentClient;
+  endpoint?: string;
+  tables: TableNames;
+  queueUrl?: string;
+  region?: string;
+}
+
+/**
+ * Finds table names and the queue URL in `cdk deploy --outputs-file` JSON: by this stack's output
+ * names (infra/outputs.ts), else by pattern, for a fork's stack that names its outputs its own way.
+ */
+export function tablesFromOutputs(json: unknown, stack?: string): { tables: TableNames; queueUrl?: string } {
+  const flat = stackOutputs(json, stack);
+  const find = (re: RegExp) => Object.entries(flat).find(([k]) => re.test(k))?.[1];
+  const tables = {} as Record<TableRole, string>;
+  for (const role of TABLE_ROLES) {
+    const name = flat[OUTPUTS[role]] ?? find(new RegExp(`${role}.*table.*name|${role}table`, 'i'));
+    if (name === undefined) throw new InvalidInputError('--outputs', `no output for the ${role} table name`);
+    tables[role] = name;
+  }
+  const queueUrl = flat[OUTPUTS.queueUrl] ?? find(/^work.*queue.*url/i);
+  return queueUrl === undefined ? { tables } : { tables, queueUrl };
+}
+
+/**
+ * One stack's outputs from `cdk deploy --outputs-file` JSON (keyed by stack name). A file of
+ * several stacks (staging and prod, two forks) needs `--stack`: reading their outputs together
+ * would mix one stack's Leases with another's Fences.
+ */
+export function stackOutputs(json: unknown, stack?: string): Record<string, string> {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new InvalidInputError('--outputs', 'must be a JSON object');
+  const stacks = Object.entries(json as Record<string, unknown>).filter(([, v]) => typeof v === 'object' && v !== null && !Array.isArray(v));
+  const names = stacks.map(([n]) => n).join(', ');
+  let chosen: unknown;
+  if (stack !== undefined) {
+    chosen = stacks.find(([n]) => n === stack)?.[1];
+    if (chosen === undefined) throw new InvalidInputError('--stack', `no stack ${JSON.stringify(stack.slice(0, 128))} in the outputs file (${names || 'none'})`);
+  } else if (stacks.length > 1) {
+    throw new InvalidInputError('--stack', `the outputs file holds ${stacks.length} stacks (${names}); pick one with --stack NAME`);
+  } else {
+    chosen = stacks[0]?.[1] ?? {};
+  }
+  return Object.fromEntries(Object.entries(chosen as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+const REGION = /^[a-z0-9-]{1,63}$/;
+
+function target(values: Record<string, string | boolean | undefined>): Target {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  // Checked before any client exists: the SDK would fail only at the first request, with a bare error.
+  const endpoint = urlFlag('endpoint', str('endpoint'));
+  const region = str('region');
+  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
+  let tables: TableNames;
+  let queueUrl = urlFlag('queue-url', str('queue-url'));
+  for (const r of TABLE_ROLES) {
+    const name = str(`${r}-table`);
+    if (name !== undefined && !TABLE_NAME.test(name)) throw new InvalidInputError(`--${r}-table`, `must be 3-255 chars of [a-zA-Z0-9_.-], got "${name}"`);
+  }
+  if (str('outputs') !== undefined) {
+    const found = tablesFromOutputs(readOutputs(str('outputs')!), str('stack'));
+    tables = found.tables;
+    queueUrl ??= found.queueUrl;
+  } else if (str('table-prefix') !== undefined) {
+    tables = tableNames(str('table-prefix')!);
+  } else if (TABLE_ROLES.every((r) => str(`${r}-table`) !== undefined)) {
+    tables = Object.fromEntries(TABLE_ROLES.map((r) => [r, str(`${r}-table`)!])) as unknown as TableNames;
+  } else {
+    throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint; status --prefixes lists those there), or all four --*-table flags');
+  }
+  const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
+  return { doc, tables, ...(endpoint ? { endpoint } : {}), ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+}
+
+/** status --prefixes: the table prefixes at --endpoint (or in --region), not one prefix's tables. */
+async function prefixesHere(command: OpsCommand, values: { endpoint?: string; region?: string; json: boolean }): Promise<number> {
+  if (command !== 'status') throw new InvalidInputError('--prefixes', 'is a flag of status only');
+  const endpoint = urlFlag('endpoint', values.endpoint);
+  if (values.region !== undefined && !REGION.test(values.region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${values.region}"`);
+  const { client } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(values.region ? { region: values.region } : {}) });
+  try {
+    return await listPrefixes(client, endpoint ?? `region ${values.region ?? 'of the standard chain'}`, values.json);
+  } finally {
+    client.destroy();
+  }
+}
+
+/** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
+async function pauseOrResume(command: 'pause' | 'resume', values: Record<string, string | boolean | undefined>): Promise<number> {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const region = str('region');
+  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
+  let mappingId = str('mapping-id');
+  if (mappingId === undefined && str('outputs') !== undefined) mappingId = stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.workerEventSourceMapping];
+  const { setWorkerReceiving } = await import('./pause.js');
+  return setWorkerReceiving(command === 'resume', { mappingId, ...(region ? { region } : {}) }, values.json === true);
+}
+
+function readOutputs(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new InvalidInputError('--outputs', `cannot read ${file}: ${(e as Error).message}`);
+  }
+}
+
+const gen = (v: unknown) => (typeof v === 'number' ? formatGeneration(v as Generation) : '-');
+
+type Item = Awaited<ReturnType<typeof scanAll>>[number];
+
+/** A scan's items in key order: a scan returns them in hash order. */
+function byKey<T extends Record<string, unknown>>(items: T[]): T[] {
+  return [...items].sort((a, b) => (String(a.pk) < String(b.pk) ? -1 : String(a.pk) > String(b.pk) ? 1 : 0));
+}
+
+async function status(t: Target, json: boolean): Promise<number> {
+  const [leases, fences, allJobs] = (await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)])).map(byKey) as [Item[], Item[], Item[]];
+  const now = systemClock.wallNow();
+  // The epoch record lives in the Leases table but is not a lease.
+  const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
+  const jobLeases = leases.filter((x) => x.pk !== EPOCH_RECORD_KEY);
+  // The Jobs table also holds run records (lib/workflow/runs.ts): shown apart, with what their shards say.
+  const runs = await Promise.all(allJobs.filter(isRunItem).map(async (r) => {
+    const s = await runStatus(t.doc, t.tables.jobs, runFromItem(r));
+    return { runId: s.run.id, status: s.status, shards: s.run.shardCount, done: s.shards.filter((x) => x.status === 'DONE').length, doneAt: s.run.doneAt ?? null };
+  }));
+  // ... and the collector's cursors (lib/workflow/effects/collector-cursor.ts): neither is a job.
+  const jobs = allJobs.filter(isJobItem);
+  if (json) {
+    const recorded = typeof epoch === 'number' ? epoch : null;
+    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => j), runs }) + '\n');
+    return 0;
+  }
+  const w = (s: string) => process.stdout.write(s + '\n');
+  w(`Epoch recorded: ${epoch ?? 'none (0)'}`);
+  w(`\nLeases (${jobLeases.length}):`);
+  for (const l of jobLeases) {
+    const exp = typeof l.expiresAt === 'number' ? `${l.expiresAt > now ? 'expires in' : 'expired'} ${Math.abs(Math.round((l.expiresAt - now) / 1000))} s` : '';
+    w(`  ${String(l.pk).padEnd(40)} gen ${gen(l.generation).padEnd(10)} ${l.owner ? `held by ${String(l.owner)} ${exp}` : 'free'}`);
+  }
+  w(`\nFences (${fences.length}):`);
+  for (const f of fences) w(`  ${String(f.pk).padEnd(40)} accepts >= ${gen(f.generation)}`);
+  w(`\nJobs (${jobs.length}):`);
+  for (const j of jobs) {
+    const age = typeof j.heartbeatAt === 'number' ? `heartbeat ${Math.round((now - j.heartbeatAt) / 1000)} s ago` : '';
+    w(`  ${String(j.pk).padEnd(40)} ${String(j.status).padEnd(8)} ${String(j.cursor)}/${String(j.totalUnits)} units  gen ${gen(j.generation)}  requeues ${String(j.requeues ?? 0)}  ${age}${j.failureReason ? `  reason: ${String(j.failureReason)}` : ''}`);
+  }
+  w(`\nRuns (${runs.length}):`);
+  for (const r of runs) w(`  ${r.runId.padEnd(40)} ${r.status.padEnd(10)} ${r.done}/${r.shards} shards DONE${r.doneAt === null ? '' : ', recorded'}`);
+  return 0;
+}
+
+async function requeue(t: Target, jobId: string | undefined, json: boolean): Promise<number> {
+  assertJobId(jobId);
+  const job = await readJob(t.doc, t.tables.jobs, jobId);
+  if (job === undefined) throw new InvalidInputError('jobId', `no job ${jobId}`);
+  if (job.status === 'DONE' || job.status === 'FAILED') throw new InvalidInputError('jobId', `job ${jobId} is ${job.status}; nothing to requeue`);
+  // Without a queue nothing would pick the job up, and moving its heartbeat would only delay the
+  // sweeper: on AWS the queue is needed; locally this process runs the job (cli/ops/local-requeue.ts).
+  if (t.queueUrl === undefined && t.endpoint === undefined) {
+    throw new ConfigError('--queue-url', 'requeue needs the work queue: pass --outputs FILE or --queue-url URL (or --endpoint for a local run)');
+  }
+  const claimed = await claimRequeue(t.doc, t.tables.jobs, job, systemClock);
+  if (t.queueUrl === undefined) return requeueHere(t, jobId, claimed, json);
+  let sent = false;
+  if (claimed) {
+    // The handlers' queue adapter, so the message is the WorkMessage they send. Imported on use:
+    // functions/commons.ts also loads Powertools (~50 ms) that no other command, nor `npm start`, needs.
+    const { SqsWorkQueue } = await import('../../functions/commons.js');
+    await new SqsWorkQueue(new SQSClient(t.region ? { region: t.region } : {}), t.queueUrl).send({ jobId, reason: 'requeue' });
+    sent = true;
+  }
+  const result = { jobId, claimed, sent, note: claimed ? 'requeued' : 'the job moved meanwhile (live worker); not requeued' };
+  process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
+  return claimed ? 0 : 1;
+}
+
+async function requeueHere(t: Target, jobId: string, claimed: boolean, json: boolean): Promise<number> {
+  if (!claimed) return printRequeue({ jobId, claimed, ranHere: false, note: 'the job moved meanwhile (live worker); not requeued' }, json, 1);
+  if (!json) process.stderr.write(`${jobId}: requeued; no queue outlives npm start, so running it here…\n`);
+  const { runJobHere } = await import('./local-requeue.js');
+  const r = await runJobHere(t.doc, t.tables, jobId);
+  const note = r.busy && r.status !== 'DONE' ? `a live worker holds its lease; left to it (${r.status} ${r.cursor}/${r.totalUnits} units)` : `ran here: ${r.status} ${r.cursor}/${r.totalUnits} units in ${r.invocations} invocation(s)`;
+  return printRequeue({ jobId, claimed, ranHere: true, status: r.status, cursor: r.cursor, totalUnits: r.totalUnits, note }, json, r.status === 'DONE' || r.busy ? 0 : 1);
+}
+
+function printRequeue(result: { jobId: string; note: string } & Record<string, unknown>, json: boolean, code: number): number {
+  process.stdout.write((json ? JSON.stringify(result) : `${result.jobId}: ${result.note}`) + '\n');
+  return code;
+}
+
+function epochFlag(raw: string | boolean | undefined): number {
+  if (typeof raw !== 'string') throw new InvalidInputError('--epoch', 'is required');
+  // Number('') and Number(' ') are 0: a blank flag must not mean epoch 0.
+  if (!/^\d+$/.test(raw)) throw new InvalidInputError('--epoch', `must be an integer in [0, ${MAX_EPOCH}], got "${raw}"`);
+  const e = Number(raw);
+  assertEpoch(e, '--epoch');
+  return e;
+}
+
+export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
+  // A plan needs no tables: its own flags (cli/ops/plan.ts).
+  if (command === 'plan') return planCommand(argv);
+  const { values, positionals } = parseFlags({
+    args: argv,
+    options: {
+      endpoint: { type: 'string' },
+      'table-prefix': { type: 'string' },
+      outputs: { type: 'string' },
+      stack: { type: 'string' },
+      region: { type: 'string' },
+      'leases-table': { type: 'string' },
+      'fences-table': { type: 'string' },
+      'jobs-table': { type: 'string' },
+      'invoices-table': { type: 'string' },
+      'queue-url': { type: 'string' },
+      'mapping-id': { type: 'string' },
+      epoch: { type: 'string' },
+      prefixes: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+    allowPositionals: command === 'requeue',
+  });
+  if (values.help) {
+    process.stdout.write(USAGE[command] + '\n');
+    return 0;
+  }
+  if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
+  const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
+  if (command === 'pause' || command === 'resume') return pauseOrResume(command, values);
+  if (values.prefixes) return prefixesHere(command, values);
+  const t = target(values);
+  try {
+    return await run(command, t, values, positionals, epoch);
+  } catch (e) {
+    // A prefix, outputs file or table flag naming tables that do not exist there: a usage error, not a crash.
+    if (e instanceof Error && e.name === 'ResourceNotFoundException') {
+      throw new ConfigError('tables', `${e.message}: no such table at this endpoint/region; check --table-prefix, --outputs or the --*-table flags`);
+    }
+    throw e;
+  }
+}
+
+async function run(
+  command: OpsCommand,
+  t: Target,
+  values: { json: boolean },
+  positionals: string[],
+  epoch: number | undefined,
+): Promise<number> {
+  switch (command) {
+    case 'status':
+      return status(t, values.json);
+    case 'requeue':
+      return requeue(t, positionals[0], values.json);
+    case 'raise-epoch': {
+      const r = await raiseEpoch(t.doc, t.tables.leases, epoch!);
+      process.stdout.write(
+        values.json
+          ? JSON.stringify({ epoch, previous: r.previous ?? null }) + '\n'
+          : `epoch ${epoch} recorded (was ${r.previous ?? 'none'}). Next: deploy with -c fenceEpoch=${epoch}, then seal --epoch ${epoch}.\n`,
+      );
+      return 0;
+    }
+    case 'pause':
+    case 'resume':
+      return pauseOrResume(command, values);
+    case 'plan':
+      throw new Error('plan is dispatched before the tables are resolved');
+    case 'seal': {
+      const reports = await seal(t.doc, t.tables, epoch!, {
+        fencesOf: fencesOfLease,
+        onProgress: (r) => values.json || process.stderr.write(`  ${r.table}: scanned ${r.scanned}, raised ${r.raised}\n`),
+      });
+      process.stdout.write(values.json ? JSON.stringify({ epoch, tables: reports }) + '\n' : `sealed at ${formatGeneration((epoch! * 2 ** 32) as Generation)}: ${reports.map((r) => `${r.table} raised ${r.raised}/${r.scanned}${r.created ? `, created ${r.created}` : ''}`).join(', ')}\n`);
+      return 0;
+    }
+  }
+}
