@@ -5,6 +5,7 @@
  * local S3 endpoint driven by @aws-sdk/client-s3, a real SMTP sink. The checker's tests read
  * only what cli/check/invariants-effects.ts reads: the Outbox table, its stream, the sink's record.
  */
+import { invoices } from '../lib/workloads/invoices/index.js';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -94,7 +95,7 @@ describe('the outbox claim: a sender whose claim was taken over changes nothing'
       const row = await readOutboxItem(t.dynamo.doc, t.names.outbox, pk);
       const tie = `invoices#j\u00001\u0000${T0 - 60_000}`;
       const found: string[] = [];
-      await checkDelivery(t.names.outbox, [row as unknown as Record<string, unknown>], stream, new Set([tie]), [], { mails: received(pk), claimTimeoutMs }, (_n, msg) => void found.push(msg));
+      await checkDelivery(invoices, t.names.outbox, [row as unknown as Record<string, unknown>], stream, new Set([tie]), [], { mails: received(pk), claimTimeoutMs }, (_n, msg) => void found.push(msg));
       return found;
     } finally {
       streams.destroy();
@@ -350,12 +351,12 @@ describe('DELIVERY reads the payment ledger for resends past the key retention',
     const table = 'retention-ledger';
     const id = 'payment#2026-01#cust-0000001';
     const key = messageIdentity.idempotencyKey(table, id);
-    const insert = { event: 'INSERT', key: id, newImage: { pk: id, kind: 'http', jobId: 'job', generation: 1, updatedAt: 5 } } as unknown as Parameters<typeof checkDelivery>[2][number];
+    const insert = { event: 'INSERT', key: id, newImage: { pk: id, kind: 'http', jobId: 'job', generation: 1, updatedAt: 5 } } as unknown as Parameters<typeof checkDelivery>[3][number];
     const item = { pk: id, kind: 'http', status: 'SENT' };
     const fence = new Set([`${fenceKeyOfJob('job')}\u00001\u00005`]);
     const run = async (at: number[], charges: string[]) => {
       const found: string[] = [];
-      const stats = await checkDelivery(table, [item], [insert], fence, [], { payments: [{ key, outboxId: id, outboxTable: table, requests: at.length, charges, at }], paymentsKeyRetentionMs: 1_000 }, (_, m) => found.push(m));
+      const stats = await checkDelivery(invoices, table, [item], [insert], fence, [], { payments: [{ key, outboxId: id, outboxTable: table, requests: at.length, charges, at }], paymentsKeyRetentionMs: 1_000 }, (_, m) => found.push(m));
       return { found, stats: stats.payments };
     };
     expect(await run([0, 999], ['ch_1'])).toMatchObject({ found: [], stats: { resentPastRetention: 0 } });
@@ -490,7 +491,7 @@ describe("DELIVERY's expected outbox ids: a finished shard demands its own custo
       expect(report.invariants.DELIVERY).toEqual({ ok: true, violations: [] });
       expect(report.invariants.PROGRESS.violations.join('\n')).toContain(s1);
       const shards = invoiceShards(input, 2).map((s, i) => ({ pk: s.id, status: i === 0 ? 'DONE' : 'PENDING', input: s.input }));
-      expect([...expectedOutboxIds(shards)].sort()).toEqual(['email', 'payment'].flatMap((k) => [0, 1, 2].map((c) => `${k}#2026-04#cust-000000${c}`)).sort());
+      expect([...expectedOutboxIds(invoices, shards)].sort()).toEqual(['email', 'payment'].flatMap((k) => [0, 1, 2].map((c) => `${k}#2026-04#cust-000000${c}`)).sort());
     } finally {
       own.dynamo.client.destroy();
     }

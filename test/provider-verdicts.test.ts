@@ -8,6 +8,7 @@
  * ports (the answers are the test's to choose); the classification of the real clients' answers
  * against the real stand-ins is test/provider-standins.test.ts's.
  */
+import { invoices } from '../lib/workloads/invoices/index.js';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { SESv2ServiceException } from '@aws-sdk/client-sesv2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -319,9 +320,9 @@ describe("claims: fresh before each send, and a takeover yields to a record that
 });
 
 describe("DELIVERY's provider rules have teeth (from the items and the stand-ins' records alone)", () => {
-  const run = async (outbox: Record<string, unknown>[], sources: Parameters<typeof checkDelivery>[5]) => {
+  const run = async (outbox: Record<string, unknown>[], sources: Parameters<typeof checkDelivery>[6]) => {
     const found: string[] = [];
-    await checkDelivery('tbl', outbox, [], new Set(), [], sources, (_, m) => void found.push(m));
+    await checkDelivery(invoices, 'tbl', outbox, [], new Set(), [], sources, (_, m) => void found.push(m));
     return found.filter((m) => !m.includes('no committed unit'));
   };
   it('a bounce the provider emitted and the item lacks is a violation; recorded, none', async () => {

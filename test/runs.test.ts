@@ -205,7 +205,7 @@ describe('the faulted run of npm start, sharded', () => {
     const streams = streamsClient(t.endpoint);
     const effects = await startEffects({ doc: t.dynamo.doc });
     try {
-      const run = await invoiceRun({ dynamo: t.dynamo, endpoint: t.endpoint, streams, tables: t.names, customers: 40, workers: 4, seed: 5, shards: 4, effects, set: 'sharded' });
+      const run = await invoiceRun({ dynamo: t.dynamo, endpoint: t.endpoint, streams, tables: t.names, items: 40, workers: 4, seed: 5, shards: 4, effects, set: 'sharded' });
       expect(run.gaveUp).toBeUndefined();
       expect(run.jobs).toHaveLength(12);
       expect(run.runs).toEqual(['2026-09', '2026-10', '2026-11'].map((p) => ({ id: invoiceJobId(p), shards: 4, done: true })));

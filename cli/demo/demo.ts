@@ -10,7 +10,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DescribeTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamo, InvalidInputError, systemClock } from '../../lib/protocol/index.js';
-import { ensureTables, MAX_SHARDS, tableNames, type TableNames } from '../../lib/workflow/index.js';
+import { ensureTables, MAX_SHARDS, tableNames, type TableNames, type Workload } from '../../lib/workflow/index.js';
+import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 import { startDynamoLocal, type DynamoLocal } from '../local/dynamodb-local.js';
 import { bucketFlag, smtpFlag, startEffects, type Effects } from '../local/effects-env.js';
 import { checkEndpoint } from '../local/endpoint.js';
@@ -57,6 +58,9 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
 export interface DemoFlags {
   endpoint?: string;
   prefix: string;
+  /** The workload the run runs (`--workload NAME`, the registry's). */
+  workload: Workload<any>;
+  /** Items per run (`--items`; the invoice sample's `--customers`). */
   customers: number;
   workers: number;
   shards: number;
@@ -80,6 +84,8 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
     options: {
       endpoint: { type: 'string' },
       'table-prefix': { type: 'string' },
+      workload: { type: 'string' },
+      items: { type: 'string' },
       customers: { type: 'string' },
       workers: { type: 'string' },
       shards: { type: 'string' },
@@ -106,11 +112,15 @@ export function parseDemoFlags(argv: string[]): DemoFlags | 'help' {
   const stamp = new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14);
   const prefix = values['table-prefix'] ?? `fw-${stamp}-`;
   tableNames(prefix); // validates
-  const customers = intFlag('customers', values.customers, 400, 0, 1_000_000);
+  const workload = workloadNamed(values.workload ?? DEFAULT_WORKLOAD, '--workload');
+  if (values.items !== undefined && values.customers !== undefined) throw new InvalidInputError('--customers', 'is --items under the invoice sample\'s name: give one of them');
+  // --customers: the invoice sample's name for --items, kept for its users.
+  const customers = values.customers === undefined ? intFlag('items', values.items, workload.local.items, 0, 1_000_000) : intFlag('customers', values.customers, workload.local.items, 0, 1_000_000);
   const shards = intFlag('shards', values.shards, 1, 1, Math.min(MAX_SHARDS, Math.max(1, customers)));
   return {
     ...(values.endpoint === undefined ? {} : { endpoint: values.endpoint }),
     prefix,
+    workload,
     customers,
     workers: intFlag('workers', values.workers, 4, 1, 64),
     shards,
@@ -206,7 +216,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
     await refuseExistingTables(dynamo.client, flags.prefix, endpoint);
     const [incidentTables, unsafeTables, runTables] = tableSets(flags.prefix) as [TableNames, TableNames, TableNames];
     // Before any table exists: an --s3-endpoint or --smtp that does not answer as one is refused first.
-    effects = await startEffects({ doc: dynamo.doc, ...(flags.s3Endpoint === undefined ? {} : { s3Endpoint: flags.s3Endpoint }), ...(flags.bucket === undefined ? {} : { bucket: flags.bucket }), ...(flags.smtp === undefined ? {} : { smtp: flags.smtp }) });
+    effects = await startEffects({ doc: dynamo.doc, httpTargets: flags.workload.outbox.http, ...(flags.s3Endpoint === undefined ? {} : { s3Endpoint: flags.s3Endpoint }), ...(flags.bucket === undefined ? {} : { bucket: flags.bucket }), ...(flags.smtp === undefined ? {} : { smtp: flags.smtp }) });
     await Promise.all([incidentTables, unsafeTables, runTables].map((n) => ensureTables(dynamo.client, n)));
     out(`Tables: prefix ${flags.prefix} at ${flags.endpoint ?? `${endpoint} (embedded)`}`);
     out(`Documents: bucket ${effects.bucket} at ${effects.s3Url}${effects.embeddedS3 ? ' (embedded S3 endpoint)' : ''}; emails: ${effects.emailName}; payments: embedded provider ${effects.payments.url}`);
@@ -222,7 +232,8 @@ export async function demo(flags: DemoFlags): Promise<number> {
     printIncidentEffects(unsafe, out);
 
     const sharded = flags.shards > 1 ? ` (${flags.shards} shards each)` : '';
-    out(`\n2. Invoice run: ${plural(flags.customers, 'customer')} x ${PERIODS.length} periods${sharded}, ${plural(flags.workers, 'worker')}, sweeper, injected faults.`);
+    const runs = flags.workload.local.payloads(flags.customers, flags.seed).length;
+    out(`\n2. The ${flags.workload.name} run (${flags.workload.description}): ${plural(flags.customers, 'item')} x ${plural(runs, 'run')}${sharded}, ${plural(flags.workers, 'worker')}, sweeper, injected faults.`);
     const progress = await progressReporter({ json: flags.json, tty: process.stderr.isTTY === true, out });
     const calls = flags.calls === undefined ? undefined : recordAwsCalls();
     const run = await invoiceRun({
@@ -233,7 +244,8 @@ export async function demo(flags: DemoFlags): Promise<number> {
       tables: runTables,
       effects,
       set: documentSet(flags.prefix),
-      customers: flags.customers,
+      workload: flags.workload,
+      items: flags.customers,
       workers: flags.workers,
       shards: flags.shards,
       seed: flags.seed,
@@ -287,12 +299,13 @@ function printRun(run: RunResult, out: (line: string) => void): void {
     const w = s.wire;
     out(`   wire (structural FENCE check, from the ${plural(w.transactions, 'transaction')} the engine applied): ${plural(w.effectWritesChecked, 'effect write')} each inside a transaction with its fence's action conditioned on its generation, ${plural(w.fenceWrites, 'fence write')}, ${plural(w.replays, 'token replay')}; ${plural(w.violations, 'violation')}`);
   }
-  out(`   ${plural(s.invoices, 'invoice')}, ${plural(s.charges, 'charge')}, total ${(s.totalCents / 100).toFixed(2)} EUR (expected ${s.expectedInvoices} and ${(s.expectedTotalCents / 100).toFixed(2)} EUR)`);
+  const figures = Object.entries(s.figures).map(([k, v]) => `${k} ${v}`).join(', ');
+  out(`   ${plural(s.records, 'record')} in the finished runs (expected ${s.expectedRecords})${figures === '' ? '' : `: ${figures}`}`);
   const { documents: d, emails: m, payments: p } = s.effects;
   out(`   documents: ${d.written} written, ${d.referenced} referenced, ${d.orphaned} orphaned, ${d.collected} collected`);
   const record = m.recordChecked ? `${m.delivered} received by the provider, ${m.duplicated} duplicated` : 'the provider\'s record not readable (--smtp): deliveries not counted';
   out(`   emails: ${m.sent}/${m.items} sent, ${record}, ${plural(m.ambiguous, 'ambiguous send')}, ${m.unknown} unknown, ${m.failed} refused for good (FAILED)`);
-  out(`   payment notifications: ${p.sent}/${p.items} sent, ${p.performed} performed by the provider for ${plural(p.requests, 'request')} (replays answered from its record)`);
+  out(`   http calls: ${p.sent}/${p.items} sent, ${p.performed} performed by the provider for ${plural(p.requests, 'request')} (replays answered from its record)`);
   const x = run.effects;
   out(`   effect faults: ${x.faults.join('; ')}${x.senderKilled ? '; a sender killed after the provider accepted' : ''}`);
   if (x.notInjected.length > 0) out(`   effect faults not injected: ${x.notInjected.join('; ')}`);

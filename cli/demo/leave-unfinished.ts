@@ -10,6 +10,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { FencedError, systemClock } from '../../lib/protocol/index.js';
 import { readJob, type TableNames } from '../../lib/workflow/index.js';
 import { invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
+import { invoices } from '../../lib/workloads/invoices/index.js';
 import { createStarterHandler } from '../../functions/starter-handler.js';
 import { createWorkerHandler } from '../../functions/worker-handler.js';
 import { FaultPlan, type Fault } from './faults.js';
@@ -43,7 +44,7 @@ export async function leaveUnfinished(o: { doc: DynamoDBDocumentClient; tables: 
   const invocationTimeoutMs = LEASE_MS * 8;
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: invocationTimeoutMs * 2, maxReceiveCount: 5 });
   const base = { doc: o.doc, tables: o.tables, clock, queue, telemetry };
-  const start = await createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: o.customers, shards: 1 })({ period: LEFT_PERIOD, customers: o.customers, seed: o.seed + PERIODS.length });
+  const start = await createStarterHandler({ ...base, workload: invoices, unitSize: UNIT_SIZE, items: o.customers, shards: 1 })({ period: LEFT_PERIOD, customers: o.customers, seed: o.seed + PERIODS.length });
   const totalUnits = (await readJob(o.doc, o.tables.jobs, start.jobId))?.totalUnits ?? 0;
   const fault: Fault =
     totalUnits >= 2

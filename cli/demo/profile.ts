@@ -46,7 +46,7 @@ export async function measureProfile(endpoint: string, prefix: string): Promise<
     const streams = streamsClient(endpoint);
     try {
       await ensureTables(dynamo.client, tables);
-      const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: '', customers: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, calls });
+      const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: '', items: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, calls });
       const profiler = new LoadProfiler(tables);
       for (const c of calls.records) if (c.service === 'dynamodb') profiler.observe(c);
       measured.push({ run: { customers: r.customers, shards: r.shards, units: run.units }, load: profiler.load, agreement: profiler.agreement });

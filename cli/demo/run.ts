@@ -1,5 +1,6 @@
 /**
- * The faulted invoice run: several billing periods (one job each), several concurrent worker
+ * The faulted run of a workload (the invoice sample by default; `--workload NAME`): several runs
+ * (three schedule slots: billing periods, days; one job each, or its shards), several concurrent worker
  * invocations, the sweeper on a schedule, and injected faults — a worker paused between read
  * and write, a crash after the fence raise and before the first unit, a crash mid-run, a
  * duplicate delivery. Then the invariant report, read back from the tables and their streams.
@@ -11,8 +12,8 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamo, systemClock, type Dynamo } from '../../lib/protocol/index.js';
-import { invoiceProcessor, type InvoiceRunInput } from '../../lib/workloads/invoices/invoices.js';
-import { METRIC, readJob, readRun, type Job, type Processor, type TableNames } from '../../lib/workflow/index.js';
+import { METRIC, readJob, readRun, type Job, type TableNames, type Workload } from '../../lib/workflow/index.js';
+import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 import { createStarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../../functions/worker-handler.js';
@@ -36,7 +37,8 @@ export interface RunOptions {
   endpoint: string;
   streams: DynamoDBStreamsClient;
   tables: TableNames;
-  customers: number;
+  /** Items per run (the invoice sample's customers, the reports' tenants). */
+  items: number;
   workers: number;
   seed: number;
   leaseMode?: 'wall-clock' | 'version-watch';
@@ -49,11 +51,11 @@ export interface RunOptions {
   set: string;
   /** Records every AWS call each function makes (cli/local/aws-calls.ts): attached to the handlers' clients for this run. */
   calls?: AwsCallRecorder;
-  /** The workload (its documents' folder among the rest): the invoice workload by default. */
-  workload?: Processor<InvoiceRunInput>;
+  /** The workload: its processor, documents, starter payloads and checks. @default the registry's default */
+  workload?: Workload<any>;
   /** Inject the faults (default true); false: a quiet run whose request counts follow only the work (the call profile). */
   faults?: boolean;
-  /** How many of PERIODS to run (default all: the profile runs one, as a plan plans one). */
+  /** How many of the workload's local runs to start (default all three: the profile runs one, as a plan plans one). */
   periods?: number;
 }
 
@@ -82,7 +84,7 @@ export interface RunResult {
   effects: { faults: string[]; notInjected: string[]; senderKilled: boolean; reconciled: { fromRecord: number; resent: number; delivered: number; unknown: number }; collected: number; streamDeadLetters: number };
 }
 
-/** One job per billing period. */
+/** The invoice sample's three billing periods (its local payloads): one job each, or its shards. */
 export const PERIODS = ['2026-09', '2026-10', '2026-11'];
 export const UNIT_SIZE = 10;
 // The local runtime's lease and stall limit (cli/local/runtime.ts): ops' local requeue uses them too.
@@ -104,10 +106,12 @@ export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsP
   ];
 }
 
+const workloadOf = (opts: RunOptions): Workload<any> => opts.workload ?? workloadNamed(DEFAULT_WORKLOAD);
+
 export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
   // Every handler's request goes through the proxy, which tells the wire check what the engine
   // applied; the checker itself reads the engine directly.
-  const wire = new WireCheck(opts.tables);
+  const wire = new WireCheck({ ...opts.tables, fencePrefix: workloadOf(opts).fenceKeyPrefix });
   const proxy = await startFaultProxy(opts.endpoint, { onExchange: (ex) => wire.observe(ex) });
   const viaProxy = createDynamo({ endpoint: proxy.endpoint });
   // The handlers' clients, and the run's own (the embedded SMTP sink's recorder writes with it):
@@ -139,11 +143,13 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   // The handlers' sends are SQS SendMessage calls in AWS: recorded at the port when recording.
   const base = { doc: dynamo.doc, tables: opts.tables, clock, queue: opts.calls?.queue(queue) ?? queue, telemetry };
 
-  const workload = opts.workload ?? invoiceProcessor;
-  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, ...(workload.documents ? { catalog: workload.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
-  const worker = createWorkerHandler({ ...base, processor: workload, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
+  const workload = workloadOf(opts);
+  const { processor, fenceKeyPrefix } = workload;
+  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, ...(processor.documents ? { catalog: processor.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
+  const fence = fenceKeyPrefix === undefined ? {} : { fenceKeyPrefix };
+  const worker = createWorkerHandler({ ...base, processor, ...fence, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
-  const starter = createStarterHandler({ ...base, unitSize: UNIT_SIZE, customers: opts.customers, shards: opts.shards ?? 1 });
+  const starter = createStarterHandler({ ...base, workload, unitSize: workload.local.unitSize, items: opts.items, shards: opts.shards ?? 1 });
   runtime = new LocalRuntime({
     clock,
     queue,
@@ -180,7 +186,7 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
     const r = await readRun(opts.dynamo.doc, opts.tables.jobs, id);
     return { id, shards: r?.shardCount ?? 0, done: r?.doneAt !== undefined };
   }));
-  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources(), wire.report());
+  const invariants = await checkInvariants({ client: opts.dynamo.client, doc: opts.dynamo.doc, streams: opts.streams }, opts.tables, fx.sources(), wire.report(), workload);
   return {
     jobs: jobs.map((j, i) => ({ id: j?.id ?? jobIds[i]!, status: j?.status ?? 'MISSING', cursor: j?.cursor ?? 0, totalUnits: j?.totalUnits ?? 0, requeues: j?.requeues ?? 0 })),
     runs,
@@ -202,10 +208,11 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   };
 }
 
-/** The scheduler's starter, once per period (the local stand-in for the monthly schedule), and the faults for the jobs it started. */
+/** The scheduler's starter, once per local run (the stand-in for the workload's schedule), and the faults for the jobs it started. */
 async function startPeriods(opts: RunOptions, starter: ReturnType<typeof createStarterHandler>, queue: LocalQueue, timeline: Timeline) {
   const starts = [];
-  for (const [i, period] of PERIODS.slice(0, opts.periods ?? PERIODS.length).entries()) starts.push(await asFunction('starter', () => starter({ period, customers: opts.customers, seed: opts.seed + i })));
+  const payloads = workloadOf(opts).local.payloads(opts.items, opts.seed);
+  for (const payload of payloads.slice(0, opts.periods ?? payloads.length)) starts.push(await asFunction('starter', () => starter(payload)));
   const jobIds = starts.flatMap((r) => r.jobs.map((j) => j.jobId));
   const runIds = starts.map((r) => r.runId);
   const jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));

@@ -12,8 +12,7 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError } from '../../lib/protocol/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
-import { messageIdentity, recordSesEvent, type EmailProvider, type HttpProvider } from '../../lib/workflow/index.js';
-import { PAYMENTS_TARGET } from '../../lib/workloads/invoices/invoices.js';
+import { messageIdentity, recordSesEvent, type EmailProvider, type HttpProvider, type HttpTargetSpec } from '../../lib/workflow/index.js';
 import { asFunction } from './aws-calls.js';
 import { startPaymentsProvider, type PaymentsProvider } from './payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';
@@ -32,6 +31,12 @@ export interface EffectsOptions {
   paymentsKeyRetentionMs?: number;
   /** The providers' adapters give up on an answer after this (ms); the claim timeout must outlive it. Default 1 s: loopback sends take milliseconds. */
   sendTimeoutMs?: number;
+  /**
+   * The workload's http targets (Workload.outbox.http), each served by the embedded provider: a
+   * fixed one at `/<target>`, a per-item one at the provider's root (the item's path below it).
+   * Default: the invoice sample's `payments` at `/charges`.
+   */
+  httpTargets?: readonly HttpTargetSpec[];
 }
 
 /**
@@ -155,6 +160,10 @@ export function sinkEventDetail(e: SinkEvent): { table: string; detail: SinkSesD
   }
 }
 
+const DEFAULT_TARGETS: readonly HttpTargetSpec[] = [{ target: 'payments', description: 'the payment provider' }];
+/** Where the embedded provider serves a target: `payments` keeps its `/charges`, the rest their own name, per-item ones the root. */
+const endpointOf = (url: string, t: HttpTargetSpec): string => (t.destination === 'per-item' ? url : `${url}/${t.target === 'payments' ? 'charges' : t.target}`);
+
 export async function startEffects(opts: EffectsOptions): Promise<Effects> {
   if (opts.smtp !== undefined) await checkSmtp(opts.smtp);
   const embeddedS3 = opts.s3Endpoint === undefined ? await startS3Endpoint() : undefined;
@@ -196,7 +205,7 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
     emailName: opts.smtp === undefined ? `embedded SMTP sink ${smtp.host}:${smtp.port}` : `SMTP ${smtp.host}:${smtp.port}`,
     ...(sink === undefined ? {} : { sink }),
     payments,
-    http: { [PAYMENTS_TARGET]: new FetchHttpProvider(`${payments.url}/charges`, sendTimeoutMs, retention) },
+    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(payments.url, t), sendTimeoutMs, retention)])),
     sendTimeoutMs,
     from: SENDER_ADDRESS,
     close: async () => {

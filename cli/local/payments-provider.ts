@@ -39,6 +39,8 @@ export interface KeyRecord {
   readonly key: string;
   readonly outboxId: string | undefined;
   readonly outboxTable: string | undefined;
+  /** The path the key was first POSTed to: a per-recipient destination's own. */
+  readonly path?: string;
   bodyHash: string;
   /** The charge the key now replays (the last one performed). */
   chargeId: string;
@@ -125,7 +127,8 @@ export async function startPaymentsProvider(opts: PaymentsOptions = {}): Promise
         res.end(JSON.stringify(body));
       };
       if (req.method === 'GET' && req.url === '/_record') return json(200, [...records.values()]);
-      if (req.method !== 'POST' || req.url !== '/charges') return json(404, { error: { type: 'invalid_request_error', message: 'unknown route' } });
+      // Any POST path: one fixed endpoint (`/charges`) or a recipient's own below it (a tenant's webhook); the record keeps the path.
+      if (req.method !== 'POST' || req.url === undefined || !req.url.startsWith('/') || req.url.startsWith('/_')) return json(404, { error: { type: 'invalid_request_error', message: 'unknown route' } });
       if (now() < downUntil || downIf()) return refused++, json(503, { error: { type: 'api_error', message: 'temporarily unavailable' } });
       const key = req.headers['idempotency-key'];
       if (typeof key !== 'string' || key === '') return json(400, { error: { type: 'invalid_request_error', message: 'Idempotency-Key is required' } });
@@ -142,7 +145,7 @@ export async function startPaymentsProvider(opts: PaymentsOptions = {}): Promise
         replayed = false;
         const header = (n: string) => (typeof req.headers[n] === 'string' ? (req.headers[n] as string) : undefined);
         const id = chargeId();
-        r = { key, outboxId: header('x-outbox-id'), outboxTable: header('x-outbox-table'), bodyHash, chargeId: id, charges: [id], at: [], storedAt: t, requests: 0, refused: 0 };
+        r = { key, path: req.url, outboxId: header('x-outbox-id'), outboxTable: header('x-outbox-table'), bodyHash, chargeId: id, charges: [id], at: [], storedAt: t, requests: 0, refused: 0 };
         records.set(key, r);
       } else if (t - r.storedAt >= retention) {
         // Forgotten: a new request like any other, performed again (a saved error forgotten with it).

@@ -103,8 +103,12 @@ export interface Workload<Input = unknown> {
   readonly checks: WorkloadChecks<Input>;
   /** Construct ids a deployed stack already has (the Records table's): kept so an upgrade does not replace a table. */
   readonly stackIds?: { readonly records?: string };
-  /** The local run's defaults (`npm start -- --workload NAME`): items and a fixed time, so a run is reproducible. */
-  readonly local: { readonly items: number; readonly unitSize: number; readonly time: string };
+  /**
+   * The local run (`npm start -- --workload NAME`): its default items per run, its unit size, and
+   * the starter payloads of its runs (three schedule slots, each `items` items, from the seed), so
+   * a run is reproducible.
+   */
+  readonly local: { readonly items: number; readonly unitSize: number; payloads(items: number, seed: number): Record<string, unknown>[] };
 }
 
 /** The unit-size cap of a workload: one transaction holds a unit's effects, its fence and its checkpoint. */

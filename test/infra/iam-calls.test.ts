@@ -8,6 +8,7 @@
  * is the workload's: a stack and a run with another one stay green, and a stack synthesized for
  * one prefix refuses a run with another, naming the call.
  */
+import { invoices } from '../../lib/workloads/invoices/index.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +35,7 @@ async function recordedRun(stack: StackIam, prefix: string, set: string): Promis
   const effects = await startEffects({ doc: t.dynamo.doc });
   cleanups.push(() => streams.destroy(), () => effects.close());
   const calls = recordAwsCalls(stack.arnNames());
-  const run = await invoiceRun({ dynamo: t.dynamo, endpoint: t.endpoint, streams, tables: t.names, customers: 20, workers: 2, seed: 3, effects, set, calls, workload: invoiceWorkload(prefix) });
+  const run = await invoiceRun({ dynamo: t.dynamo, endpoint: t.endpoint, streams, tables: t.names, items: 20, workers: 2, seed: 3, effects, set, calls, workload: { ...invoices, processor: invoiceWorkload(prefix) } });
   expect(run.gaveUp).toBeUndefined();
   expect(run.effects.collected).toBeGreaterThan(0);
   return calls.records;

@@ -100,5 +100,5 @@ export const invoices: Workload<InvoiceRunInput> = {
   },
   // The Records table's construct id in every deployed invoice stack (its logical id): kept, so an upgrade replaces no table.
   stackIds: { records: 'Invoices' },
-  local: { items: 60, unitSize: 10, time: '2026-10-01T02:00:00Z' },
+  local: { items: 400, unitSize: 10, payloads: (customers, seed) => ['2026-09', '2026-10', '2026-11'].map((period, i) => ({ period, customers, seed: seed + i })) },
 };

@@ -21,7 +21,7 @@ function runOf(req: StartRequest): { runId: string; input: ReportRunInput } {
     throw new InvalidInputError('payload.tenants', `must be an integer in [0, ${MAX_TENANTS}], got ${describeValue(p.tenants)}`);
   }
   const day = typeof p.day === 'string' ? p.day : previousDay(req.time);
-  const input = parseReportInput({ day, tenants: p.tenants ?? req.items, seed: Number(day.replace(/-/g, '')) % 2 ** 31, unitSize: req.unitSize });
+  const input = parseReportInput({ day, tenants: p.tenants ?? req.items, seed: p.seed ?? Number(day.replace(/-/g, '')) % 2 ** 31, unitSize: req.unitSize });
   return { runId: reportJobId(day), input };
 }
 
@@ -43,7 +43,7 @@ export const reports: Workload<ReportRunInput> = {
   defaultUnitSize: DEFAULT_UNIT_SIZE,
   start: {
     schedule: { minute: '30', hour: '1', day: '*', month: '*', description: "01:30 UTC daily: the previous day's reports" },
-    payloadFields: ['day', 'tenants'],
+    payloadFields: ['day', 'tenants', 'seed'],
     runOf,
     itemsOf: (input) => input.tenants,
     shardOf: (input, range) => ({ ...input, ...range }),
@@ -60,5 +60,5 @@ export const reports: Workload<ReportRunInput> = {
     documents: { pointsTo: (pk) => pk.startsWith('report#'), sameFields: ['requests', 'tenant'] },
     figures: (rs) => ({ reports: rs.length, requests: rs.reduce((s, r) => s + Number(r.requests), 0) }),
   },
-  local: { items: 90, unitSize: 40, time: '2026-10-02T01:30:00Z' },
+  local: { items: 300, unitSize: 40, payloads: (tenants, seed) => ['2026-10-01', '2026-10-02', '2026-10-03'].map((day, i) => ({ day, tenants, seed: seed + i })) },
 };
