@@ -5,6 +5,7 @@
  *
  *   npm start                               incident replay (with and without the fence),
  *                                           a faulted invoice run, the invariant report, a timeline SVG
+ *   npm start -- --workload reports         the same run of another registered workload (npm run cli -- workloads)
  *   npm start -- --customers 1000 --workers 6 --seed 3 --json
  *   npm run dynamodb                        DynamoDB Local on http://127.0.0.1:8000 until Ctrl-C
  *   npm run cli -- s3-endpoint / smtp-sink  the local S3 endpoint (:9000) / an SMTP sink (:2525) until Ctrl-C
@@ -25,10 +26,11 @@ import { opsCommand, OPS_COMMANDS } from './ops/ops.js';
 import { profileCommand } from './demo/profile.js';
 import { serveDynamoLocal } from './local/serve-dynamodb.js';
 import { serveS3Endpoint, serveSmtpSink } from './local/serve-effects.js';
+import { workloadsCommand } from './ops/workloads.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-const COMMANDS = ['demo', 'dynamodb', ...OPS_COMMANDS, 'profile', 's3-endpoint', 'smtp-sink'] as const;
+const COMMANDS = ['demo', 'dynamodb', ...OPS_COMMANDS, 'profile', 's3-endpoint', 'smtp-sink', 'workloads'] as const;
 
 const HELP = `Fenced workflows on DynamoDB — the main job and the ops CLI.
 
@@ -38,6 +40,7 @@ Usage:
   npm run cli -- s3-endpoint [--port N]  the local S3 endpoint until Ctrl-C, for --s3-endpoint
   npm run cli -- smtp-sink [--port N]    an SMTP sink until Ctrl-C, for --smtp
   npm run cli -- profile [--write]       where the run's writes land, measured (the planner's shares)
+  npm run cli -- workloads [--json]      the registered workloads: what each writes, how to run and deploy it
   npm run cli -- <command> [options]     <command> --help for its options
 
 Commands: ${COMMANDS.join(', ')}
@@ -63,6 +66,7 @@ export async function main(argv: string[]): Promise<number> {
     if (first === 's3-endpoint') return await serveS3Endpoint(rest);
     if (first === 'smtp-sink') return await serveSmtpSink(rest);
     if (first === 'profile') return await profileCommand(rest);
+    if (first === 'workloads') return workloadsCommand(rest);
     if (first.startsWith('-')) {
       throw new InvalidInputError('command', `"${first}" is not a command; \`npm start -- ${first}\` passes flags to the demo, \`npm run cli -- <command> ...\` runs one of ${COMMANDS.join(', ')}`);
     }

@@ -33,7 +33,7 @@ export interface EffectsSources {
    * The payment provider's record: per key, its charges (more than one: performed again after the
    * key was forgotten) and when each request came (`at`, the provider's clock).
    */
-  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; requests: number; charges?: readonly string[]; at?: readonly number[] }[];
+  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; path?: string | undefined; requests: number; charges?: readonly string[]; at?: readonly number[] }[];
   /** How long the payment provider keeps a key (its declared retention): a request for a key older than this is a resend past retention. */
   paymentsKeyRetentionMs?: number;
   /**
@@ -318,6 +318,12 @@ function checkPayments(table: string, outbox: readonly Item[], created: Readonly
   for (const r of mine) if (r.outboxId !== undefined) performed.set(r.outboxId, (performed.get(r.outboxId) ?? 0) + 1);
   for (const [id, n] of performed) if (n > 1) add('DELIVERY', `${id}: the payment provider performed it ${n} times (under ${n} keys)`);
   if (records !== undefined) for (const i of items) if (i.status === 'SENT' && !performed.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: SENT, but the payment provider never performed it`);
+  // A per-recipient destination: the provider was called at the item's own path, not another recipient's.
+  const byId = new Map(items.map((i) => [String(i.pk), i]));
+  for (const r of mine) {
+    const want = r.outboxId === undefined ? undefined : byId.get(r.outboxId)?.path;
+    if (typeof want === 'string' && r.path !== undefined && r.path !== want) add('DELIVERY', `${String(r.outboxId)}: delivered to ${r.path}, its destination is ${want}`);
+  }
   const resentPastRetention = pastRetention(mine, sources.paymentsKeyRetentionMs, add);
   // Counted from the items' own reason: what the operator's alarm shows.
   const refused = items.filter((i) => i.status === 'UNKNOWN' && typeof i.failureReason === 'string' && i.failureReason.includes('key retention')).length;

@@ -31,11 +31,13 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
   --endpoint URL        use a running DynamoDB (npm run dynamodb starts one that stays) instead of
                         an embedded one that stops with the run; the tables stay there for the ops CLI
   --table-prefix P      table name prefix (default: fw-<timestamp>-); its tables must not exist yet
-  --customers N         customers per billing period (default 400; 3 periods)
+  --workload NAME       the registered workload to run (default invoices; npm run cli -- workloads)
+  --items N             items per run (the workload's default: invoices 400 customers, reports 300 tenants; 3 runs)
+  --customers N         the invoice sample's name for --items
   --workers N           concurrent worker invocations (default 4)
   --shards K            shard jobs per period's run (default 1), each its own lease, fence,
                         checkpoint and customer range; at most one per customer
-  --seed N              seed for customers and amounts (default 1)
+  --seed N              seed for the items (amounts, usage; default 1)
   --lease-mode M        wall-clock (default) or version-watch
   --s3-endpoint URL     an S3-compatible endpoint (path-style) for the documents, instead of the
                         embedded one; with --bucket NAME (default fenced-workflow-documents);
