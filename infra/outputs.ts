@@ -23,4 +23,6 @@ export const OUTPUTS = {
   workerEventSourceMapping: 'WorkerEventSourceMappingId',
   sweeperFunction: 'SweeperFunctionName',
   starterFunction: 'StarterFunctionName',
+  /** The stack's workload (lib/workloads/index.ts): the ops CLI's seal raises that workload's fences. */
+  workload: 'WorkloadName',
 } as const;

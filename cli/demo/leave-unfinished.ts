@@ -53,7 +53,7 @@ export async function leaveUnfinished(o: { doc: DynamoDBDocumentClient; tables: 
   let runtime: LocalRuntime | undefined;
   const plan = new FaultPlan([fault], clock, undefined, (owner) => runtime?.crash(owner));
   const lease = { epoch: 0, durationMs: LEASE_MS, mode: { kind: 'wall-clock' as const, maxClockSkewMs: MAX_SKEW_MS } };
-  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, lease, hooks: plan }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
+  const worker = createWorkerHandler({ ...base, processor: invoiceProcessor, fenceKeyPrefix: invoices.fenceKeyPrefix!, lease, hooks: plan }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   // No sweeper: with one, the crashed job would be requeued and finished here.
   runtime = new LocalRuntime({ clock, queue, worker, concurrency: 1, batchSize: 1, invocationTimeoutMs, sweepIntervalMs: 60_000 });
   runtime.start();

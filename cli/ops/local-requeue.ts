@@ -7,8 +7,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { readEpoch, systemClock } from '../../lib/protocol/index.js';
-import { readJob, type TableNames } from '../../lib/workflow/index.js';
-import { invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
+import { readJob, type TableNames, type Workload } from '../../lib/workflow/index.js';
 import { createWorkerHandler } from '../../functions/worker-handler.js';
 import { LocalQueue } from '../local/queue.js';
 import { LEASE_MS, LocalRuntime, STALL_MS } from '../local/runtime.js';
@@ -33,7 +32,7 @@ class Watched extends LocalTelemetry {
   }
 }
 
-export async function runJobHere(doc: DynamoDBDocumentClient, tables: TableNames, jobId: string): Promise<LocalRequeueResult> {
+export async function runJobHere(doc: DynamoDBDocumentClient, tables: TableNames, jobId: string, workload: Workload<any>): Promise<LocalRequeueResult> {
   const clock = systemClock;
   const telemetry = new Watched(undefined);
   const invocationTimeoutMs = LEASE_MS * 8;
@@ -47,7 +46,8 @@ export async function runJobHere(doc: DynamoDBDocumentClient, tables: TableNames
       clock,
       queue,
       telemetry,
-      processor: invoiceProcessor,
+      processor: workload.processor,
+      ...(workload.fenceKeyPrefix === undefined ? {} : { fenceKeyPrefix: workload.fenceKeyPrefix }),
       lease: { epoch, durationMs: LEASE_MS, mode: { kind: 'wall-clock', maxClockSkewMs: 50 } },
     },
     { safetyMarginMs: Math.round(LEASE_MS / 2) },

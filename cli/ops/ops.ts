@@ -34,7 +34,9 @@ import {
   tableNames,
   type TableNames,
   type TableRole,
+  type Workload,
 } from '../../lib/workflow/index.js';
+import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 import { OUTPUTS } from '../../infra/outputs.js';
 import { parseFlags, urlFlag } from '../shared/flags.js';
 import { PLAN_HELP, planCommand } from './plan.js';
@@ -46,8 +48,8 @@ export type OpsCommand = (typeof OPS_COMMANDS)[number];
 const COMMON = `Where (one of):
   --endpoint URL --table-prefix P     DynamoDB Local (or any endpoint) with prefixed tables
   --outputs FILE [--stack NAME]       a deployed stack: cdk deploy --outputs-file FILE (--stack when it holds several)
-  --leases-table T --fences-table T --jobs-table T --invoices-table T [--queue-url U]
-Also: --region R, --json`;
+  --leases-table T --fences-table T --jobs-table T --records-table T --outbox-table T [--queue-url U]
+Also: --workload NAME (the stack's: read from --outputs when it names one; default invoices), --region R, --json`;
 
 const USAGE: Record<OpsCommand, string> = {
   status: `status: leases, fences, jobs and runs at a glance, each sorted by key.\n  npm run cli -- status --outputs cdk-outputs.json\n  npm run cli -- status --endpoint URL --prefixes     the table prefixes present there (one per npm start)\n${COMMON}`,
@@ -73,6 +75,8 @@ export const opsHelp = (): string => OPS_COMMANDS.map((c) => USAGE[c]).join('\n\
 
 interface Target {
   doc: DynamoDBDocumentClient;
+  /** The stack's workload: its processor for a local requeue, its fence key prefix for the seal. */
+  workload: Workload<any>;
   endpoint?: string;
   tables: TableNames;
   queueUrl?: string;
@@ -119,6 +123,16 @@ export function stackOutputs(json: unknown, stack?: string): Record<string, stri
 
 const REGION = /^[a-z0-9-]{1,63}$/;
 
+/**
+ * The stack's workload: the outputs' WorkloadName when the stack names one, else --workload, else
+ * the default. A --workload that contradicts the outputs is refused: a seal with another
+ * workload's fence prefix would raise fences no worker checks and leave the real ones below the floor.
+ */
+function workloadOf(flag: string | undefined, fromOutputs: string | undefined): Workload<any> {
+  if (flag !== undefined && fromOutputs !== undefined && flag !== fromOutputs) throw new InvalidInputError('--workload', `the stack's outputs name workload "${fromOutputs}", not "${flag}"`);
+  return workloadNamed(fromOutputs ?? flag ?? DEFAULT_WORKLOAD, '--workload');
+}
+
 function target(values: Record<string, string | boolean | undefined>): Target {
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   // Checked before any client exists: the SDK would fail only at the first request, with a bare error.
@@ -140,10 +154,10 @@ function target(values: Record<string, string | boolean | undefined>): Target {
   } else if (TABLE_ROLES.every((r) => str(`${r}-table`) !== undefined)) {
     tables = Object.fromEntries(TABLE_ROLES.map((r) => [r, str(`${r}-table`)!])) as unknown as TableNames;
   } else {
-    throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint; status --prefixes lists those there), or all four --*-table flags');
+    throw new ConfigError('tables', 'say which tables: --outputs FILE, --table-prefix P (with --endpoint; status --prefixes lists those there), or all five --*-table flags');
   }
   const { doc } = createDynamo({ ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) });
-  return { doc, tables, ...(endpoint ? { endpoint } : {}), ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
+  return { doc, workload: workloadOf(str('workload'), str('outputs') === undefined ? undefined : stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.workload]), tables, ...(endpoint ? { endpoint } : {}), ...(queueUrl ? { queueUrl } : {}), ...(region ? { region } : {}) };
 }
 
 /** status --prefixes: the table prefixes at --endpoint (or in --region), not one prefix's tables. */
@@ -253,7 +267,7 @@ async function requeueHere(t: Target, jobId: string, claimed: boolean, json: boo
   if (!claimed) return printRequeue({ jobId, claimed, ranHere: false, note: 'the job moved meanwhile (live worker); not requeued' }, json, 1);
   if (!json) process.stderr.write(`${jobId}: requeued; no queue outlives npm start, so running it here…\n`);
   const { runJobHere } = await import('./local-requeue.js');
-  const r = await runJobHere(t.doc, t.tables, jobId);
+  const r = await runJobHere(t.doc, t.tables, jobId, t.workload);
   const note = r.busy && r.status !== 'DONE' ? `a live worker holds its lease; left to it (${r.status} ${r.cursor}/${r.totalUnits} units)` : `ran here: ${r.status} ${r.cursor}/${r.totalUnits} units in ${r.invocations} invocation(s)`;
   return printRequeue({ jobId, claimed, ranHere: true, status: r.status, cursor: r.cursor, totalUnits: r.totalUnits, note }, json, r.status === 'DONE' || r.busy ? 0 : 1);
 }
@@ -286,7 +300,9 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
       'leases-table': { type: 'string' },
       'fences-table': { type: 'string' },
       'jobs-table': { type: 'string' },
-      'invoices-table': { type: 'string' },
+      'records-table': { type: 'string' },
+      'outbox-table': { type: 'string' },
+      workload: { type: 'string' },
       'queue-url': { type: 'string' },
       'mapping-id': { type: 'string' },
       epoch: { type: 'string' },
@@ -345,7 +361,7 @@ async function run(
       throw new Error('plan is dispatched before the tables are resolved');
     case 'seal': {
       const reports = await seal(t.doc, t.tables, epoch!, {
-        fencesOf: fencesOfLease,
+        fencesOf: (leaseKey) => fencesOfLease(leaseKey, t.workload.fenceKeyPrefix),
         onProgress: (r) => values.json || process.stderr.write(`  ${r.table}: scanned ${r.scanned}, raised ${r.raised}\n`),
       });
       process.stdout.write(values.json ? JSON.stringify({ epoch, tables: reports }) + '\n' : `sealed at ${formatGeneration((epoch! * 2 ** 32) as Generation)}: ${reports.map((r) => `${r.table} raised ${r.raised}/${r.scanned}${r.created ? `, created ${r.created}` : ''}`).join(', ')}\n`);
