@@ -1,0 +1,109 @@
+/**
+ * The registry and every workload in it, held against its own processor: a descriptor's numbers
+ * (its effects per item, which cap the unit size everywhere) and its checks (what the checker
+ * says a finished job must have written) are computed apart from the processor, so a descriptor
+ * that disagrees with its processor fails here, before a synth or a cold start would.
+ * Pure: no engine. The runs themselves: `npm start -- --workload NAME` (test/main-job.test.ts).
+ */
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, InvalidInputError, makeGeneration } from '../lib/protocol/index.js';
+import { assertWorkload, outboxHttp, shardsOfRun, tableNames, unitSizeCap, type Workload } from '../lib/workflow/index.js';
+import { destinationUrl } from '../lib/workflow/adapters/index.js';
+import { DEFAULT_WORKLOAD, WORKLOADS, workloadFromEnv, workloadNamed } from '../lib/workloads/index.js';
+import { invoices } from '../lib/workloads/invoices/index.js';
+import { reports } from '../lib/workloads/reports/index.js';
+
+const tables = tableNames('wl-');
+const startOf = (w: Workload<any>, items: number) => w.start.runOf({ payload: w.local.payloads(items, 7)[0]!, time: new Date('2026-10-02T03:00:00Z'), items, unitSize: w.local.unitSize });
+const unitOf = (w: Workload<any>, input: unknown, unit: number) => w.processor.unitEffects(input, { jobId: 'j', generation: makeGeneration(0, 1), unit, tables, now: 1 });
+
+describe('the registry', () => {
+  it('holds both samples under unique names, the invoice run the default; an unknown name is one typed line naming the registered ones', () => {
+    expect(WORKLOADS.map((w) => w.name)).toEqual(['invoices', 'reports']);
+    expect(DEFAULT_WORKLOAD).toBe('invoices');
+    expect(workloadNamed('reports')).toBe(reports);
+    expect(() => workloadNamed('audits')).toThrow(InvalidInputError);
+    expect(() => workloadNamed('audits')).toThrow(/no workload "audits" is registered .*invoices, reports/);
+    expect(workloadFromEnv({})).toBe(invoices);
+    expect(workloadFromEnv({ WORKLOAD: 'reports' })).toBe(reports);
+    expect(() => workloadFromEnv({ WORKLOAD: 'audits' })).toThrow(ConfigError);
+  });
+
+  it('refuses a descriptor whose unit size its effects cannot take, a zero effect count, a bad target or fence prefix', () => {
+    expect(() => assertWorkload({ ...reports, defaultUnitSize: 50 })).toThrow(/defaultUnitSize: must be in \[1, 49\]/);
+    expect(() => assertWorkload({ ...invoices, defaultUnitSize: 25 })).toThrow(/must be in \[1, 24\]/);
+    expect(() => assertWorkload({ ...reports, effectsPerItem: 0 })).toThrow(/effectsPerItem/);
+    expect(() => assertWorkload({ ...reports, outbox: { email: false, http: [{ target: 'Web Hooks', description: '' }] } })).toThrow(/outbox.http/);
+    expect(() => assertWorkload({ ...reports, fenceKeyPrefix: 'x' })).toThrow(/fenceKeyPrefix/);
+  });
+
+  it('`npm run cli -- workloads --json` lists each with its cap, effects and commands, read from its descriptor', () => {
+    const out = JSON.parse(execFileSync('npx', ['tsx', 'cli/main.ts', 'workloads', '--json'], { encoding: 'utf8' })) as { name: string; unitSize: { max: number }; email: boolean; run: string }[];
+    expect(out.map((w) => [w.name, w.unitSize.max, w.email, w.run])).toEqual([
+      ['invoices', 24, true, 'npm start'],
+      ['reports', 49, false, 'npm start -- --workload reports'],
+    ]);
+  });
+});
+
+describe.each(WORKLOADS.map((w) => [w.name, w] as const))('the %s workload against its own processor', (_, w) => {
+  const { input } = startOf(w, 2 * w.local.unitSize + 3);
+
+  it('writes exactly effectsPerItem effects per item in every unit (the number that caps the unit size everywhere)', () => {
+    const units = w.processor.totalUnits(input);
+    const { from, to } = w.start.rangeOf(input);
+    let effects = 0;
+    for (let u = 0; u < units; u++) effects += unitOf(w, input, u).length;
+    expect(effects).toBe((to - from) * w.effectsPerItem);
+    expect(unitSizeCap(w) * w.effectsPerItem).toBeLessThanOrEqual(98);
+  });
+
+  it("its checks' expected records and outbox ids are exactly the ones its processor writes, once-only where the processor says so", () => {
+    const written = Array.from({ length: w.processor.totalUnits(input) }, (_, u) => unitOf(w, input, u)).flat();
+    const records = written.filter((e) => e.table === tables.records);
+    const expected = [...w.checks.records(input)];
+    expect(expected.map((r) => r.pk).sort()).toEqual(records.map((e) => e.item.pk).sort());
+    for (const r of expected) {
+      const e = records.find((x) => x.item.pk === r.pk)!;
+      expect(e.kind === 'once').toBe(r.once);
+      expect(w.checks.isOnce(r.pk)).toBe(r.once);
+      for (const [f, v] of Object.entries(r.fields)) expect(e.item[f]).toBe(v);
+      expect(w.checks.groupOfRecord(r.pk)).toBe(w.checks.groupOfInput(input));
+    }
+    expect([...w.checks.outbox(input)].sort()).toEqual(written.filter((e) => e.table === tables.outbox).map((e) => e.item.pk).sort());
+  });
+
+  it('its shards tile the run and each is the run cut to its range', () => {
+    const shards = shardsOfRun(w, 'r', input, 3);
+    const ranges = shards.map((s) => w.start.rangeOf(w.processor.parseInput(s.input)));
+    expect(ranges[0]!.from).toBe(0);
+    expect(ranges.at(-1)!.to).toBe(w.start.itemsOf(input));
+    for (let i = 1; i < ranges.length; i++) expect(ranges[i]!.from).toBe(ranges[i - 1]!.to);
+    const perShard = shards.map((s) => [...w.checks.records(w.processor.parseInput(s.input))].length).reduce((a, b) => a + b, 0);
+    expect(perShard).toBe([...w.checks.records(input)].length);
+  });
+
+  it("refuses a start payload field it does not know by name, and a bad value of one it does, before anything is written", () => {
+    const field = w.start.payloadFields[0]!;
+    expect(() => w.start.runOf({ payload: { [field]: 'not-a-value' }, time: new Date(), items: 1, unitSize: 1 })).toThrow(InvalidInputError);
+  });
+});
+
+describe('per-recipient destinations (the reports webhooks)', () => {
+  it("each tenant's call names its own path below the endpoint, and the URL keeps the endpoint's host", () => {
+    const { input } = startOf(reports, 3);
+    const calls = unitOf(reports, input, 0).filter((e) => e.table === tables.outbox).map((e) => e.item.path);
+    expect(calls).toEqual(['/tenants/tenant-000000/reports', '/tenants/tenant-000001/reports', '/tenants/tenant-000002/reports']);
+    expect(destinationUrl('https://hooks.example/v1/', '/tenants/t-1/reports')).toBe('https://hooks.example/v1/tenants/t-1/reports');
+    expect(destinationUrl('https://hooks.example', undefined)).toBe('https://hooks.example');
+  });
+
+  it('refuses a path that would leave the endpoint: another host, a parent segment, a query', () => {
+    const origin = { jobId: 'j', unit: 0 };
+    for (const path of ['//evil.example/x', '/a/../b', '/a?x=1', 'https://evil.example/x', '/']) {
+      expect(() => outboxHttp('o', 'k', origin, { target: 'webhooks', path, request: {} }), path).toThrow(InvalidInputError);
+    }
+    expect(() => destinationUrl('https://hooks.example', '//evil.example/x')).toThrow(InvalidInputError);
+  });
+});
