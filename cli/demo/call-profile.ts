@@ -315,14 +315,14 @@ function valueCounts(load: CallLoad): Map<string, number> {
 function scopeOf(small: number | undefined, big: number, runs: readonly [ProfileRun, ProfileRun]): KeyScope {
   if (small === undefined || small === 0) return 'item';
   const r = Math.log(big / small);
-  const candidates: [KeyScope, number][] = [['fixed', 0], ['item', Math.log(runs[1].customers / runs[0].customers)], ['shard', Math.log(runs[1].shards / runs[0].shards)]];
+  const candidates: [KeyScope, number][] = [['fixed', 0], ['item', Math.log(runs[1].items / runs[0].items)], ['shard', Math.log(runs[1].shards / runs[0].shards)]];
   return candidates.reduce((a, b) => (Math.abs(b[1] - r) < Math.abs(a[1] - r) ? b : a))[0];
 }
 
 /** The profile of two runs whose customer counts and shard counts grow by different factors. */
 export function buildProfile(small: MeasuredRun, big: MeasuredRun, measuredWith: string): LoadProfile {
   const runs = [small.run, big.run] as const;
-  if (Math.abs(Math.log(big.run.customers / small.run.customers) - Math.log(big.run.shards / small.run.shards)) < 0.3) {
+  if (Math.abs(Math.log(big.run.items / small.run.items) - Math.log(big.run.shards / small.run.shards)) < 0.3) {
     throw new InvalidInputError('runs', 'the two runs must grow their customers and their shards by different factors, or a shard key cannot be told from a customer key');
   }
   const smallCounts = valueCounts(small.load);
@@ -330,13 +330,13 @@ export function buildProfile(small: MeasuredRun, big: MeasuredRun, measuredWith:
   for (const [id, n] of valueCounts(big.load)) scope.set(id, scopeOf(smallCounts.get(id), n, runs));
   const basis = (inTransaction: boolean, role: TableRole, basePattern: string): Basis => {
     const s = scope.get(`${role}\u0000${basePattern}`) ?? 'item';
-    return s === 'item' ? 'customer' : inTransaction ? 'unit' : 'shard';
+    return s === 'item' ? 'item' : inTransaction ? 'unit' : 'shard';
   };
   const writes = new Map<string, ProfileWrite>();
   for (const p of big.load.purposes.values()) {
     const b = basis(p.inTransaction, p.role, p.basePattern);
     const id = `${p.role}\u0000${p.index ?? ''}\u0000${p.purpose}\u0000${b}`;
-    const per = b === 'customer' ? big.run.customers : b === 'unit' ? big.run.units : 1;
+    const per = b === 'item' ? big.run.items : b === 'unit' ? big.run.units : 1;
     const prev = writes.get(id)?.units ?? 0;
     writes.set(id, { role: p.role, ...(p.index === undefined ? {} : { index: p.index }), purpose: p.purpose, basis: b, units: prev + p.writeUnits / per });
   }
@@ -360,8 +360,8 @@ const byPlace = (a: { role: string; index?: string }, b: { role: string; index?:
 
 function hottestKeys(load: CallLoad, scope: Map<string, KeyScope>, basis: (tx: boolean, role: TableRole, p: string) => Basis): Omit<ProfileKey, 'readsGrow'>[] {
   const out: Omit<ProfileKey, 'readsGrow'>[] = [];
-  const zero = (): { customer: number; unit: number; shard: number; read: number } => ({ customer: 0, unit: 0, shard: 0, read: 0 });
-  const heat = (x: ReturnType<typeof zero>) => x.customer + x.unit + x.shard + x.read;
+  const zero = (): { item: number; unit: number; shard: number; read: number } => ({ item: 0, unit: 0, shard: 0, read: 0 });
+  const heat = (x: ReturnType<typeof zero>) => x.item + x.unit + x.shard + x.read;
   for (const [where, byKey] of load.keys) {
     const [role, index] = where.split('/') as [TableRole, string | undefined];
     const groups = new Map<string, { hottest: { key: string } & ReturnType<typeof zero>; total: ReturnType<typeof zero>; values: number }>();
@@ -375,7 +375,7 @@ function hottestKeys(load: CallLoad, scope: Map<string, KeyScope>, basis: (tx: b
       const g = groups.get(pattern) ?? { hottest: h, total: zero(), values: 0 };
       groups.set(pattern, g);
       g.values++;
-      for (const b of ['customer', 'unit', 'shard', 'read'] as const) g.total[b] += h[b];
+      for (const b of ['item', 'unit', 'shard', 'read'] as const) g.total[b] += h[b];
       if (heat(h) > heat(g.hottest)) g.hottest = h;
     }
     for (const [pattern, g] of groups) {

@@ -49,7 +49,7 @@ export async function measureProfile(endpoint: string, prefix: string): Promise<
       const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: '', items: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, calls });
       const profiler = new LoadProfiler(tables);
       for (const c of calls.records) if (c.service === 'dynamodb') profiler.observe(c);
-      measured.push({ run: { customers: r.customers, shards: r.shards, units: run.units }, load: profiler.load, agreement: profiler.agreement });
+      measured.push({ run: { items: r.customers, shards: r.shards, units: run.units }, load: profiler.load, agreement: profiler.agreement });
     } finally {
       await effects.close();
       streams.destroy();
@@ -106,6 +106,6 @@ export function renderProfile(p: LoadProfile): string {
   for (const w of p.writes) L.push(`    ${`${w.role}${w.index === undefined ? '' : `/${w.index}`}`.padEnd(26)} ${w.basis.padEnd(8)} ${w.units.toFixed(3).padStart(9)}  ${w.purpose}`);
   L.push(`  index writes by the rules, checked against the engine on single-item writes: ${p.indexRules.agreed} of ${p.indexRules.checked} alike`);
   L.push('  hottest key value per pattern (units in the larger run):');
-  for (const k of p.keys) L.push(`    ${`${k.role}${k.index === undefined ? '' : `/${k.index}`}`.padEnd(26)} ${k.scope.padEnd(6)} ${String(k.values).padStart(5)} values  ${k.pattern}  (w ${(k.hottest.customer + k.hottest.unit + k.hottest.shard).toFixed(1)}, r ${k.hottest.read.toFixed(1)})`);
+  for (const k of p.keys) L.push(`    ${`${k.role}${k.index === undefined ? '' : `/${k.index}`}`.padEnd(26)} ${k.scope.padEnd(6)} ${String(k.values).padStart(5)} values  ${k.pattern}  (w ${(k.hottest.item + k.hottest.unit + k.hottest.shard).toFixed(1)}, r ${k.hottest.read.toFixed(1)})`);
   return L.join('\n');
 }

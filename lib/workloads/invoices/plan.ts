@@ -81,7 +81,7 @@ export interface InvoicePlan {
 }
 
 /** Single-item updates per customer (each outbox item's delivery), from the profile: one unit each (items under 1 KB). */
-const updatesPerCustomer = (): number => INVOICE_PROFILE.writes.filter((w) => w.basis === 'customer' && w.index === undefined && w.purpose.startsWith('UpdateItem')).reduce((n, w) => n + w.units, 0);
+const updatesPerCustomer = (): number => INVOICE_PROFILE.writes.filter((w) => w.basis === 'item' && w.index === undefined && w.purpose.startsWith('UpdateItem')).reduce((n, w) => n + w.units, 0);
 
 /** One line of the write units per customer: where, what for, how many, and whether measured or counted from the assumptions. */
 export interface WriteShare {
@@ -96,7 +96,7 @@ export interface WriteShare {
 function writeShares(m: { units: number; shaped: Record<TableRole, number> }, n: number): WriteShare[] {
   const lines: WriteShare[] = INVOICE_PROFILE.writes
     .filter((w) => w.basis !== 'shard')
-    .map((w) => ({ table: w.role, ...(w.index === undefined ? {} : { index: w.index }), purpose: w.purpose, units: (w.units * (w.basis === 'customer' ? n : m.units)) / n, source: 'measured' as const }));
+    .map((w) => ({ table: w.role, ...(w.index === undefined ? {} : { index: w.index }), purpose: w.purpose, units: (w.units * (w.basis === 'item' ? n : m.units)) / n, source: 'measured' as const }));
   const what: Record<TableRole, string> = {
     fences: 'fence raise per invocation',
     jobs: 'heartbeat stamps (and their index moves), shard creation, run record',
@@ -210,7 +210,7 @@ export interface PartitionLoad {
  * A shard's other clock-driven writes (renewals, acquire and release) are a few per minute.
  */
 export function partitionLoads(m: { units: number }, k: number, a: PlanAssumptions, seconds: number, n = 0): PartitionLoad[] {
-  const rates = { customers: n, units: m.units, shards: k, seconds };
+  const rates = { items: n, units: m.units, shards: k, seconds };
   const hottest = new Map<string, PartitionLoad>();
   for (const key of INVOICE_PROFILE.keys) {
     const r = projectedKeyRate(INVOICE_PROFILE, key, rates);
