@@ -5,7 +5,7 @@
  * hottest partition-key value of every table and index. Pure data and arithmetic.
  *
  * What a write is counted against (its basis):
- * - `customer`: the work of one item of the workload (a customer, a tenant: its records, the outbox's deliveries of them);
+ * - `item`: the work of one item of the workload (its records, the outbox's deliveries of them);
  * - `unit`: one fenced unit's transaction on its shard's items (the fence, the checkpoint);
  * - `shard`: a shard's own writes outside its units (creation, acquire and release per
  *   invocation, lease renewals, heartbeat stamps, completion): their number follows the run's

@@ -137,7 +137,7 @@ export const OUTBOX_INDEX = 'unsent-by-shard';
 
 /**
  * The unsent index's write shards. Every outbox item enters and leaves this index (2 index writes),
- * and one partition key value takes at most 1,000 write units/s; at the planner's 10 M items (the invoice sample's customers) in
+ * and one partition key value takes at most 1,000 write units/s; at the planner's 10 M items in
  * ~3,132 s (20 M items, 6,400/s) that is 12,800 index writes/s: 32 shards hold each key to ~400/s,
  * 40% of its limit. It may only GROW: an item keeps the key it was written with, and the
  * reconciler reads every value 0..UNSENT_SHARDS-1, so a larger N still reads every old key; a
