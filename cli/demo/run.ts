@@ -12,7 +12,7 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamo, systemClock, type Dynamo } from '../../lib/protocol/index.js';
-import { METRIC, readJob, readRun, type Job, type TableNames, type Workload } from '../../lib/workflow/index.js';
+import { METRIC, readJob, readRun, type HttpProvider, type Job, type TableNames, type Workload } from '../../lib/workflow/index.js';
 import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 import { createStarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
@@ -53,6 +53,8 @@ export interface RunOptions {
   calls?: AwsCallRecorder;
   /** The workload: its processor, documents, starter payloads and checks. @default the registry's default */
   workload?: Workload<any>;
+  /** The sender's http providers instead of the run's own (a negative control: test/destinations.test.ts). */
+  http?: Readonly<Record<string, HttpProvider>>;
   /** Inject the faults (default true); false: a quiet run whose request counts follow only the work (the call profile). */
   faults?: boolean;
   /** How many of the workload's local runs to start (default all three: the profile runs one, as a plan plans one). */
@@ -145,7 +147,7 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
 
   const workload = workloadOf(opts);
   const { processor, fenceKeyPrefix } = workload;
-  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, ...(processor.documents ? { catalog: processor.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
+  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, ...(opts.http ? { http: opts.http } : {}), ...(processor.documents ? { catalog: processor.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
   const fence = fenceKeyPrefix === undefined ? {} : { fenceKeyPrefix };
   const worker = createWorkerHandler({ ...base, processor, ...fence, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });
