@@ -12,7 +12,7 @@ import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { fenceKeyOf, tableNames, ensureTables } from '../lib/workflow/index.js';
 import { replayIncident } from '../cli/demo/incident.js';
 import { perTestTables } from './support/tables.js';
-import { createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
+import { createInvoiceJob, fenceOf, invariants, invoiceInput, wireTables, workflow } from './support/workflow.js';
 
 const { tables } = perTestTables(import.meta.filename);
 
@@ -22,7 +22,7 @@ describe('FENCE: every effect is tied to a fence write of its generation and upd
     const w = workflow(t);
     const input = invoiceInput('2026-03', 4, 2);
     const job = await createInvoiceJob(t, w.clock, input);
-    const fence = { table: t.names.fences, resource: fenceKeyOf(job.id) };
+    const fence = { table: t.names.fences, resource: fenceOf(job.id) };
     const stale = makeGeneration(0, 1);
     await raiseFence({ doc: t.dynamo.doc, clock: w.clock }, fence, stale);
     // The successor raises the fence and crashes before its first unit.
@@ -47,7 +47,7 @@ describe('FENCE: every effect is tied to a fence write of its generation and upd
     const t = await tables();
     const incident = tableNames(`${t.prefix}incident-`);
     await ensureTables(t.dynamo.client, incident);
-    const wire = new WireCheck(incident);
+    const wire = new WireCheck(wireTables(incident));
     const proxy = await startFaultProxy(t.endpoint, { onExchange: (ex) => wire.observe(ex) });
     const via = createDynamo({ endpoint: proxy.endpoint });
     try {

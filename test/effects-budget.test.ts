@@ -16,6 +16,7 @@ import { cursorKeyOf, readCursor, silentTelemetry, unsentKeyOf, type CollectRepo
 import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
+import { FENCE_PREFIX } from './support/workflow.js';
 
 let s3: S3Endpoint;
 let t: TestTables;
@@ -81,7 +82,7 @@ describe('the collector, bounded by its budget', () => {
     const pages: ObjectPages = { page: (p, a, m) => (starts.push(Date.now()), listing.page(p, a, m)) };
     const handler = createCollectorHandler({
       doc: t.dynamo.doc, tables: t.names, store: new S3ObjectStore(client(), 'docs'), pages, prefix: 'invoices/',
-      refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), clock: systemClock, telemetry: silentTelemetry, minAgeMs: 60_000,
+      refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), fenceKeyPrefix: FENCE_PREFIX, clock: systemClock, telemetry: silentTelemetry, minAgeMs: 60_000,
     });
     // Small against any machine's pass (CI did 30,000 in under 3 s): a pass takes several runs whatever the speed.
     const budgetMs = 300;

@@ -39,7 +39,7 @@ import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '.
 import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { invoiceShards, startInvoiceRun } from '../lib/workloads/invoices/shards.js';
 import { makeTables, type TestTables } from './support/tables.js';
-import { invariants, invoiceInput, workflow } from './support/workflow.js';
+import { FENCE_PREFIX, invariants, invoiceInput, workflow } from './support/workflow.js';
 
 let s3: S3Endpoint;
 let sink: SmtpSink;
@@ -353,7 +353,7 @@ describe('DELIVERY reads the payment ledger for resends past the key retention',
     const key = messageIdentity.idempotencyKey(table, id);
     const insert = { event: 'INSERT', key: id, newImage: { pk: id, kind: 'http', jobId: 'job', generation: 1, updatedAt: 5 } } as unknown as Parameters<typeof checkDelivery>[3][number];
     const item = { pk: id, kind: 'http', status: 'SENT' };
-    const fence = new Set([`${fenceKeyOfJob('job')}\u00001\u00005`]);
+    const fence = new Set([`${fenceKeyOfJob('job', FENCE_PREFIX)}\u00001\u00005`]);
     const run = async (at: number[], charges: string[]) => {
       const found: string[] = [];
       const stats = await checkDelivery(invoices, table, [item], [insert], fence, [], { payments: [{ key, outboxId: id, outboxTable: table, requests: at.length, charges, at }], paymentsKeyRetentionMs: 1_000 }, (_, m) => found.push(m));
@@ -418,7 +418,7 @@ describe('the collector', () => {
   const store = () => new S3ObjectStore(client(), 'docs');
   const refOf = (k: string) => invoiceProcessor.documents!.refOf(k, t.names);
   const collector = (prefix: string, over: { store?: ObjectStore } = {}) =>
-    collect({ doc: t.dynamo.doc, tables: t.names, store: over.store ?? store(), pages: new S3ObjectStore(client(), 'docs'), prefix, refOf, clock: new ManualClock({ wall: Date.now() + 60_000 }), telemetry: silentTelemetry, minAgeMs: 0 });
+    collect({ doc: t.dynamo.doc, tables: t.names, store: over.store ?? store(), pages: new S3ObjectStore(client(), 'docs'), prefix, refOf, fenceKeyPrefix: FENCE_PREFIX, clock: new ManualClock({ wall: Date.now() + 60_000 }), telemetry: silentTelemetry, minAgeMs: 0 });
   const put = (pk: string, item: Record<string, unknown>, table = t.names.records) => t.dynamo.doc.send(new PutCommand({ TableName: table, Item: { pk, ...item } }));
   const doc = (period: string, c: number, g: number) => `invoices/${period}/cust-${String(c).padStart(7, '0')}/${g}.json`;
   const write = async (key: string) => (await store().putNew(key, Buffer.from(`{"key":"${key}"}`), 'application/json')).etag;

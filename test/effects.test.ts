@@ -13,6 +13,7 @@ import { ObjectExistsError, collect, deliver, readOutboxItem, reconcile, recordP
 import { S3ObjectStore, s3Client, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
+import { FENCE_PREFIX } from './support/workflow.js';
 
 let s3: S3Endpoint;
 let sink: SmtpSink;
@@ -95,7 +96,7 @@ describe('the collector', () => {
     await t.dynamo.doc.send(new PutCommand({ TableName: t.names.records, Item: { pk: 'invoice#2026-04#cust-0000001', generation: 8, documentKey: name(8), documentEtag: g8!.etag } }));
     // The fence is at 8: generation 7 can never commit again; 9 (a holder not fenced yet) might.
     await t.dynamo.doc.send(new PutCommand({ TableName: t.names.fences, Item: { pk: 'invoices#invoice-run#2026-04', generation: 8 } }));
-    const r = await collect({ doc: t.dynamo.doc, tables: t.names, store, pages: new S3ObjectStore(client(), 'docs'), prefix: 'invoices/2026-04/', refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), clock: systemClock, telemetry: silentTelemetry, minAgeMs: 0 });
+    const r = await collect({ doc: t.dynamo.doc, tables: t.names, store, pages: new S3ObjectStore(client(), 'docs'), prefix: 'invoices/2026-04/', refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), fenceKeyPrefix: FENCE_PREFIX, clock: systemClock, telemetry: silentTelemetry, minAgeMs: 0 });
     expect(r).toMatchObject({ scanned: 3, referenced: 1, kept: 1, deleted: 1 });
     expect(await store.getIfMatch(name(7), g7!.etag)).toBeUndefined();
     expect(await store.getIfMatch(name(8), g8!.etag)).toBeDefined();
@@ -129,7 +130,7 @@ describe('the collector', () => {
       },
       { step: 'initialize', name: 'writerCommitsAfterPointerRead' },
     );
-    const r = await collect({ doc, tables: t.names, store, pages: new S3ObjectStore(client(), 'docs'), prefix: 'invoices/2026-05/', refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), clock: systemClock, telemetry: silentTelemetry, minAgeMs: 0 });
+    const r = await collect({ doc, tables: t.names, store, pages: new S3ObjectStore(client(), 'docs'), prefix: 'invoices/2026-05/', refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), fenceKeyPrefix: FENCE_PREFIX, clock: systemClock, telemetry: silentTelemetry, minAgeMs: 0 });
     expect(committed).toBe(true);
     expect(r).toMatchObject({ scanned: 1, deleted: 0 });
     expect(await store.getIfMatch(key, put!.etag)).toBeDefined();

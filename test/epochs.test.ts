@@ -28,11 +28,12 @@ import { fencesOfLease } from '../lib/workflow/index.js';
 import { makeTables, perTestTables, type TestTables } from './support/tables.js';
 import { countRequests } from './support/request-counter.js';
 import { acquire, fenceOf, getItem, manager, putJob, scanAll, unit } from './support/fixtures.js';
+import { FENCE_PREFIX } from './support/workflow.js';
 
 const { tables } = perTestTables(import.meta.filename);
 
-/** The workflow's convention: `job#J` protects `invoices#J`. */
-const SEAL = { fencesOf: fencesOfLease };
+/** The workflow's convention with the invoice workload's prefix (fixtures' fenceOf): `job#J` protects `invoices#J`. */
+const SEAL = { fencesOf: (leaseKey: string) => fencesOfLease(leaseKey, FENCE_PREFIX) };
 
 describe('raiseEpoch', () => {
   let t: TestTables;

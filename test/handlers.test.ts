@@ -19,7 +19,7 @@ import { LocalQueue } from '../cli/local/queue.js';
 import { LocalRuntime } from '../cli/local/runtime.js';
 import { scanAll } from './support/fixtures.js';
 import { perTestTables, type TestTables } from './support/tables.js';
-import { context, createInvoiceJob, invariants, invoiceInput, Recorder, snapshot, workflow } from './support/workflow.js';
+import { context, createInvoiceJob, FENCE_PREFIX, invariants, invoiceInput, Recorder, snapshot, workflow } from './support/workflow.js';
 
 const { tables, cleanups } = perTestTables(import.meta.filename);
 
@@ -101,8 +101,8 @@ describe('worker handler: SQS batches with partial batch responses', () => {
     expect(all.leases!.map((i) => i.pk)).toEqual([`job#${good.id}`]);
     expect(all.fences!.map((i) => i.pk)).toEqual([`invoices#${good.id}`]);
     expect(all.jobs!.map((i) => i.pk)).toEqual([good.id]);
-    expect(all.invoices).toHaveLength(8);
-    expect(all.invoices!.every((i) => i.jobId === good.id)).toBe(true);
+    expect(all.records).toHaveLength(8);
+    expect(all.records!.every((i) => i.jobId === good.id)).toBe(true);
     expect((await invariants(t)).ok).toBe(true);
   });
 
@@ -135,7 +135,7 @@ describe('worker handler: SQS batches with partial batch responses', () => {
     const queue = new LocalQueue({ clock, visibilityTimeoutMs: 60, maxReceiveCount: 3 });
     const telemetry = new Recorder();
     const lease = { epoch: 0, durationMs: 2_000, mode: { kind: 'wall-clock' as const, maxClockSkewMs: 0 } };
-    const handler = createWorkerHandler({ doc: t.dynamo.doc, tables: t.names, clock, queue, telemetry, processor: invoiceProcessor, lease });
+    const handler = createWorkerHandler({ doc: t.dynamo.doc, tables: t.names, clock, queue, telemetry, processor: invoiceProcessor, fenceKeyPrefix: FENCE_PREFIX, lease });
     const received: string[][] = [];
     const failed: string[][] = [];
     const input = invoiceInput('2026-04', 2, 2);
@@ -189,7 +189,7 @@ describe('worker handler: SQS batches with partial batch responses', () => {
     const all = await snapshot(t);
     expect(all.leases!.map((i) => i.pk)).toEqual([`job#${good.id}`]);
     expect(all.fences!.map((i) => i.pk)).toEqual([`invoices#${good.id}`]);
-    expect(all.invoices!.every((i) => i.jobId === good.id)).toBe(true);
+    expect(all.records!.every((i) => i.jobId === good.id)).toBe(true);
   });
 
   it('a duplicate delivery while another worker holds a live lease is acknowledged and dropped: busy, not a batch failure, nothing written', async () => {

@@ -43,7 +43,7 @@ describe('the layering check has teeth', () => {
     ['lib/protocol/epochs.ts', "const m = await import('../workloads/invoices/invoices.js');", 'lib/protocol/ imports nothing above it'],
     ['lib/workflow/jobs.ts', "import { invoiceProcessor } from '../workloads/invoices/invoices.js';", 'lib/workflow/ does not import a workload'],
     ['lib/workflow/worker.ts', "import { Stack } from 'aws-cdk-lib';", 'lib/ imports no CDK'],
-    ['lib/workloads/invoices/invoices.ts', "import { OUTPUTS } from '../../infra/outputs.js';", 'lib/ imports neither functions/, infra/ nor cli/'],
+    ['lib/workloads/invoices/invoices.ts', "import { OUTPUTS } from '../../../infra/outputs.js';", 'lib/ imports neither functions/, infra/ nor cli/'],
     ['functions/worker.ts', "import { raiseFence } from '../lib/protocol/fence.js';", 'lib/protocol/ is imported through its index module'],
     ['cli/check/invariants.ts', "import { invoiceRun } from '../demo/run.js';", 'cli/check/ imports neither cli/demo/, cli/ops/ nor functions/'],
     ['cli/check/wire-check.ts', "import { opsCommand } from '../ops/ops.js';", 'cli/check/ imports neither cli/demo/, cli/ops/ nor functions/'],

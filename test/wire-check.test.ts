@@ -14,6 +14,7 @@ import { streamsClient } from '../cli/local/streams.js';
 import { WireCheck } from '../cli/check/wire-check.js';
 import { fenceOf, putJob } from './support/fixtures.js';
 import { makeTables, type TestTables } from './support/tables.js';
+import { FENCE_PREFIX, wireTables } from './support/workflow.js';
 
 let t: TestTables;
 let proxy: FaultProxy;
@@ -49,7 +50,8 @@ function unitOf(jobId: string, generation: Generation, cursor: number, customer:
 async function wireOf(body: () => Promise<void>) {
   exchanges = [];
   await body();
-  const check = new WireCheck(t.names);
+  // The units' fences are the invoice workload's (fixtures' fenceOf): the check reads that prefix.
+  const check = new WireCheck(wireTables(t.names));
   for (const ex of exchanges) check.observe(ex);
   return check.report();
 }
@@ -137,7 +139,7 @@ describe('the structural FENCE check, from the wire', () => {
 });
 
 describe('the late-write rule, on a recorded wire (what no correct engine lets through)', () => {
-  const tables = { fences: 'F', records: 'I', outbox: 'O' };
+  const tables = { fences: 'F', records: 'I', outbox: 'O', fencePrefix: FENCE_PREFIX };
   const put = (pk: string, jobId: string, g: number) => ({ Put: { TableName: 'I', Item: { pk: { S: pk }, jobId: { S: jobId }, generation: { N: String(g) } } } });
   const fence = (jobId: string, g: number) => ({
     Update: { TableName: 'F', Key: { pk: { S: `invoices#${jobId}` } }, ConditionExpression: 'attribute_not_exists(#g) OR #g <= :g', UpdateExpression: 'SET #g = :g, #u = :now', ExpressionAttributeNames: { '#g': 'generation', '#u': 'updatedAt' }, ExpressionAttributeValues: { ':g': { N: String(g) }, ':now': { N: '1' } } },

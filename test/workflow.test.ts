@@ -11,7 +11,6 @@ import { createDynamo, epochFloor, InvalidInputError, makeGeneration, raiseEpoch
 import { customerId } from '../lib/workloads/invoices/invoices.js';
 import {
   createJob,
-  fenceKeyOf,
   fencesOfLease,
   InvalidJobItemError,
   JOB_ATTR,
@@ -29,7 +28,7 @@ import { startFaultProxy, type ProxiedRequest } from '../cli/local/fault-proxy.j
 import { WireCheck } from '../cli/check/wire-check.js';
 import { NO_WIRE } from '../cli/check/invariants.js';
 import { perTestTables, type TestTables } from './support/tables.js';
-import { chargesOf, createInvoiceJob, invariants, invoiceInput, workflow } from './support/workflow.js';
+import { chargesOf, createInvoiceJob, FENCE_PREFIX, fenceOf, invariants, invoiceInput, wireTables, workflow } from './support/workflow.js';
 
 const { tables, cleanups } = perTestTables(import.meta.filename);
 
@@ -62,7 +61,7 @@ describe('recovery: crashes, pauses, time running out', () => {
   // the commit is answered (before anything after it, e.g. a put of its own) leaves every one.
   it("a crash right after the commit's answer leaves every outbox item of that unit in place, created by the unit's transaction", async () => {
     const t = await tables();
-    const wire = new WireCheck(t.names);
+    const wire = new WireCheck(wireTables(t.names));
     const proxy = await startFaultProxy(t.endpoint, { onExchange: (ex) => wire.observe(ex) });
     const via = createDynamo({ endpoint: proxy.endpoint });
     cleanups.push(() => via.client.destroy(), () => proxy.close());
@@ -340,7 +339,7 @@ describe('ambiguous commits', () => {
     expect(await readJob(t.dynamo.doc, t.names.jobs, job.id)).toMatchObject({ status: 'DONE', cursor: 3 });
     await expectOneChargePerCustomer(t, input.period, 6);
     const report = await expectInvariantsHold(t);
-    expect(report.stats).toMatchObject({ charges: 6, invoices: 6 });
+    expect(report.stats).toMatchObject({ records: 12, expectedRecords: 12, figures: { charges: 6, invoices: 6 } });
   });
 });
 
@@ -442,14 +441,16 @@ describe('jobs that can never progress end, and say why', () => {
     const w = workflow(t);
     const g = makeGeneration(0, 3);
     const fences = { doc: t.dynamo.doc, clock: w.clock };
-    await raiseFence(fences, { table: t.names.fences, resource: fenceKeyOf('no-such-job') }, g);
-    const missing = await markFailed(t.dynamo.doc, t.names, 'no-such-job', g, 'bad input', w.clock).catch((e: unknown) => e);
+    // The invoice job's fence, as its workers raise it: markFailed conditions on that one.
+    const fenced = { ...t.names, fencePrefix: FENCE_PREFIX };
+    await raiseFence(fences, { table: t.names.fences, resource: fenceOf('no-such-job') }, g);
+    const missing = await markFailed(t.dynamo.doc, fenced, 'no-such-job', g, 'bad input', w.clock).catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(JobNotFoundError);
     expect(await scanAll(t, t.names.jobs)).toEqual([]);
 
     const job = await createInvoiceJob(t, w.clock, invoiceInput('2026-10', 4, 2));
-    await raiseFence(fences, { table: t.names.fences, resource: fenceKeyOf(job.id) }, makeGeneration(0, 4));
-    const stale = await markFailed(t.dynamo.doc, t.names, job.id, g, 'bad input', w.clock).catch((e: unknown) => e);
+    await raiseFence(fences, { table: t.names.fences, resource: fenceOf(job.id) }, makeGeneration(0, 4));
+    const stale = await markFailed(t.dynamo.doc, fenced, job.id, g, 'bad input', w.clock).catch((e: unknown) => e);
     expect(stale).toBeInstanceOf(StaleGenerationError);
     expect((stale as StaleGenerationError).current).toBe(makeGeneration(0, 4));
     expect(await getItem(t, t.names.jobs, job.id)).toMatchObject({ status: 'PENDING' });
@@ -462,7 +463,7 @@ describe('jobs that can never progress end, and say why', () => {
       CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
     });
     // The retry backs off on the clock it is given: a real one here, the ManualClock never moves.
-    await markFailed(via.doc, t.names, job.id, makeGeneration(0, 4), 'bad input', systemClock);
+    await markFailed(via.doc, fenced, job.id, makeGeneration(0, 4), 'bad input', systemClock);
     expect(conflict.hits).toBe(1);
     expect(await getItem(t, t.names.jobs, job.id)).toMatchObject({ status: 'FAILED', failureReason: 'bad input' });
   });
@@ -575,13 +576,13 @@ describe('disaster recovery', () => {
     const paused = w.hooks.pause('after-acquire', { owner: 'A' });
     const a = w.deliver('A');
     await paused.reached;
-    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toBeUndefined(); // A never raised it
+    expect(await getItem(t, t.names.fences, fenceOf(job.id))).toBeUndefined(); // A never raised it
 
     // The restore happened; the operator raises the epoch and seals while A is paused.
     await raiseEpoch(t.dynamo.doc, t.names.leases, 1);
-    const reports = await seal(t.dynamo.doc, t.names, 1, { fencesOf: fencesOfLease });
+    const reports = await seal(t.dynamo.doc, t.names, 1, { fencesOf: (k) => fencesOfLease(k, FENCE_PREFIX) });
     // The fence exists now, at the floor, before A wakes: what A meets is the table, not a report.
-    expect(await getItem(t, t.names.fences, fenceKeyOf(job.id))).toMatchObject({ generation: epochFloor(1) });
+    expect(await getItem(t, t.names.fences, fenceOf(job.id))).toMatchObject({ generation: epochFloor(1) });
 
     paused.release();
     expect(await a.done).toEqual({ batchItemFailures: [] });

@@ -32,20 +32,18 @@ export const DEMO_HELP = `npm start [-- options]: the main job on DynamoDB Local
                         an embedded one that stops with the run; the tables stay there for the ops CLI
   --table-prefix P      table name prefix (default: fw-<timestamp>-); its tables must not exist yet
   --workload NAME       the registered workload to run (default invoices; npm run cli -- workloads)
-  --items N             items per run (the workload's default: invoices 400 customers, reports 300 tenants; 3 runs)
+  --items N             items per run, 3 runs (default: the workload's; invoices 400, reports 300)
   --customers N         the invoice sample's name for --items
   --workers N           concurrent worker invocations (default 4)
   --shards K            shard jobs per period's run (default 1), each its own lease, fence,
                         checkpoint and customer range; at most one per customer
   --seed N              seed for the items (amounts, usage; default 1)
   --lease-mode M        wall-clock (default) or version-watch
-  --s3-endpoint URL     an S3-compatible endpoint (path-style) for the documents, instead of the
-                        embedded one; with --bucket NAME (default fenced-workflow-documents);
-                        npm run cli -- s3-endpoint runs the project's own on its own
-  --bucket NAME         the documents bucket (created if absent)
-  --smtp HOST:PORT      deliver the emails to that SMTP server instead of the embedded sink (the
-                        checker then cannot read what was received, and says so);
-                        npm run cli -- smtp-sink runs one on its own
+  --s3-endpoint URL     an S3-compatible endpoint (path-style) for the documents instead of the
+                        embedded one (npm run cli -- s3-endpoint runs the project's own on its own)
+  --bucket NAME         the documents bucket (default fenced-workflow-documents; created if absent)
+  --smtp HOST:PORT      send the emails to that SMTP server, not the embedded sink (the checker then
+                        cannot read what was received, and says so); npm run cli -- smtp-sink runs one
   --out FILE            where to write the timeline SVG (default out/timeline.svg)
   --leave-unfinished    (with --endpoint) after the checked run, start one more period's job and
                         crash its worker after its first commit, with no sweeper left to recover

@@ -22,6 +22,7 @@ import {
   type Generation,
 } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor, type InvoiceRunInput } from '../../lib/workloads/invoices/invoices.js';
+import { invoices } from '../../lib/workloads/invoices/index.js';
 import { createJob, fenceKeyOf, JOB_ATTR as J, leaseKeyOf, readJob, type PublishedDocument, type TableNames } from '../../lib/workflow/index.js';
 import { deliverCommitted, emailDirectly, emailsPerCustomer, overwriteDocuments, putDocuments, type IncidentEffects } from './incident-effects.js';
 import { Timeline } from '../shared/timeline.js';
@@ -73,7 +74,8 @@ export async function replayIncident(opts: IncidentOptions): Promise<IncidentRes
   for (let i = 0; i < 6; i++) await history.release(await history.acquire(leaseKeyOf(jobId)));
   const totalUnits = invoiceProcessor.totalUnits(INPUT);
   await createJob(doc, tables.jobs, { id: jobId, totalUnits, input: { ...INPUT } }, clock);
-  const fence = { table: tables.fences, resource: fenceKeyOf(jobId) };
+  // The invoice workload's fence key, as its stack's workers raise it (the checker reads that one).
+  const fence = { table: tables.fences, resource: fenceKeyOf(jobId, invoices.fenceKeyPrefix) };
   // A unit has ONE `now`: its effects, its fence write and its heartbeat carry it (the tie the checker reads).
   const fx = opts.effects;
   const effectsOf = (g: Generation, unit: number, writer: string, now: number, documents?: Map<string, PublishedDocument>): Effect[] =>

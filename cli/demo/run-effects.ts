@@ -36,6 +36,8 @@ export interface RunEffectsOptions {
   faults: boolean;
   /** The workload's documents (their folder and how a key names its pointer): the invoice workload's by default. */
   catalog?: DocumentCatalog;
+  /** The workload's fence key prefix: the collector reads the fences its workers raise. @default 'fence#' */
+  fenceKeyPrefix?: string | undefined;
   /** Records the SES sends of the sender and the reconciler (locally SMTP: recorded at the provider port). */
   calls?: AwsCallRecorder;
   /** The sender's email provider, if not the run's own (a negative control misreads its answers). */
@@ -347,6 +349,7 @@ export class RunEffects {
       clock: this.o.clock,
       telemetry: inLane(this.o.telemetry, 'collector'),
       minAgeMs,
+      ...(this.o.fenceKeyPrefix === undefined ? {} : { fenceKeyPrefix: this.o.fenceKeyPrefix }),
     });
     const r = await asFunction('collector', () => collector(undefined, this.invocation()));
     this.collects.push(r);

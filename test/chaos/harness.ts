@@ -29,6 +29,9 @@ import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/lo
 import { controlProtocol, senderEmail, senderProviders, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
+/** The invoice workload's fence key prefix: the chaos workers run its processor as its stack does, and everything that reads their fences reads that one. */
+const FENCE_PREFIX = invoices.fenceKeyPrefix!;
+
 export interface RunRecord {
   seed: number;
   variant: Variant;
@@ -93,7 +96,7 @@ function probes(direct: Dynamo, tables: TableNames): PauseProbes {
     unitCommitted: (jobId, unit) => outsideFunctions(async () => ((await readJob(direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit),
     fencedAbove: (jobId, generation) =>
       outsideFunctions(async () => {
-        const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId) }, ConsistentRead: true }))).Item;
+        const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId, FENCE_PREFIX) }, ConsistentRead: true }))).Item;
         return typeof fence?.generation === 'number' && fence.generation > generation;
       }),
   };
@@ -118,7 +121,7 @@ export async function chaosRun(
   const history: string[] = [];
   await ensureTables(env.direct.client, tables);
   // The wire the structural FENCE check reads: every request of the run's handlers that reached the engine.
-  const wire = new WireCheck(tables);
+  const wire = new WireCheck({ ...tables, fencePrefix: FENCE_PREFIX });
   const proxy = await startFaultProxy(env.endpoint, { onExchange: (ex) => wire.observe(ex) });
   injectFaults(proxy, schedule);
   const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
@@ -156,6 +159,7 @@ export async function chaosRun(
   const http = senderProviders(variant, effects.http);
   const email = senderEmail(variant, effects.email);
   const fx = new RunEffects({
+    fenceKeyPrefix: FENCE_PREFIX,
     dynamo: env.direct,
     streams: env.streams,
     tables,
@@ -175,7 +179,7 @@ export async function chaosRun(
   const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases, effects, outboxTable: tables.outbox, set: `chaos-${seed}-${variant}` });
   // Each concurrency slot is a host with its own wall clock.
   const workers: WorkerHandler[] = schedule.skews.map((skew) => {
-    const worker: WorkerDeps = { ...deps, clock: skew === 0 ? clock : skewedClock(clock, skew), processor: invoiceProcessor, lease, hooks: plan, protocol, documents: fx.documents };
+    const worker: WorkerDeps = { ...deps, clock: skew === 0 ? clock : skewedClock(clock, skew), processor: invoiceProcessor, fenceKeyPrefix: FENCE_PREFIX, lease, hooks: plan, protocol, documents: fx.documents };
     return createWorkerHandler(worker, { safetyMarginMs: schedule.leaseMs });
   });
   const sweepOnce = createSweeperHandler({ ...deps, lease, staleAfterMs: schedule.leaseMs * 2, sweepIntervalMs: Math.round(schedule.leaseMs / 3) });
@@ -225,7 +229,7 @@ export async function chaosRun(
             history.push(`${at()} DRILL raise epoch 1, seal`);
             await raiseEpoch(env.direct.doc, tables.leases, 1);
             lease.epoch = 1;
-            const reports = await seal(env.direct.doc, tables, 1, { fencesOf: fencesOfLease });
+            const reports = await seal(env.direct.doc, tables, 1, { fencesOf: (leaseKey) => fencesOfLease(leaseKey, FENCE_PREFIX) });
             drill = { sealedAtMs: at(), reports };
           })().catch((e: unknown) => void history.push(`ERROR drill ${String(e)}`));
         }, schedule.drill.atMs),
@@ -255,7 +259,7 @@ export async function chaosRun(
     await proxy.close();
     viaProxy.client.destroy();
   }
-  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources(), wire.report());
+  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources(), wire.report(), invoices);
   await effects.close();
   if (!opts.keepTables) {
     await Promise.all(TABLE_ROLES.map((role) => env.direct.client.send(new DeleteTableCommand({ TableName: tables[role] })).catch(() => undefined)));

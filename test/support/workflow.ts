@@ -12,7 +12,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
 import { ManualClock, systemClock, type Clock, type Generation, type LeaseMode } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor, parseInvoiceInput, type InvoiceRunInput } from '../../lib/workloads/invoices/invoices.js';
-import { createJob, type Job, type MetricName, type Telemetry, type WorkerHooks, type WorkerPoint } from '../../lib/workflow/index.js';
+import { createJob, fenceKeyOf, type Job, type MetricName, type TableNames, type Telemetry, type WorkerHooks, type WorkerPoint } from '../../lib/workflow/index.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
 import { checkInvariants, type InvariantReport } from '../../cli/check/invariants.js';
@@ -20,6 +20,7 @@ import { startPaymentsProvider } from '../../cli/local/payments-provider.js';
 import { startSmtpSink } from '../../cli/local/smtp-sink.js';
 import { FetchHttpProvider, SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
 import { deliver, silentTelemetry as quiet, type OutboxItem } from '../../lib/workflow/index.js';
+import { invoices } from '../../lib/workloads/invoices/index.js';
 import { PAYMENTS_TARGET } from '../../lib/workloads/invoices/invoices.js';
 import { LocalQueue, sqsEvent, type QueuedMessage } from '../../cli/local/queue.js';
 import { streamsClient } from '../../cli/local/streams.js';
@@ -198,6 +199,13 @@ export interface WorkflowOptions {
   safetyMarginMs?: number;
 }
 
+/** The invoice workload's fence key prefix: the tests run its processor with it, as its stack does. */
+export const FENCE_PREFIX = invoices.fenceKeyPrefix!;
+/** The fence of an invoice job, as the tests' workers raise it. */
+export const fenceOf = (jobId: string): string => fenceKeyOf(jobId, FENCE_PREFIX);
+/** The wire check's tables with that prefix. */
+export const wireTables = (names: TableNames) => ({ ...names, fencePrefix: FENCE_PREFIX });
+
 /** The real handlers on one set of tables, a ManualClock and a LocalQueue (visibility 60 s: no redelivery unless a test advances that far). */
 export function workflow(t: TestTables, opts: WorkflowOptions = {}) {
   const clock = new ManualClock({ wall: Date.UTC(2026, 11, 1) });
@@ -208,7 +216,7 @@ export function workflow(t: TestTables, opts: WorkflowOptions = {}) {
   const hooks = new Script();
   const lease = { epoch: 0, durationMs: leaseMs, mode };
   const worker: WorkerHandler = createWorkerHandler(
-    { doc: opts.workerDoc ?? t.dynamo.doc, tables: t.names, clock, queue, telemetry, processor: invoiceProcessor, lease, hooks },
+    { doc: opts.workerDoc ?? t.dynamo.doc, tables: t.names, clock, queue, telemetry, processor: invoiceProcessor, fenceKeyPrefix: FENCE_PREFIX, lease, hooks },
     opts.safetyMarginMs === undefined ? {} : { safetyMarginMs: opts.safetyMarginMs },
   );
   const sweeperDeps = {
