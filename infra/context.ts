@@ -1,12 +1,12 @@
 /**
  * The stack's CDK context settings, read and checked at synth (infra/stack.ts lists them). Each
  * check uses the bound the handler that consumes the value enforces at start-up (lib/workflow/
- * config.ts, lib/protocol MAX_EPOCH, the invoice workload's MAX_CUSTOMERS), so a value `cdk synth`
+ * config.ts, lib/protocol MAX_EPOCH, the workload's own `start.maxItems`), so a value `cdk synth`
  * accepts is one the deployed functions accept. A bad value is a ConfigError naming the setting.
  */
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
-import { AWS_LIMITS, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, type TableRole } from '../lib/workflow/index.js';
-import { MAX_CUSTOMERS } from '../lib/workloads/invoices/invoices.js';
+import { AWS_LIMITS, isHttpUrl, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../lib/workflow/index.js';
+import { DEFAULT_WORKLOAD, WORKLOADS } from '../lib/workloads/index.js';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
 import { SEND_RATE_PER_SECOND } from './constructs/settings.js';
 
@@ -73,8 +73,27 @@ export class ContextSettings {
     );
   }
 
-  invoiceCustomers(): number | undefined {
-    return this.integer('invoiceCustomers', 0, MAX_CUSTOMERS);
+  /** `-c workload=NAME`: a registered workload (lib/workloads/index.ts); unset, the default one. */
+  workload(): Workload<any> {
+    const name = this.string('workload') ?? DEFAULT_WORKLOAD;
+    const w = WORKLOADS.find((x) => x.name === name);
+    if (w === undefined) throw new ConfigError('workload', `no workload "${name.slice(0, 100)}" is registered (lib/workloads/index.ts: ${WORKLOADS.map((x) => x.name).join(', ')})`);
+    return w;
+  }
+
+  /** Items in a run when the starter's payload names none, within what the workload's runs take. */
+  runItems(workload: Pick<Workload, 'start'>): number | undefined {
+    // Refused rather than ignored: a deploy that silently dropped it would run the default size.
+    if (this.string('invoiceCustomers') !== undefined) throw new ConfigError('invoiceCustomers', 'was renamed runItems (the items of a run, whatever the workload): -c runItems=N');
+    return this.integer('runItems', 0, workload.start.maxItems);
+  }
+
+  /**
+   * Items per fenced unit, within the workload's cap (unitSizeCap: its effects per item, the
+   * fence and the checkpoint in one transaction), the cap its functions read at cold start.
+   */
+  unitSize(workload: Pick<Workload, 'name' | 'effectsPerItem'>): number | undefined {
+    return this.integer('unitSize', 1, unitSizeCap(workload), ` (workload ${workload.name}: ${workload.effectsPerItem} effects per item + fence + checkpoint in one transaction)`);
   }
 
   /** `true` for the first of the two deploys an index replacement takes (docs/deploy.md, Upgrading). */
@@ -84,7 +103,7 @@ export class ContextSettings {
     return v === 'true';
   }
 
-  /** Shard jobs per invoice run (the capacity plan's recommendation: npm run cli -- plan). */
+  /** Shard jobs per run (the capacity plan's recommendation: npm run cli -- plan). */
   shards(): number | undefined {
     return this.integer('shards', 1, MAX_SHARDS);
   }
@@ -93,7 +112,7 @@ export class ContextSettings {
     return this.integer('workerMaxConcurrency', AWS_LIMITS.eventSourceMinConcurrency, AWS_LIMITS.eventSourceMaxConcurrency, " (Lambda's SQS event source)");
   }
 
-  /** `{"invoices": {"write": 40000}}`: per table role, warm read and write units per second (an object in cdk.json, its JSON with -c). */
+  /** `{"records": {"write": 40000}}`: per table role, warm read and write units per second (an object in cdk.json, its JSON with -c). */
   warmThroughput(): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
     return parseWarmThroughput(this.raw('warmThroughput'));
   }
@@ -151,7 +170,7 @@ export class ContextSettings {
   /** The From address of every email: required, and never defaulted to a domain of the code's choosing. */
   senderAddress(): string {
     const v = this.string('senderAddress');
-    if (v === undefined) throw new ConfigError('senderAddress', 'is required: the From address of the emails, e.g. -c senderAddress=billing@your-domain (docs/deploy.md, Sender identity)');
+    if (v === undefined) throw new ConfigError('senderAddress', 'is required: the From address of the emails, e.g. -c senderAddress=noreply@your-domain (docs/deploy.md, Sender identity)');
     if (!EMAIL.test(v)) throw new ConfigError('senderAddress', `must be an email address, got "${v.slice(0, 200)}"`);
     refuseReserved('senderAddress', v);
     return v;
@@ -176,11 +195,52 @@ export class ContextSettings {
     return { kind: 'domain', domain: domain.toLowerCase() };
   }
 
-  paymentsUrl(): string | undefined {
-    const v = this.string('paymentsUrl');
-    if (v === undefined) return undefined;
-    if (!/^https:\/\/[^\s/]+/.test(v)) throw new ConfigError('paymentsUrl', `must be an https URL, got "${v.slice(0, 200)}"`);
-    return v;
+  /**
+   * The email settings of a workload that sends email: the From address (required) and the identity
+   * it sends as. None for a workload that sends none: its stack has no SES resources, and any email
+   * setting in the context is another stack's (unusedBy lists it).
+   */
+  email(workload: Pick<Workload, 'name' | 'outbox'>): { senderAddress: string; senderIdentity: SenderIdentitySetting } | undefined {
+    if (!workload.outbox.email) return undefined;
+    const senderAddress = this.senderAddress();
+    return { senderAddress, senderIdentity: this.senderIdentity(senderAddress) };
+  }
+
+  /**
+   * The settings in the context that `workload` has no use for: an email setting when it sends no
+   * email, the endpoint of another registered workload's http target. Not refused: context is
+   * shared by the stacks of one cdk.json (or one app), and one workload's senderAddress is no
+   * error in the synth of another's that sends no email. The stack says each one is ignored (a
+   * synth warning).
+   */
+  unusedBy(workload: Pick<Workload, 'name' | 'outbox'>): { key: string; why: string }[] {
+    const out: { key: string; why: string }[] = [];
+    if (!workload.outbox.email) {
+      for (const key of EMAIL_KEYS) if (this.string(key) !== undefined) out.push({ key, why: `workload ${workload.name} sends no email (its stack has no SES identity, configuration set or recorder)` });
+    }
+    const own = workload.outbox.http.map((t) => t.target);
+    for (const target of new Set(WORKLOADS.flatMap((w) => w.outbox.http.map((t) => t.target)))) {
+      const key = httpTargetContextKey(target);
+      if (!own.includes(target) && this.string(key) !== undefined) out.push({ key, why: `workload ${workload.name} has no http target ${target} (its targets: ${own.join(', ') || 'none'})` });
+    }
+    return out;
+  }
+
+  /**
+   * Each http target's endpoint, from context `<target>Url` (`payments` → `paymentsUrl`,
+   * `webhooks` → `webhooksUrl`): https only. Another workload's targets are not read (unusedBy).
+   */
+  httpTargets(workload: Pick<Workload, 'name' | 'outbox'>): Record<string, string> {
+    const own = workload.outbox.http.map((t) => t.target);
+    const out: Record<string, string> = {};
+    for (const target of own) {
+      const key = httpTargetContextKey(target);
+      const v = this.string(key);
+      if (v === undefined) continue;
+      if (!/^https:\/\//.test(v) || !isHttpUrl(v)) throw new ConfigError(key, `must be an https URL, got "${v.slice(0, 200)}"`);
+      out[target] = v;
+    }
+    return out;
   }
 
   adoptTables(): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
@@ -188,7 +248,13 @@ export class ContextSettings {
   }
 }
 
+/** The context key of an http target's endpoint: `payments` → `paymentsUrl`, `tenant-hooks` → `tenantHooksUrl`. */
+export const httpTargetContextKey = (target: string): string => `${target.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())}Url`;
+
 // ---- The sender's SES identity ------------------------------------------------------------------
+
+/** The settings only an email-sending workload reads. */
+const EMAIL_KEYS = ['senderAddress', 'senderIdentity', 'senderDomain'] as const;
 
 const EMAIL = /^[^\s@<>"]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/;
 /** A DNS name of 2+ labels (each 1-63 letters, digits, inner hyphens), at most 253 characters. */
@@ -229,9 +295,16 @@ function importedIdentity(value: string, address: string): SenderIdentitySetting
   return { kind: 'imported', name, ...(arn !== undefined ? { arn } : {}) };
 }
 
-/** The stack name infra/app.ts uses: context `stackName`, checked against CloudFormation's rule. */
-export function stackNameFrom(raw: unknown): string {
-  if (raw === undefined || raw === null || raw === '') return 'FencedWorkflow';
+/** The stack name of the default workload's stack: the name every deployed stack of it already has. */
+export const DEFAULT_STACK_NAME = 'FencedWorkflow';
+
+/**
+ * The stack name infra/app.ts uses: context `stackName`, checked against CloudFormation's rule.
+ * Unset: `FencedWorkflow` for the default workload (as deployed), `FencedWorkflow-<workload>`
+ * for another, so two workloads' stacks deploy side by side in one account and region.
+ */
+export function stackNameFrom(raw: unknown, workload: string = DEFAULT_WORKLOAD): string {
+  if (raw === undefined || raw === null || raw === '') return workload === DEFAULT_WORKLOAD ? DEFAULT_STACK_NAME : `${DEFAULT_STACK_NAME}-${workload}`;
   const name = String(raw);
   if (!STACK_NAME.test(name)) throw new ConfigError('stackName', `must start with a letter and be 1-128 chars of [A-Za-z0-9-], got ${JSON.stringify(name.slice(0, 140))}`);
   return name;
@@ -252,12 +325,19 @@ function objectByRole(key: string, raw: unknown, example: string): Record<string
   return value as Record<string, unknown>;
 }
 
+/** A role the schema does not have; the old name of the records role says what it became (a cdk.json written before the rename). */
+function refuseUnknownRole(key: string, role: string): void {
+  if ((TABLE_ROLES as string[]).includes(role)) return;
+  const renamed = role === 'invoices' ? ': the invoices role was renamed records' : '';
+  throw new ConfigError(key, `unknown table role "${role.slice(0, 100)}" (one of ${TABLE_ROLES.join(', ')})${renamed}`);
+}
+
 function parseWarmThroughput(raw: unknown): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
-  const value = objectByRole('warmThroughput', raw, '{"invoices":{"write":40000}}');
+  const value = objectByRole('warmThroughput', raw, '{"records":{"write":40000}}');
   if (value === undefined) return undefined;
   const out: Partial<Record<TableRole, { read?: number; write?: number }>> = {};
   for (const [role, v] of Object.entries(value)) {
-    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('warmThroughput', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
+    refuseUnknownRole('warmThroughput', role);
     if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(`warmThroughput.${role}`, 'must be an object like {"write": 40000, "read": 12000}');
     const entry: { read?: number; write?: number } = {};
     for (const [kind, units] of Object.entries(v as Record<string, unknown>)) {
@@ -275,7 +355,7 @@ function parseAdoptTables(raw: unknown): Partial<Record<TableRole, AdoptedTableS
   if (value === undefined) return undefined;
   const out: Partial<Record<TableRole, AdoptedTableSetting>> = {};
   for (const [role, v] of Object.entries(value)) {
-    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('adoptTables', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
+    refuseUnknownRole('adoptTables', role);
     const t = (typeof v === 'string' ? { tableName: v } : v) as Partial<AdoptedTableSetting> | null;
     if (t === null || typeof t.tableName !== 'string' || !TABLE_NAME.test(t.tableName)) {
       throw new ConfigError(`adoptTables.${role}.tableName`, 'must be a DynamoDB table name');

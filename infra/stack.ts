@@ -1,53 +1,50 @@
 /**
- * The deployable stack: one FencedWorkflow running this project's invoice workload, plus the
- * outputs the CLI's ops commands read. Settings come from CDK context (cdk.json, or `-c key=value`):
+ * The deployable stack: one FencedWorkflow running one registered workload (`-c workload=NAME`,
+ * lib/workloads/index.ts), plus the outputs the CLI's ops commands read. The stack is its
+ * workload: which effects exist, the unit-size cap, the schedule, the documents' folder all come
+ * from the descriptor. Settings come from CDK context (cdk.json, or `-c key=value`):
  *
  * | context key                 | meaning                                              | default              |
  * | --------------------------- | ---------------------------------------------------- | -------------------- |
+ * | `workload`                  | the registered workload the stack runs               | DEFAULT_WORKLOAD     |
  * | `fenceEpoch`                | epoch of every generation; raise after a restore     | required (cdk.json 0)|
  * | `leaseMode`                 | `wall-clock` or `version-watch`                      | `wall-clock`         |
  * | `sweepIntervalMinutes`      | sweeper rate                                         | 1                    |
- * | `starterSchedule`           | EventBridge Scheduler expression for the starter     | `cron(0 2 1 * ? *)`  |
- * | `invoiceCustomers`          | customers in the sample invoice run                  | 1000                 |
+ * | `starterSchedule`           | EventBridge Scheduler expression for the starter     | the workload's       |
+ * | `runItems`                  | items in a run the payload does not size             | 1000                 |
+ * | `unitSize`                  | items per fenced unit (at most the workload's cap)   | the workload's       |
  * | `shards`                    | shard jobs per run (npm run cli -- plan recommends)  | 1                    |
  * | `workerMaxConcurrency`      | worker event source maximum concurrency (>= shards)  | max(10, shards + 2)  |
- * | `warmThroughput`            | per table: {"invoices":{"write":40000}} (the plan's) | none (AWS defaults)  |
+ * | `warmThroughput`            | per table: {"records":{"write":40000}} (the plan's)  | none (AWS defaults)  |
  * | `keepRetiredIndexes`        | `true` for the first deploy of an index replacement  | false                |
  * | `unfinishedJobAlarmMinutes` | alarm when a job stays unfinished longer than this   | 60                   |
  * | `alarmTopicArn`             | SNS topic every alarm notifies                       | none                 |
  * | `metricsNamespace`          | CloudWatch namespace (a fork in the same account)    | the stack name       |
- * | `adoptTables`               | restored Jobs/Invoices tables to use (DR runbook)    | none                 |
+ * | `adoptTables`               | restored Jobs/Records tables to use (DR runbook)     | none                 |
  * | `operatorRoleArn`           | role (ArnLike) that may update Leases/Fences: seal   | none                 |
- * | `senderAddress`             | From address of the emails                           | required             |
+ * | `senderAddress`             | From address of the emails (email workloads only)    | required if email    |
  * | `senderIdentity`            | existing SES identity to send as (name or ARN)       | none                 |
  * | `senderDomain`              | domain identity to create, with Easy DKIM            | none                 |
- * | `paymentsUrl`               | payment provider's charge-notification endpoint      | none                 |
+ * | `<target>Url`               | an http target's endpoint: paymentsUrl, webhooksUrl  | none                 |
  * | `sendRatePerSecond`         | sends/s per sender or reconciler invocation          | none (unpaced)       |
- * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | `FencedWorkflow`     |
+ * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | see stackNameFrom    |
  *
- * infra/context.ts checks each value at synth with the bound its handler enforces.
+ * infra/context.ts checks each value at synth with the bound its handler enforces. A setting the
+ * workload has no use for (an email setting for one that sends none, another workload's target)
+ * is ignored with a synth warning naming it: one cdk.json serves the stacks of every workload.
  *
  * `adoptTables` is an object (in cdk.json) or its JSON (with -c):
- * `{"jobs": {"tableName": "..."}, "invoices": {"tableName": "...", "tableStreamArn": "..."}}`.
+ * `{"jobs": {"tableName": "..."}, "records": {"tableName": "...", "tableStreamArn": "..."}}`.
  */
-import { Arn, ArnFormat, Aws, CfnOutput, CfnRule, Duration, Fn, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, Arn, ArnFormat, Aws, CfnOutput, CfnRule, Duration, Fn, Stack, type StackProps } from 'aws-cdk-lib';
 import { ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
-import { FencedWorkflow, TABLE_IDS } from './constructs/fenced-workflow.js';
-import { ConfigError } from '../lib/protocol/index.js';
-import { TABLE_ROLES, type Processor } from '../lib/workflow/index.js';
-import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
+import { FencedWorkflow } from './constructs/fenced-workflow.js';
+import { TABLE_ROLES, type Workload } from '../lib/workflow/index.js';
 import { ContextSettings } from './context.js';
 import { OUTPUTS } from './outputs.js';
-
-/** The folder of the workload's documents: a workload without documents has no bucket to guard, which this stack does not build. */
-function documentsPrefixOf(workload: Pick<Processor<never>, 'documents'>): string {
-  const prefix = workload.documents?.prefix;
-  if (prefix === undefined) throw new ConfigError('workload', 'declares no documents (documents.prefix): the stack guards the bucket and grants by that folder');
-  return prefix;
-}
 
 /** Output of a created domain identity's DKIM records: not among OUTPUTS, which every stack has and the CLI reads. */
 export const SENDER_DKIM_OUTPUT = 'SenderDkimRecords';
@@ -57,36 +54,38 @@ export { OUTPUTS };
 
 export interface FencedWorkflowStackProps extends StackProps {
   /**
-   * The workload the worker runs (functions/worker.ts runs the invoice workload): the stack
-   * takes what it must agree on from its descriptor, the documents' folder.
-   * @default the invoice workload
+   * The workload the stack runs, as registered (lib/workloads/index.ts).
+   * @default context `workload`, or the registry's default
    */
-  readonly workload?: Pick<Processor<never>, 'documents'>;
+  readonly workload?: Workload<any>;
 }
 
 export class FencedWorkflowStack extends Stack {
   readonly workflow: FencedWorkflow;
 
   constructor(scope: Construct, id: string, props: FencedWorkflowStackProps = {}) {
-    const { workload, ...stackProps } = props;
+    const { workload: given, ...stackProps } = props;
+    const settings = new ContextSettings((key) => scope.node.tryGetContext(key));
+    const workload = given ?? settings.workload();
     super(scope, id, {
-      description: 'Fenced workflow: DynamoDB leases and fences, Lambda workers, an SQS work queue, a scheduled sweeper',
+      // CloudFormation takes at most 1,024 characters.
+      description: `Fenced workflow, workload ${workload.name} (${workload.description}): DynamoDB leases and fences, Lambda workers, an SQS work queue, a scheduled sweeper`.slice(0, 1024),
       ...stackProps,
     });
-    const settings = new ContextSettings((key) => this.node.tryGetContext(key));
     const fenceEpoch = settings.fenceEpoch();
     const leaseMode = settings.leaseMode();
     const sweepMinutes = settings.sweepIntervalMinutes();
     const alarmMinutes = settings.unfinishedJobAlarmMinutes();
-    const customers = settings.invoiceCustomers();
+    const runItems = settings.runItems(workload);
+    const unitSize = settings.unitSize(workload);
     const starterSchedule = settings.starterSchedule();
     const alarmTopicArn = settings.arn('alarmTopicArn');
     const metricsNamespace = settings.metricsNamespace();
     const adoptTables = settings.adoptTables();
     const operatorRoleArn = settings.arn('operatorRoleArn');
-    const senderAddress = settings.senderAddress();
-    const senderIdentity = settings.senderIdentity(senderAddress);
-    const paymentsUrl = settings.paymentsUrl();
+    const email = settings.email(workload);
+    const httpTargets = settings.httpTargets(workload);
+    for (const { key, why } of settings.unusedBy(workload)) Annotations.of(this).addWarningV2(`fenced-workflow:ignored-${key}`, `${key} is ignored: ${why}`);
     const sendRatePerSecond = settings.sendRatePerSecond();
     const shards = settings.shards();
     const workerMaxConcurrency = settings.workerMaxConcurrency();
@@ -94,23 +93,22 @@ export class FencedWorkflowStack extends Stack {
     const keepRetiredIndexes = settings.keepRetiredIndexes();
 
     this.workflow = new FencedWorkflow(this, 'Workflow', {
+      workload,
       fenceEpoch,
-      worker: { entry: 'functions/worker.ts' },
       ...(leaseMode ? { leaseMode } : {}),
       ...(sweepMinutes !== undefined ? { sweepInterval: Duration.minutes(sweepMinutes) } : {}),
       ...(alarmMinutes !== undefined ? { unfinishedJobAlarmAfter: Duration.minutes(alarmMinutes) } : {}),
-      ...(customers !== undefined ? { invoiceCustomers: customers } : {}),
+      ...(runItems !== undefined ? { runItems } : {}),
+      ...(unitSize !== undefined ? { unitSize } : {}),
       ...(starterSchedule ? { starterSchedule: ScheduleExpression.expression(starterSchedule) } : {}),
       ...(alarmTopicArn ? { alarmTopic: this.alarmTopicHere(alarmTopicArn) } : {}),
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
       externalEffects: {
-        senderAddress,
-        senderIdentity,
-        ...(paymentsUrl ? { paymentsUrl } : {}),
+        ...(email ?? {}),
+        httpTargets,
         ...(sendRatePerSecond !== undefined ? { sendRatePerSecond } : {}),
-        documentsPrefix: documentsPrefixOf(workload ?? invoiceProcessor),
       },
       ...(shards !== undefined ? { shards } : {}),
       ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
@@ -120,11 +118,12 @@ export class FencedWorkflowStack extends Stack {
 
     const w = this.workflow;
     for (const role of TABLE_ROLES) {
-      new CfnOutput(this, OUTPUTS[role], { value: w.activeTables[role].tableName, description: `${TABLE_IDS[role]} table name (the one the functions use)` });
+      new CfnOutput(this, OUTPUTS[role], { value: w.activeTables[role].tableName, description: `${w.tableIds[role]} table name (the one the functions use)` });
     }
     const stream = w.activeTables.records.tableStreamArn;
-    if (stream !== undefined) new CfnOutput(this, OUTPUTS.invoicesStreamArn, { value: stream, description: 'Invoices stream (invariant checker, outbox)' });
-    new CfnOutput(this, OUTPUTS.documentsBucket, { value: w.effects.bucket.bucketName, description: 'Documents bucket (the invoices point to their objects: documentKey + documentEtag)' });
+    if (stream !== undefined) new CfnOutput(this, OUTPUTS.recordsStreamArn, { value: stream, description: 'Records stream (invariant checker)' });
+    const bucket = w.effects.bucket;
+    if (bucket !== undefined) new CfnOutput(this, OUTPUTS.documentsBucket, { value: bucket.bucketName, description: 'Documents bucket (the records point to their objects: documentKey + documentEtag)' });
     new CfnOutput(this, OUTPUTS.queueUrl, { value: w.queue.queueUrl, description: 'Work queue URL (send {"jobId": "..."})' });
     new CfnOutput(this, OUTPUTS.deadLetterQueueArn, { value: w.deadLetterQueue.queueArn, description: 'Work queue DLQ (redrive: aws sqs start-message-move-task --source-arn)' });
     new CfnOutput(this, OUTPUTS.dashboardUrl, { value: w.monitoring.dashboardUrl, description: 'CloudWatch dashboard' });
@@ -142,7 +141,7 @@ export class FencedWorkflowStack extends Stack {
       value: w.sweeper.fn.functionName,
       description: 'Sweeper (to hold it: reserved concurrency 0; each throttled sweep lands in the schedule DLQ after one interval)',
     });
-    this.senderOutputs(senderIdentity);
+    if (email !== undefined) this.senderOutputs(email.senderIdentity);
     new CfnOutput(this, OUTPUTS.starterFunction, { value: w.starter.fn.functionName, description: 'Starter (invoke to start a run now)' });
   }
 

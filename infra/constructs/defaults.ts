@@ -10,7 +10,8 @@
  * Functions: see function.ts.
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, ProjectionType, StreamViewType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Queue, QueueEncryption, type QueueProps } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import type { KeyAttribute, TableSchema } from '../../lib/workflow/index.js';
@@ -30,7 +31,8 @@ export interface WarmUnits {
 export function durableTable(scope: Construct, id: string, schema: TableSchema, replicationRegions?: string[], warm?: WarmUnits, keepRetiredIndexes = false): Table {
   const table = new Table(scope, id, {
     partitionKey: attributeType(schema.partitionKey),
-    billingMode: BillingMode.PAY_PER_REQUEST,
+    // On demand, as lib/workflow/tables.ts creates them locally (left unset, the Table would be provisioned at 5 units).
+    billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
     encryption: TableEncryption.AWS_MANAGED,
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     deletionProtection: true,

@@ -5,12 +5,17 @@
  * reconciler and the collector (scheduled), the recorder (SES events through EventBridge: the
  * SEND that proves acceptance, and the bounces, complaints, rejections and delays the alarms count).
  *
+ * Which of them exist is the workload's (its descriptor, lib/workflow/workload.ts): SES and the
+ * recorder only for a workload that sends email, the bucket and the collector only for one that
+ * writes documents, an endpoint variable per http target it declares. A stack holds no resource,
+ * grant or alarm for an effect its workload never makes.
+ *
  * The bucket refuses what the design forbids even to a principal that holds the permission: a
  * PutObject under the documents prefix without If-None-Match (an overwrite) and any delete by a
- * role other than the collector's. The prefix is the workload's (its descriptor's
+ * role other than the collector's. The prefix is the workload's (its processor's
  * `documents.prefix`): every statement and acknowledgement that names it takes it from there.
  */
-import { CfnElement, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { CfnElement, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -22,7 +27,8 @@ import { ConfigurationSet, DkimIdentity, EmailIdentity, EmailSendingEvent, Event
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, OUTBOX_INDEX } from '../../lib/workflow/index.js';
+import { ConfigError } from '../../lib/protocol/index.js';
+import { ENV, httpTargetEnv, isHttpUrl, OUTBOX_INDEX, type Workload } from '../../lib/workflow/index.js';
 import { deadLetterQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { validateEffects } from './settings.js';
@@ -43,20 +49,35 @@ export const SES_EVENTS: readonly { readonly event: EmailSendingEvent; readonly 
   { event: EmailSendingEvent.DELIVERY_DELAY, detailType: 'Email Delivery Delayed' },
 ];
 
+/** What the effects are built from: the workload's outbox (email, http targets) and its documents. */
+export type EffectsWorkload = Pick<Workload, 'name' | 'outbox'> & { readonly processor: Pick<Workload['processor'], 'documents'> };
+
 export interface ExternalEffectsProps {
+  /**
+   * The workload: which effect functions and resources exist comes from it. SES (identity,
+   * configuration set, the events rule) and the recorder only when it sends email; the bucket
+   * and the collector only when its processor writes documents, every grant and bucket statement
+   * naming its `documents.prefix`; one endpoint variable per http target it declares.
+   */
+  readonly workload: EffectsWorkload;
   readonly tables: Readonly<Record<'records' | 'fences' | 'jobs' | 'outbox', ITable>>;
-  /** The From address of every email (CDK context `senderAddress`). */
-  readonly senderAddress: string;
+  /**
+   * The From address of every email (CDK context `senderAddress`): required when the workload
+   * sends email, refused otherwise (a ConfigError: it would name an identity nothing sends from).
+   */
+  readonly senderAddress?: string;
   /** The SES identity it sends as. @default an email-address identity created for `senderAddress` (no DKIM) */
   readonly senderIdentity?: SenderIdentitySetting;
-  /** The payment provider's charge-notification endpoint; none: those outbox items end FAILED, explained. */
-  readonly paymentsUrl?: string;
-  /** The environment of the workflow's functions (table names, epoch...). */
+  /**
+   * Each http target's endpoint, by target name (the workload's `outbox.http`), passed to the
+   * sender and the reconciler as `<TARGET>_URL` (httpTargetEnv). A target without one: its
+   * outbox items end FAILED, the reason on the item. A name the workload does not declare is refused.
+   */
+  readonly httpTargets?: Readonly<Record<string, string>>;
+  /** The environment of the workflow's functions (table names, epoch, WORKLOAD...). */
   readonly environment: Readonly<Record<string, string>>;
   readonly scheduleDeadLetterQueue: Queue;
   readonly services: Readonly<Record<'sender' | 'reconciler' | 'recorder' | 'collector', string>>;
-  /** The folder the workload's documents are written under (`Processor.documents.prefix`, ending in "/"). */
-  readonly documentsPrefix: string;
   /**
    * When the reconciler takes over a SENDING claim: above the sender's timeout (1 minute), checked
    * at synth and by both functions at cold start. @default 5 minutes
@@ -87,68 +108,80 @@ export type SenderIdentitySetting =
   | { readonly kind: 'domain'; readonly domain: string }
   | { readonly kind: 'imported'; readonly name: string; readonly arn?: string };
 
+type EffectFunctionName = 'Sender' | 'Reconciler' | 'Recorder' | 'Collector';
+
+/** The From address the workload's email needs: required when it sends email, refused when it sends none. */
+function senderAddressOf(props: ExternalEffectsProps): string | undefined {
+  const { workload, senderAddress, senderIdentity } = props;
+  if (workload.outbox.email) {
+    if (senderAddress === undefined || senderAddress === '') throw new ConfigError('senderAddress', `is required: workload ${workload.name} sends email, and an SES identity is created for (or imported as) its From address`);
+    return senderAddress;
+  }
+  // Refused rather than ignored: these props are code, and a From address for a workload that sends no email is a mistake in it
+  // (an identity nothing sends from). The stack passes none: another stack's senderAddress in the shared context is ignored there, with a warning.
+  for (const [key, value] of [['senderAddress', senderAddress], ['senderIdentity', senderIdentity]] as const) {
+    if (value !== undefined) throw new ConfigError(key, `workload ${workload.name} sends no email: the stack creates no SES identity, configuration set or recorder for it; leave ${key} unset`);
+  }
+  return undefined;
+}
+
+/** `<TARGET>_URL` for each http target given an endpoint; a name the workload does not declare, or a URL the sender would refuse at cold start, is refused here. */
+function httpTargetVariables(workload: EffectsWorkload, urls: Readonly<Record<string, string>>): Record<string, string> {
+  const declared = workload.outbox.http.map((t) => t.target);
+  const out: Record<string, string> = {};
+  for (const [target, url] of Object.entries(urls)) {
+    if (!declared.includes(target)) throw new ConfigError(`httpTargets.${target}`, `workload ${workload.name} has no http target "${target}" (its targets: ${declared.join(', ') || 'none'})`);
+    // A token (another construct's URL) resolves at deploy; the sender checks it at cold start.
+    if (!Token.isUnresolved(url) && !isHttpUrl(url)) throw new ConfigError(`httpTargets.${target}`, `must be an http(s) URL, got ${JSON.stringify(url.slice(0, 200))}`);
+    out[httpTargetEnv(target).url] = url;
+  }
+  return out;
+}
+
 export class ExternalEffects extends Construct {
-  readonly bucket: Bucket;
-  readonly accessLogs: Bucket;
-  readonly identity: IEmailIdentity;
+  /** The documents bucket and its access logs: only for a workload whose processor writes documents. */
+  readonly bucket?: Bucket;
+  readonly accessLogs?: Bucket;
+  /** SES: only for a workload that sends email. */
+  readonly identity?: IEmailIdentity;
   /** The CNAME records that verify a created domain identity and enable its DKIM signing; none for another identity. */
   readonly dkimRecords?: readonly DkimRecord[];
-  readonly configurationSet: ConfigurationSet;
+  readonly configurationSet?: ConfigurationSet;
   readonly sender: FencedFunction;
   readonly reconciler: FencedFunction;
-  readonly recorder: FencedFunction;
-  readonly collector: FencedFunction;
+  /** SES's events onto the outbox items: only for a workload that sends email. */
+  readonly recorder?: FencedFunction;
+  /** Deletes orphaned documents: only for a workload that writes documents. */
+  readonly collector?: FencedFunction;
   /** Outbox stream records the sender gave up on (after bisecting and retries): the reconciler still sends their items. */
   readonly senderDeadLetterQueue: Queue;
   /** What the worker needs in its environment to put documents. */
   readonly workerEnvironment: Readonly<Record<string, string>>;
-
-  /** The workload's documents folder (its descriptor's `documents.prefix`). */
-  readonly documentsPrefix: string;
+  /** The workload's documents folder (its processor's `documents.prefix`); undefined when it writes none. */
+  readonly documentsPrefix?: string;
 
   constructor(scope: Construct, id: string, props: ExternalEffectsProps) {
     super(scope, id);
-    this.documentsPrefix = props.documentsPrefix;
-    this.accessLogs = new Bucket(this, 'AccessLogs', {
-      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
-      encryption: BucketEncryption.S3_MANAGED,
-      enforceSSL: true,
-      objectOwnership: ObjectOwnership.BUCKET_OWNER_PREFERRED,
-      lifecycleRules: [{ expiration: Duration.days(365), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
-      removalPolicy: RemovalPolicy.RETAIN,
-    });
-    Validations.of(this.accessLogs).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-S1',
-      reason: 'This bucket receives the documents bucket\'s server access logs; logging it to itself would log its own log deliveries without end.',
-    });
-    this.bucket = new Bucket(this, 'Documents', {
-      versioned: true,
-      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
-      encryption: BucketEncryption.S3_MANAGED,
-      enforceSSL: true,
-      serverAccessLogsBucket: this.accessLogs,
-      serverAccessLogsPrefix: 'documents/',
-      lifecycleRules: [
-        // A document is written once and never replaced; what the collector deletes becomes noncurrent and goes after 30 days.
-        { abortIncompleteMultipartUploadAfter: Duration.days(1), noncurrentVersionExpiration: Duration.days(30), expiredObjectDeleteMarker: true },
-      ],
-      // Invoices are records: `cdk destroy` leaves them.
-      removalPolicy: RemovalPolicy.RETAIN,
-    });
+    const address = senderAddressOf(props);
+    const http = httpTargetVariables(props.workload, props.httpTargets ?? {});
+    const prefix = props.workload.processor.documents?.prefix;
+    if (prefix !== undefined) {
+      this.documentsPrefix = prefix;
+      this.accessLogs = this.accessLogBucket();
+      this.bucket = this.documentsBucket(this.accessLogs);
+    }
+    if (address !== undefined) {
+      this.identity = this.senderIdentity(address, props.senderIdentity ?? { kind: 'address' });
+      if (this.identity instanceof EmailIdentity && props.senderIdentity?.kind === 'domain') this.dkimRecords = this.identity.dkimRecords;
+      this.configurationSet = this.publishingConfigurationSet();
+    }
 
-    this.identity = this.senderIdentity(props.senderAddress, props.senderIdentity ?? { kind: 'address' });
-    if (this.identity instanceof EmailIdentity && props.senderIdentity?.kind === 'domain') this.dkimRecords = this.identity.dkimRecords;
-    this.configurationSet = new ConfigurationSet(this, 'ConfigurationSet', {});
-    this.configurationSet.addEventDestination('ToEventBridge', {
-      destination: EventDestination.eventBus(EventBus.fromEventBusName(this, 'DefaultBus', 'default')),
-      events: SES_EVENTS.map((e) => e.event),
-    });
-
-    const common = { ...props.environment, [ENV.documentsBucket]: this.bucket.bucketName };
-    const mail = { [ENV.senderAddress]: props.senderAddress, [ENV.sesConfigurationSet]: this.configurationSet.configurationSetName, ...(props.paymentsUrl ? { [ENV.paymentsUrl]: props.paymentsUrl } : {}) };
-    this.workerEnvironment = { [ENV.documentsBucket]: this.bucket.bucketName };
+    const documents: Record<string, string> = this.bucket === undefined ? {} : { [ENV.documentsBucket]: this.bucket.bucketName };
+    const common = { ...props.environment, ...documents };
+    const mail: Record<string, string> = address === undefined || this.configurationSet === undefined ? {} : { [ENV.senderAddress]: address, [ENV.sesConfigurationSet]: this.configurationSet.configurationSetName };
+    this.workerEnvironment = documents;
     const timeout = Duration.minutes(1);
-    const fn = (name: 'Sender' | 'Reconciler' | 'Recorder' | 'Collector', entry: string, description: string, env: Record<string, string>, service: string, extra: { deadLetterQueue?: Queue } = {}) =>
+    const fn = (name: EffectFunctionName, entry: string, description: string, env: Record<string, string>, service: string, extra: { deadLetterQueue?: Queue } = {}) =>
       fencedFunction(this, name, { entry, description, timeout, memorySize: 256, environment: { ...env, POWERTOOLS_SERVICE_NAME: service }, ...extra });
     // Both senders get the same claim timeout and the sender's life: each refuses at cold start a
     // claim timeout not above that life (functions/effects-commons.ts), the sender checks its claim
@@ -157,17 +190,24 @@ export class ExternalEffects extends Construct {
     validateEffects({ senderTimeout: timeout, reconcileClaimTimeout, ...(props.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.sendRatePerSecond } : {}) });
     const sending = {
       ...mail,
+      ...http,
       [ENV.reconcileClaimTimeoutMs]: String(reconcileClaimTimeout.toMilliseconds()),
       [ENV.senderTimeoutMs]: String(timeout.toMilliseconds()),
       ...(props.sendRatePerSecond !== undefined ? { [ENV.sendRatePerSecond]: String(props.sendRatePerSecond) } : {}),
     };
+    const dlq = { deadLetterQueue: props.scheduleDeadLetterQueue };
     this.sender = fn('Sender', 'functions/sender.ts', 'Outbox sender: claims each new outbox item, sends it with its outbox identity, marks it SENT', { ...common, ...sending }, props.services.sender);
-    this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...sending }, props.services.reconciler, { deadLetterQueue: props.scheduleDeadLetterQueue });
-    this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES send, bounce, complaint, reject and delivery-delay events on the outbox item they name', common, props.services.recorder, { deadLetterQueue: props.scheduleDeadLetterQueue });
-    this.collector = fn('Collector', 'functions/collector.ts', 'Collector: deletes documents no invoice points to and no live generation can still publish', common, props.services.collector, { deadLetterQueue: props.scheduleDeadLetterQueue });
+    this.reconciler = fn('Reconciler', 'functions/reconciler.ts', 'Outbox reconciler: resolves items stuck in SENDING from the provider record, sends what the stream left PENDING', { ...common, ...sending }, props.services.reconciler, dlq);
+    if (this.configurationSet !== undefined) {
+      this.recorder = fn('Recorder', 'functions/recorder.ts', 'Recorder: stores SES send, bounce, complaint, reject and delivery-delay events on the outbox item they name', common, props.services.recorder, dlq);
+      this.sesEventsToRecorder(this.configurationSet, this.recorder, props.scheduleDeadLetterQueue);
+    }
+    if (this.bucket !== undefined) {
+      this.collector = fn('Collector', 'functions/collector.ts', 'Collector: deletes documents no record points to and no live generation can still publish', common, props.services.collector, dlq);
+    }
 
     // The next scheduled run is the retry: a retried one would only overlap it.
-    for (const f of [this.reconciler, this.collector]) f.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(5) });
+    for (const f of [this.reconciler, this.collector]) f?.fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(5) });
     this.senderDeadLetterQueue = deadLetterQueue(this, 'SenderDeadLetterQueue');
     this.sender.fn.addEventSource(
       new DynamoEventSource(props.tables.outbox, {
@@ -182,18 +222,64 @@ export class ExternalEffects extends Construct {
         filters: [FilterCriteria.filter({ eventName: FilterRule.isEqual('INSERT') })],
       }),
     );
+    if (this.bucket !== undefined && this.collector !== undefined && prefix !== undefined) this.guardBucket(this.bucket, prefix, this.collector);
+    this.grant(props);
+    this.acknowledge();
+  }
+
+  private accessLogBucket(): Bucket {
+    const logs = new Bucket(this, 'AccessLogs', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_PREFERRED,
+      lifecycleRules: [{ expiration: Duration.days(365), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(logs).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-S1',
+      reason: 'This bucket receives the documents bucket\'s server access logs; logging it to itself would log its own log deliveries without end.',
+    });
+    return logs;
+  }
+
+  private documentsBucket(accessLogs: Bucket): Bucket {
+    return new Bucket(this, 'Documents', {
+      versioned: true,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      serverAccessLogsBucket: accessLogs,
+      serverAccessLogsPrefix: 'documents/',
+      lifecycleRules: [
+        // A document is written once and never replaced; what the collector deletes becomes noncurrent and goes after 30 days.
+        { abortIncompleteMultipartUploadAfter: Duration.days(1), noncurrentVersionExpiration: Duration.days(30), expiredObjectDeleteMarker: true },
+      ],
+      // The documents are what the records point to (the protected file): `cdk destroy` leaves them.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+  }
+
+  /** The configuration set whose events (SES_EVENTS) reach EventBridge's default bus, where the recorder's rule takes them. */
+  private publishingConfigurationSet(): ConfigurationSet {
+    const set = new ConfigurationSet(this, 'ConfigurationSet', {});
+    set.addEventDestination('ToEventBridge', {
+      destination: EventDestination.eventBus(EventBus.fromEventBusName(this, 'DefaultBus', 'default')),
+      events: SES_EVENTS.map((e) => e.event),
+    });
+    return set;
+  }
+
+  private sesEventsToRecorder(set: ConfigurationSet, recorder: FencedFunction, dlq: Queue): void {
     new Rule(this, 'SesEvents', {
       description: "SES send, bounce, complaint, reject and delivery-delay events of this workflow's configuration set, to the recorder",
       eventPattern: {
         source: ['aws.ses'],
         detailType: SES_EVENTS.map((e) => e.detailType),
-        detail: { mail: { tags: { 'ses:configuration-set': [this.configurationSet.configurationSetName] } } },
+        detail: { mail: { tags: { 'ses:configuration-set': [set.configurationSetName] } } },
       },
-      targets: [new LambdaFunction(this.recorder.fn, { deadLetterQueue: props.scheduleDeadLetterQueue, retryAttempts: 8 })],
+      targets: [new LambdaFunction(recorder.fn, { deadLetterQueue: dlq, retryAttempts: 8 })],
     });
-    this.guardBucket();
-    this.grant(props);
-    this.acknowledge();
   }
 
   private senderIdentity(address: string, setting: SenderIdentitySetting): IEmailIdentity {
@@ -211,14 +297,14 @@ export class ExternalEffects extends Construct {
   }
 
   /** The documents' object ARNs: every key under the workload's prefix. */
-  private documents(): string {
-    return this.bucket.arnForObjects(`${this.documentsPrefix}*`);
+  private documents(bucket: Bucket, prefix: string): string {
+    return bucket.arnForObjects(`${prefix}*`);
   }
 
   /** The finding id of a wildcard below the documents prefix (cdk-nag names the bucket by its logical id). */
-  private documentsWildcard(): string {
-    const logicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as CfnElement);
-    return `AwsSolutions::AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${this.documentsPrefix}*]`;
+  private documentsWildcard(bucket: Bucket, prefix: string): string {
+    const logicalId = Stack.of(this).getLogicalId(bucket.node.defaultChild as CfnElement);
+    return `AwsSolutions::AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${prefix}*]`;
   }
 
   private acknowledge(): void {
@@ -230,12 +316,15 @@ export class ExternalEffects extends Construct {
       id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
       reason: 'Added by the DynamoDB event source: dynamodb:ListStreams supports no resource-level permission (Service Authorization Reference, DynamoDB). The stream reads themselves name the Outbox stream ARN.',
     });
-    Validations.of(this.collector.role.node.findChild('DefaultPolicy')).acknowledge({
-      id: this.documentsWildcard(),
-      reason: `The collector lists, reads (for If-Match) and deletes document objects: every key under ${this.documentsPrefix} is one (one per item and generation), and nothing else in the bucket is granted.`,
-    });
-    for (const f of [this.reconciler.fn, this.collector.fn]) {
-      Validations.of(f.node.findChild('EventInvokeConfig')).acknowledge({
+    if (this.collector !== undefined && this.bucket !== undefined && this.documentsPrefix !== undefined) {
+      Validations.of(this.collector.role.node.findChild('DefaultPolicy')).acknowledge({
+        id: this.documentsWildcard(this.bucket, this.documentsPrefix),
+        reason: `The collector lists, reads (for If-Match) and deletes document objects: every key under ${this.documentsPrefix} is one (one per item and generation), and nothing else in the bucket is granted.`,
+      });
+    }
+    for (const f of [this.reconciler, this.collector]) {
+      if (f === undefined) continue;
+      Validations.of(f.fn.node.findChild('EventInvokeConfig')).acknowledge({
         id: 'Serverless::Serverless-LambdaAsyncFailureDestination',
         reason: "A failed or expired scheduled invocation goes to the function's dead-letter queue (DeadLetterConfig: ScheduleDeadLetterQueue, alarmed); an OnFailure destination as well would record the same failure twice.",
       });
@@ -249,57 +338,64 @@ export class ExternalEffects extends Construct {
   }
 
   /** The bucket policy: no overwrite under the documents prefix, and no delete but the collector's. */
-  private guardBucket(): void {
-    this.bucket.addToResourcePolicy(
+  private guardBucket(bucket: Bucket, prefix: string, collector: FencedFunction): void {
+    bucket.addToResourcePolicy(
       new PolicyStatement({
         sid: 'DenyDocumentPutWithoutIfNoneMatch',
         effect: Effect.DENY,
         principals: [new AnyPrincipal()],
         actions: ['s3:PutObject'],
-        resources: [this.documents()],
+        resources: [this.documents(bucket, prefix)],
         conditions: { Null: { 's3:if-none-match': 'true' } },
       }),
     );
-    this.bucket.addToResourcePolicy(
+    bucket.addToResourcePolicy(
       new PolicyStatement({
         sid: 'DenyDeleteExceptCollector',
         effect: Effect.DENY,
         principals: [new AnyPrincipal()],
         actions: ['s3:DeleteObject', 's3:DeleteObjectVersion'],
-        resources: [this.bucket.arnForObjects('*')],
-        conditions: { ArnNotEquals: { 'aws:PrincipalArn': this.collector.role.roleArn } },
+        resources: [bucket.arnForObjects('*')],
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': collector.role.roleArn } },
       }),
     );
   }
 
-  /** Least privilege, from the calls each function's code makes (test/infra/iam.test.ts holds the list). */
+  /** Least privilege, from the calls each function's code makes (test/infra/iam.test.ts holds the list); only for what exists. */
   private grant(props: ExternalEffectsProps): void {
     const allow = (f: FencedFunction, actions: string[], resources: string[]) => f.role.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
     const outbox = props.tables.outbox.tableArn;
-    const stack = Stack.of(this);
-    const identityArn = this.identity.emailIdentityArn;
-    const configSetArn = stack.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.configurationSet.configurationSetName });
-    // Sender (lib/workflow effects/sender.ts): claim, mark SENT/FAILED, release: conditional UpdateItem; SES SendEmail.
+    // Sender (lib/workflow effects/sender.ts): claim, mark SENT/FAILED, release: conditional UpdateItem.
     // The event source grants the stream reads (DescribeStream, GetRecords, GetShardIterator, ListStreams) and the DLQ send.
     allow(this.sender, ['dynamodb:UpdateItem'], [outbox]);
-    allow(this.sender, ['ses:SendEmail'], [identityArn, configSetArn]);
-    // Reconciler (effects/reconciler.ts): the unsent index, the same conditional updates, SES SendEmail for a resend.
+    // Reconciler (effects/reconciler.ts): the unsent index, the same conditional updates.
     // The index holds keys only: each due item is read (consistent GetItem) before it is acted on.
     allow(this.reconciler, ['dynamodb:Query'], [`${outbox}/index/${OUTBOX_INDEX}`]);
     allow(this.reconciler, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);
-    allow(this.reconciler, ['ses:SendEmail'], [identityArn, configSetArn]);
+    if (this.identity !== undefined && this.configurationSet !== undefined) {
+      // Both send email through SES (SendEmail, a resend for the reconciler), as the identity, with the configuration set.
+      const configSetArn = Stack.of(this).formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.configurationSet.configurationSetName });
+      for (const f of [this.sender, this.reconciler]) allow(f, ['ses:SendEmail'], [this.identity.emailIdentityArn, configSetArn]);
+    }
     // Recorder (effects/recorder.ts): read the item's status (a SENT item needs no record), ADD providerEvents conditional on its existence.
-    allow(this.recorder, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);
-    // Collector (effects/collector.ts): list the documents prefix, read the pointer, the fence and the job
-    // (consistent GetItem), DeleteObject with If-Match (which also needs s3:GetObject).
-    this.collector.role.addToPrincipalPolicy(this.listDocuments());
-    allow(this.collector, ['s3:DeleteObject', 's3:GetObject'], [this.documents()]);
-    allow(this.collector, ['dynamodb:GetItem'], [props.tables.records.tableArn, props.tables.fences.tableArn, props.tables.jobs.tableArn]);
+    if (this.recorder !== undefined) allow(this.recorder, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);
+    if (this.collector !== undefined && this.bucket !== undefined && this.documentsPrefix !== undefined) this.grantCollector(this.collector, this.bucket, this.documentsPrefix, props.tables);
+  }
+
+  /**
+   * Collector (effects/collector.ts): list the documents prefix, read the pointer, the fence and the
+   * job (consistent GetItem), DeleteObject with If-Match (which also needs s3:GetObject).
+   */
+  private grantCollector(collector: FencedFunction, bucket: Bucket, prefix: string, tables: ExternalEffectsProps['tables']): void {
+    const allow = (actions: string[], resources: string[]) => collector.role.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
+    collector.role.addToPrincipalPolicy(this.listDocuments(bucket, prefix));
+    allow(['s3:DeleteObject', 's3:GetObject'], [this.documents(bucket, prefix)]);
+    allow(['dynamodb:GetItem'], [tables.records.tableArn, tables.fences.tableArn, tables.jobs.tableArn]);
     // The pointers of a page in consistent batches (BatchGetItem on the pointer table), and the
     // resumable cursor item it keeps in Jobs (a PutItem per page): test/infra/iam-calls.test.ts
     // found both missing from this role, the local run making them and AWS refusing them.
-    allow(this.collector, ['dynamodb:BatchGetItem'], [props.tables.records.tableArn]);
-    allow(this.collector, ['dynamodb:PutItem'], [props.tables.jobs.tableArn]);
+    allow(['dynamodb:BatchGetItem'], [tables.records.tableArn]);
+    allow(['dynamodb:PutItem'], [tables.jobs.tableArn]);
   }
 
   /**
@@ -310,18 +406,22 @@ export class ExternalEffects extends Construct {
    * guesses; a listing of the documents prefix reveals only key names the role may write anyway.
    * The adapter still types a 403 (ObjectStateUnknownError) rather than trust this grant.
    */
-  private listDocuments(): PolicyStatement {
-    return new PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': `${this.documentsPrefix}*` } } });
+  private listDocuments(bucket: Bucket, prefix: string): PolicyStatement {
+    return new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn], conditions: { StringLike: { 's3:prefix': `${prefix}*` } } });
   }
 
-  /** The worker's part: put documents (If-None-Match; the HEAD that resolves a 412 needs GetObject, and ListBucket for a 404) and create outbox items in its transaction. */
+  /** The worker's part: put documents (If-None-Match; the HEAD that resolves a 412 needs GetObject, and ListBucket for a 404), when it writes any, and create outbox items in its transaction. */
   grantWorker(worker: FencedFunction, outbox: ITable): void {
-    worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:PutObject', 's3:GetObject'], resources: [this.documents()] }));
-    worker.role.addToPrincipalPolicy(this.listDocuments());
+    const { bucket, documentsPrefix: prefix } = this;
+    if (bucket !== undefined && prefix !== undefined) {
+      worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:PutObject', 's3:GetObject'], resources: [this.documents(bucket, prefix)] }));
+      worker.role.addToPrincipalPolicy(this.listDocuments(bucket, prefix));
+    }
     worker.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['dynamodb:PutItem'], resources: [outbox.tableArn] }));
+    if (bucket === undefined || prefix === undefined) return;
     Validations.of(worker.role.node.findChild('DefaultPolicy')).acknowledge({
-      id: this.documentsWildcard(),
-      reason: `The worker puts each unit's documents under ${this.documentsPrefix} (If-None-Match, required by the bucket policy) and reads one back only to resolve a 412; the keys are new per generation, so no fixed ARN can name them.`,
+      id: this.documentsWildcard(bucket, prefix),
+      reason: `The worker puts each unit's documents under ${prefix} (If-None-Match, required by the bucket policy) and reads one back only to resolve a 412; the keys are new per generation, so no fixed ARN can name them.`,
     });
   }
 }

@@ -1,10 +1,13 @@
 /**
- * The fenced workflow on AWS (DESIGN.md, Architecture): the four tables of lib/workflow/schema.ts, the
+ * The fenced workflow on AWS (DESIGN.md, Architecture): the tables of lib/workflow/schema.ts, the
  * work queue with its dead-letter queue, the worker, the sweeper and the starter with their
  * schedules, least-privilege roles, and the alarms and dashboard an on-call engineer needs.
  *
- * A fork instantiates it with its own worker entry (its own processor) and keeps everything
- * else; infra/stack.ts is one use of it.
+ * Everything a workload decides comes from its descriptor (lib/workflow/workload.ts), the one the
+ * functions load by name (WORKLOAD): the unit-size cap, the run's largest size, the starter's
+ * schedule, which external effects exist, the documents' folder, the Records table's construct
+ * id. A fork registers its workload (lib/workloads/index.ts) and passes it here; nothing else in
+ * infra/ changes. infra/stack.ts is one use of it.
  */
 import { Duration, Stack, TimeZone, Validations } from 'aws-cdk-lib';
 import { Table as TableBase, type ITable, type Table } from 'aws-cdk-lib/aws-dynamodb';
@@ -16,9 +19,9 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole } from '../../lib/workflow/index.js';
+import { ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole, type Workload } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from '../../lib/workloads/invoices/invoices.js';
+import { WORKLOADS } from '../../lib/workloads/index.js';
 import { deadLetterQueue, durableTable, secureQueue, type WarmUnits } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { grantDataPlane } from './permissions.js';
@@ -27,16 +30,41 @@ import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, wa
 import { WorkflowMonitoring } from './monitoring.js';
 import { ExternalEffects, type ExternalEffectsProps } from './external-effects.js';
 
-/** Construct ids of the tables, by schema role: tools read the template by these names. */
-export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', invoices: 'Invoices', outbox: 'Outbox' };
+/**
+ * Construct ids of the tables, by schema role: tools read the template by these names. The
+ * Records table's is the workload's own when it names one (`stackIds.records`): a stack deployed
+ * before the role had its generic name keeps its table's logical id, since a new id would make
+ * CloudFormation create a new, empty table (tableIdsOf).
+ */
+export const TABLE_IDS: Readonly<Record<TableRole, string>> = { leases: 'Leases', fences: 'Fences', jobs: 'Jobs', records: 'Records', outbox: 'Outbox' };
+
+/** The construct ids of a workload's tables: TABLE_IDS with its Records id, if it keeps one. */
+export function tableIdsOf(workload: Pick<Workload, 'stackIds'>): Readonly<Record<TableRole, string>> {
+  return { ...TABLE_IDS, records: workload.stackIds?.records ?? TABLE_IDS.records };
+}
 
 /**
- * The invoice workload's unit size cap: a fenced unit is one TransactWriteItems of at most 100
- * items, the fence, the checkpoint and two effects per customer (invoice upsert, once-only
- * charge), so 49 customers. Re-exported for a fork's stack code; a fork with another processor
- * sets `effectsPerItem` and gets maxUnitSize(effectsPerItem).
+ * The environment variable every function finds its workload by (lib/workloads workloadFromEnv):
+ * the bundles hold every registered descriptor and pick theirs by this name.
  */
-export { MAX_UNIT_SIZE };
+export const WORKLOAD_VARIABLE = 'WORKLOAD';
+
+/** The run size the starter uses when its payload names none, unless the workload's largest run is smaller. */
+const DEFAULT_RUN_ITEMS = 1000;
+
+/**
+ * The workload must be the one registered under its name: the functions load theirs from the
+ * registry by WORKLOAD, so a descriptor built elsewhere (a copy with another cap or prefix) would
+ * be checked and granted here while the functions ran the registered one.
+ */
+function assertRegistered(workload: Workload<any>): void {
+  const registered = WORKLOADS.find((w) => w.name === workload.name);
+  const names = WORKLOADS.map((w) => w.name).join(', ');
+  if (registered === undefined) throw new ConfigError('workload', `"${workload.name}" is not registered (lib/workloads/index.ts: ${names}): the functions find their workload there by name`);
+  if (registered !== workload) {
+    throw new ConfigError('workload', `"${workload.name}" is not the descriptor registered under that name (lib/workloads/index.ts): the functions would run the registered one, not the one this stack was checked and granted for`);
+  }
+}
 
 export interface FunctionSettings {
   /** Handler module (exports `handler`), absolute or relative to the project root. */
@@ -47,12 +75,18 @@ export interface FunctionSettings {
 
 export interface FencedWorkflowProps {
   /**
+   * The workload, as registered (lib/workloads/index.ts; refused otherwise): every function runs
+   * it (WORKLOAD), and the stack takes from it the unit-size cap, the run's bounds, the starter's
+   * schedule, the external effects and the Records table's construct id.
+   */
+  readonly workload: Workload<any>;
+  /**
    * The epoch of every generation issued (CDK context `fenceEpoch`). Raise it after any restore or
    * disaster recovery, then `seal` (docs/runbook-dr.md). Never lower it.
    */
   readonly fenceEpoch: number;
-  /** The SQS batch handler (partial batch responses). A fork points this at its own processor. */
-  readonly worker: FunctionSettings;
+  /** The SQS batch handler (partial batch responses); it runs the workload's processor. @default functions/worker.ts */
+  readonly worker?: FunctionSettings;
   /** @default functions/sweeper.ts */
   readonly sweeper?: FunctionSettings;
   /** @default functions/starter.ts */
@@ -63,21 +97,20 @@ export interface FencedWorkflowProps {
   readonly leaseDuration?: Duration;
   /** The stated bound on clock offset between hosts (wall-clock mode). @default 1 second */
   readonly maxClockSkew?: Duration;
-  /** Items (the invoice workload: customers) per fenced unit, at most maxUnitSize(effectsPerItem). @default 20 */
-  readonly unitSize?: number;
   /**
-   * Effects the worker's processor writes per item of a unit; it caps `unitSize` so one unit's
-   * effects, the fence and the checkpoint fit one transaction (lib/workflow maxUnitSize).
-   * @default 4 (the invoice workload: an invoice, a charge, an email and a payment notification per customer)
+   * Items per fenced unit, at most unitSizeCap(workload): its effects per item, the fence and the
+   * checkpoint in one transaction. Checked here against the same cap every function reads at
+   * cold start, so synth refuses what the functions would.
+   * @default workload.defaultUnitSize
    */
-  readonly effectsPerItem?: number;
-  /** Customers in the sample invoice run the starter creates (the starter's setting alone). @default 1000 */
-  readonly invoiceCustomers?: number;
+  readonly unitSize?: number;
+  /** Items in a run the starter creates when its payload names none (RUN_ITEMS, the starter's setting alone), at most workload.start.maxItems. @default 1000, or maxItems when smaller */
+  readonly runItems?: number;
   /** How often the sweeper runs. @default 1 minute */
   readonly sweepInterval?: Duration;
   /** A claim whose heartbeat is older than this is requeued (if its lease is not live). @default 2 x lease + clock skew */
   readonly staleAfter?: Duration;
-  /** When the starter creates the period's job. @default 02:00 UTC on the 1st of each month */
+  /** When the starter starts a run. @default the workload's `start.schedule` (UTC) */
   readonly starterSchedule?: ScheduleExpression;
   /** SQS messages a worker invocation takes. @default 5 */
   readonly workerBatchSize?: number;
@@ -86,7 +119,7 @@ export interface FencedWorkflowProps {
    * @default workerConcurrencyFor(shards): one per shard plus 2, at least 10
    */
   readonly workerMaxConcurrency?: number;
-  /** Shard jobs per invoice run (lib/workflow/runs.ts): the starter's setting; sizes the event source. @default 1 */
+  /** Shard jobs per run (lib/workflow/runs.ts), at most one per item: the starter's setting; sizes the event source. @default 1 */
   readonly shards?: number;
   /**
    * Warm throughput per table (read and write units per second it serves at once), as the
@@ -125,37 +158,46 @@ export interface FencedWorkflowProps {
   readonly environment?: Readonly<Record<string, string>>;
   /**
    * Regions to replicate a table to (DynamoDB global tables). Refused at synth for Leases and
-   * Fences (see guards.ts); a fork may replicate Invoices for reading elsewhere.
+   * Fences (see guards.ts); a fork may replicate Records for reading elsewhere.
    */
   readonly replicationRegions?: Partial<Record<TableRole, string[]>>;
   /** Keep the tables' retired indexes for one more deploy (the first of the two an index replacement takes). */
   readonly keepRetiredIndexes?: boolean;
   /**
    * Disaster recovery: tables restored from a backup or a point in time (a restore always
-   * creates a new table) that the functions use instead of the stack's own Jobs or Invoices
+   * creates a new table) that the functions use instead of the stack's own Jobs or Records
    * table. The stack's own tables stay in the template, retained and untouched. Leases and
    * Fences cannot be adopted: their live tables hold the highest counters ever issued and
    * accepted, and a restored copy is older (docs/runbook-dr.md).
    */
   readonly adoptTables?: Partial<Record<TableRole, AdoptedTable>>;
   /**
-   * The external effects: the From address of the emails (an SES identity is created for it), the
-   * payment provider's endpoint, and the folder the worker's processor writes its documents under:
-   * its descriptor's `documents.prefix`, which the bucket policy and every S3 grant name; the
-   * reconciler's claim timeout and the sends per second of each sender or reconciler invocation
-   * (ExternalEffectsProps).
+   * The external effects' settings (ExternalEffectsProps): the From address of the emails, for a
+   * workload that sends email (an SES identity is created for it; refused for one that sends
+   * none), the endpoint of each http target it declares, the reconciler's claim timeout and the
+   * sends per second of each sender or reconciler invocation. Which effects exist, and the folder
+   * the documents go under, are the workload's.
    */
-  readonly externalEffects: Pick<ExternalEffectsProps, 'senderAddress' | 'senderIdentity' | 'paymentsUrl' | 'documentsPrefix' | 'reconcileClaimTimeout' | 'sendRatePerSecond'>;
+  readonly externalEffects: Pick<ExternalEffectsProps, 'senderAddress' | 'senderIdentity' | 'httpTargets' | 'reconcileClaimTimeout' | 'sendRatePerSecond'>;
 }
+
+/** The workload's own schedule (its `start.schedule` cron fields), in UTC. */
+function workloadSchedule(workload: Workload<any>): ScheduleExpression {
+  const { minute, hour, day, month, weekDay } = workload.start.schedule;
+  return ScheduleExpression.cron({ minute, hour, ...(day !== undefined ? { day } : {}), ...(month !== undefined ? { month } : {}), ...(weekDay !== undefined ? { weekDay } : {}), timeZone: TimeZone.ETC_UTC });
+}
+
+/** EventBridge Scheduler takes a description of at most 512 characters. */
+const starterScheduleDescription = (workload: Workload<any>): string => `Starts the ${workload.name} run: ${workload.start.schedule.description}`.slice(0, 512);
 
 export interface AdoptedTable {
   readonly tableName: string;
-  /** Needed for the Invoices stream output; a restored table has no stream until you enable one. */
+  /** Needed for the Records stream output; a restored table has no stream until you enable one. */
   readonly tableStreamArn?: string;
 }
 
 /** Only the data tables may be replaced by a restored copy. */
-export const ADOPTABLE: readonly TableRole[] = ['jobs', 'invoices'];
+export const ADOPTABLE: readonly TableRole[] = ['jobs', 'records'];
 
 export class FencedWorkflow extends Construct {
   /** The tables this construct owns (retained, protected), by schema role. */
@@ -178,15 +220,25 @@ export class FencedWorkflow extends Construct {
   readonly sweeperSchedule: Schedule;
   readonly starterSchedule: Schedule;
   readonly monitoring: WorkflowMonitoring;
-  /** The documents bucket, SES, and the sender, reconciler, recorder and collector functions. */
+  /** The documents bucket, SES, and the sender, reconciler, recorder and collector functions: those the workload's effects need. */
   readonly effects: ExternalEffects;
   readonly reconcilerSchedule: Schedule;
-  readonly collectorSchedule: Schedule;
+  /** Only for a workload that writes documents (the collector exists). */
+  readonly collectorSchedule?: Schedule;
+  /** The workload every function runs. */
+  readonly workload: Workload<any>;
+  /** The tables' construct ids (tableIdsOf the workload). */
+  readonly tableIds: Readonly<Record<TableRole, string>>;
   /** The environment every function gets (names from lib/workflow/config.ts ENV). */
   readonly environment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: FencedWorkflowProps) {
     super(scope, id);
+    assertRegistered(props.workload);
+    const workload = props.workload;
+    this.workload = workload;
+    const ids = tableIdsOf(workload);
+    this.tableIds = ids;
     const leaseDuration = props.leaseDuration ?? Duration.seconds(30);
     const maxClockSkew = props.maxClockSkew ?? Duration.seconds(1);
     const sweepInterval = props.sweepInterval ?? Duration.minutes(1);
@@ -198,10 +250,10 @@ export class FencedWorkflow extends Construct {
     const tables = {} as Record<TableRole, Table>;
     for (const role of TABLE_ROLES) {
       const schema = TABLES[role];
-      const table = durableTable(this, TABLE_IDS[role], schema, props.replicationRegions?.[role], props.warmThroughput?.[role], props.keepRetiredIndexes === true);
+      const table = durableTable(this, ids[role], schema, props.replicationRegions?.[role], props.warmThroughput?.[role], props.keepRetiredIndexes === true);
       if (schema.permanent) {
         table.addToResourcePolicy(denyCounterDestruction());
-        refuseReplication(table, TABLE_IDS[role]);
+        refuseReplication(table, ids[role]);
       }
       // The UpdateItem guard names the worker's role: added once the role exists (Compute).
       tables[role] = table;
@@ -212,12 +264,12 @@ export class FencedWorkflow extends Construct {
       if (!ADOPTABLE.includes(role)) {
         throw new ConfigError(
           `adoptTables.${role}`,
-          `the ${TABLE_IDS[role]} table cannot be replaced by a restored copy. Its live table holds the ` +
+          `the ${ids[role]} table cannot be replaced by a restored copy. Its live table holds the ` +
             `highest generations ever issued or accepted; a restore is older and would let obsolete tokens pass. Keep it, ` +
             `raise the epoch and seal (docs/runbook-dr.md).`,
         );
       }
-      active[role] = TableBase.fromTableAttributes(this, `${TABLE_IDS[role]}Adopted`, {
+      active[role] = TableBase.fromTableAttributes(this, `${ids[role]}Adopted`, {
         tableName: adopted.tableName,
         ...(adopted.tableStreamArn ? { tableStreamArn: adopted.tableStreamArn } : {}),
       });
@@ -229,7 +281,7 @@ export class FencedWorkflow extends Construct {
     // invocation's remaining time allow, then hands off with a continuation message; a longer
     // timeout only delays redelivery after a crash. 512 MB: the work is DynamoDB round trips,
     // but Lambda's CPU share scales with memory and cold-start module init is CPU-bound.
-    const workerTimeout = props.worker.timeout ?? Duration.minutes(2);
+    const workerTimeout = props.worker?.timeout ?? Duration.minutes(2);
     this.deadLetterQueue = deadLetterQueue(this, 'DeadLetterQueue');
     this.queue = secureQueue(this, 'WorkQueue', {
       // AWS: at least 6x the function timeout, so a message is not redelivered while a batch that
@@ -245,45 +297,48 @@ export class FencedWorkflow extends Construct {
       [ENV.leasesTable]: active.leases.tableName,
       [ENV.fencesTable]: active.fences.tableName,
       [ENV.jobsTable]: active.jobs.tableName,
-      [ENV.recordsTable]: active.invoices.tableName,
+      [ENV.recordsTable]: active.records.tableName,
       [ENV.outboxTable]: active.outbox.tableName,
       [ENV.queueUrl]: this.queue.queueUrl,
       [ENV.epoch]: String(props.fenceEpoch),
       [ENV.leaseMode]: props.leaseMode ?? 'wall-clock',
       [ENV.leaseDurationMs]: String(leaseDuration.toMilliseconds()),
       [ENV.maxClockSkewMs]: String(maxClockSkew.toMilliseconds()),
-      [ENV.unitSize]: String(props.unitSize ?? DEFAULT_UNIT_SIZE),
+      [ENV.unitSize]: String(props.unitSize ?? workload.defaultUnitSize),
       [ENV.staleAfterMs]: String(staleAfter.toMilliseconds()),
       [ENV.sweepIntervalMs]: String(sweepInterval.toMilliseconds()),
       POWERTOOLS_METRICS_NAMESPACE: namespace,
       ...props.environment,
+      // After the fork's extra environment: the functions must run the workload this stack was checked for.
+      [WORKLOAD_VARIABLE]: workload.name,
     };
-    const starterEnvironment = { [ENV.runItems]: String(props.invoiceCustomers ?? 1000), [ENV.runShards]: String(props.shards ?? 1) };
+    const runItems = props.runItems ?? Math.min(DEFAULT_RUN_ITEMS, workload.start.maxItems);
+    const starterEnvironment = { [ENV.runItems]: String(runItems), [ENV.runShards]: String(props.shards ?? 1) };
     const workerMaxConcurrency = props.workerMaxConcurrency ?? workerConcurrencyFor(props.shards ?? 1);
-    validateScale({ shards: props.shards ?? 1, workerMaxConcurrency, customers: props.invoiceCustomers ?? 1000, warmThroughput: props.warmThroughput ?? {} });
-    validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, workerTimeout, effectsPerItem: props.effectsPerItem ?? EFFECTS_PER_CUSTOMER });
+    validateScale({ shards: props.shards ?? 1, workerMaxConcurrency, items: runItems, warmThroughput: props.warmThroughput ?? {} });
+    validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, workerTimeout }, workload);
     this.environment = environment;
 
     // ---- External effects: the documents bucket, SES, the outbox's functions -----------------
     this.effects = new ExternalEffects(this, 'Effects', {
-      tables: { invoices: active.invoices, fences: active.fences, jobs: active.jobs, outbox: active.outbox },
-      senderAddress: props.externalEffects.senderAddress,
+      workload,
+      tables: { records: active.records, fences: active.fences, jobs: active.jobs, outbox: active.outbox },
+      ...(props.externalEffects.senderAddress !== undefined ? { senderAddress: props.externalEffects.senderAddress } : {}),
       ...(props.externalEffects.senderIdentity ? { senderIdentity: props.externalEffects.senderIdentity } : {}),
-      ...(props.externalEffects.paymentsUrl ? { paymentsUrl: props.externalEffects.paymentsUrl } : {}),
+      ...(props.externalEffects.httpTargets ? { httpTargets: props.externalEffects.httpTargets } : {}),
       environment,
       scheduleDeadLetterQueue: this.scheduleDeadLetterQueue,
       services: { sender: 'sender', reconciler: 'reconciler', recorder: 'recorder', collector: 'collector' },
-      documentsPrefix: props.externalEffects.documentsPrefix,
       ...(props.externalEffects.reconcileClaimTimeout ? { reconcileClaimTimeout: props.externalEffects.reconcileClaimTimeout } : {}),
       ...(props.externalEffects.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.externalEffects.sendRatePerSecond } : {}),
     });
 
     // ---- Compute ------------------------------------------------------------------------------
     this.worker = fencedFunction(this, 'Worker', {
-      entry: props.worker.entry,
-      description: 'Fenced worker: runs jobs from the work queue under a lease, one fenced transaction per unit',
+      entry: props.worker?.entry ?? 'functions/worker.ts',
+      description: `Fenced worker (${workload.name}): runs jobs from the work queue under a lease, one fenced transaction per unit`,
       timeout: workerTimeout,
-      memorySize: props.worker.memorySize ?? 512,
+      memorySize: props.worker?.memorySize ?? 512,
       environment: { ...environment, ...this.effects.workerEnvironment, POWERTOOLS_SERVICE_NAME: services.worker },
       // A long job hands off to itself through the work queue (a continuation per invocation that
       // ran out of time). Lambda's loop detection would drop the 17th hop (~30 minutes of work)
@@ -309,13 +364,13 @@ export class FencedWorkflow extends Construct {
     // Starter: one conditional PutItem and one SendMessage.
     this.starter = fencedFunction(this, 'Starter', {
       entry: props.starter?.entry ?? 'functions/starter.ts',
-      description: "Starter: creates the period's job (idempotent id per period) and enqueues it",
+      description: `Starter (${workload.name}): creates the run of each schedule slot (idempotent run id) and enqueues its shards`,
       timeout: props.starter?.timeout ?? Duration.seconds(30),
       memorySize: props.starter?.memorySize ?? 256,
       environment: { ...environment, ...starterEnvironment, POWERTOOLS_SERVICE_NAME: services.starter },
       deadLetterQueue: this.scheduleDeadLetterQueue,
     });
-    // The starter is idempotent (one job id per period): Lambda may retry it, within the same 2 hours
+    // The starter is idempotent (one run id per schedule slot): Lambda may retry it, within the same 2 hours
     // the schedule's own retries use.
     this.starter.fn.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(2) });
 
@@ -343,9 +398,8 @@ export class FencedWorkflow extends Construct {
     // The scheduler targets would grant lambda:InvokeFunction on `<function ARN>:*` as well (every
     // version and alias); the schedules invoke the unqualified function only, so the role gets
     // exactly that and the targets get a view of it they cannot widen.
-    schedulerRole.addToPrincipalPolicy(
-      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [this.sweeper.fn.functionArn, this.starter.fn.functionArn, this.effects.reconciler.fn.functionArn, this.effects.collector.fn.functionArn] }),
-    );
+    const scheduled = [this.sweeper, this.starter, this.effects.reconciler, ...(this.effects.collector ? [this.effects.collector] : [])];
+    schedulerRole.addToPrincipalPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: scheduled.map((f) => f.fn.functionArn) }));
     schedulerRole.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.scheduleDeadLetterQueue.queueArn] }));
     const schedulerTargetRole = schedulerRole.withoutPolicyUpdates();
     this.sweeperSchedule = new Schedule(this, 'SweeperSchedule', {
@@ -360,16 +414,15 @@ export class FencedWorkflow extends Construct {
       }),
     });
     this.starterSchedule = new Schedule(this, 'StarterSchedule', {
-      description: "Creates and enqueues the period's invoice job",
-      schedule:
-        props.starterSchedule ?? ScheduleExpression.cron({ minute: '0', hour: '2', day: '1', timeZone: TimeZone.ETC_UTC }),
+      description: starterScheduleDescription(workload),
+      schedule: props.starterSchedule ?? workloadSchedule(workload),
       target: new LambdaInvoke(this.starter.fn, {
         role: schedulerTargetRole,
-        // The starter bills the month before `time`: the scheduled time, not the delivery time, so
-        // a delivery retried across midnight still names the same period.
+        // The workload names its run from `time` (the previous month, the previous day): the
+        // scheduled time, not the delivery time, so a delivery retried across midnight still names the same run.
         input: ScheduleTargetInput.fromObject({ time: ContextAttribute.scheduledTime }),
         deadLetterQueue: this.scheduleDeadLetterQueue,
-        // The starter is idempotent (one job id per period): retry delivery for up to 2 hours.
+        // The starter is idempotent (one run id per schedule slot): retry delivery for up to 2 hours.
         retryAttempts: 10,
         maxEventAge: Duration.hours(2),
       }),
@@ -382,7 +435,7 @@ export class FencedWorkflow extends Construct {
         target: new LambdaInvoke(fn.fn, { role: schedulerTargetRole, deadLetterQueue: this.scheduleDeadLetterQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
       });
     this.reconcilerSchedule = every('ReconcilerSchedule', 'Runs the outbox reconciler', Duration.minutes(1), this.effects.reconciler);
-    this.collectorSchedule = every('CollectorSchedule', 'Runs the document collector', Duration.hours(1), this.effects.collector);
+    if (this.effects.collector !== undefined) this.collectorSchedule = every('CollectorSchedule', 'Runs the document collector', Duration.hours(1), this.effects.collector);
 
     // ---- Operations ---------------------------------------------------------------------------
     this.monitoring = new WorkflowMonitoring(this, 'Monitoring', {
@@ -396,11 +449,11 @@ export class FencedWorkflow extends Construct {
         Starter: this.starter.fn,
         Sender: this.effects.sender.fn,
         Reconciler: this.effects.reconciler.fn,
-        Recorder: this.effects.recorder.fn,
-        Collector: this.effects.collector.fn,
+        ...(this.effects.recorder ? { Recorder: this.effects.recorder.fn } : {}),
+        ...(this.effects.collector ? { Collector: this.effects.collector.fn } : {}),
       },
       sweeper: this.sweeper.fn,
-      effects: { sender: 'sender', reconciler: 'reconciler', recorder: 'recorder', collector: 'collector' },
+      effects: { sender: 'sender', reconciler: 'reconciler', ...(this.effects.recorder ? { recorder: 'recorder' } : {}), ...(this.effects.collector ? { collector: 'collector' } : {}) },
       sweepInterval,
       unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),

@@ -54,8 +54,8 @@ export interface FencedFunction {
 export function fencedFunction(scope: Construct, id: string, props: FencedFunctionProps): FencedFunction {
   const logGroup = new LogGroup(scope, `${id}Logs`, {
     retention: props.logRetention ?? RetentionDays.ONE_MONTH,
-    // Kept on `cdk destroy`: a billing incident is investigated from these logs (which run charged
-    // whom, which holder was refused), and the retention above still ages them out. Not kept when
+    // Kept on `cdk destroy`: an incident with an external effect is investigated from these logs
+    // (which run sent what to whom, which holder was refused), and the retention above still ages them out. Not kept when
     // the deploy that created them rolls back: there is nothing in them yet.
     removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
   });

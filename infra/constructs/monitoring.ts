@@ -8,7 +8,8 @@
  * message older than a threshold; the oldest unfinished job older than a threshold (the
  * sweeper's OldestUnfinishedJobAgeMs gauge); the sweeper not running. With the external effects:
  * UNKNOWN and FAILED outbox items, sends held by the account's state, the oldest unsent item, the
- * sender's failed records, bounces and complaints.
+ * sender's failed records; and, for a workload that sends email (a recorder exists), bounces and
+ * complaints.
  */
 import { ArnFormat, Aws, CfnCondition, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
@@ -67,8 +68,14 @@ export interface WorkflowMonitoringProps {
   readonly namespace: string;
   /** The `service` dimension each emitter publishes with. */
   readonly services: Readonly<{ worker: string; sweeper: string }>;
-  /** The external effects' emitters; alarms on UNKNOWN, FAILED and held items, the oldest unsent item, the sender's failed records, bounces and complaints. */
-  readonly effects?: { readonly sender: string; readonly reconciler: string; readonly recorder: string; readonly collector: string; readonly unsentAlarmAfter?: Duration };
+  /**
+   * The external effects' emitters; alarms on UNKNOWN, FAILED and held items, the oldest unsent
+   * item, the sender's failed records. `recorder`: only a workload that sends email has one, and
+   * only then are bounces and complaints alarmed (there is no metric to alarm on otherwise: an
+   * alarm on a metric nobody emits would sit at OK forever, a false reassurance). `collector`:
+   * only a workload that writes documents has one.
+   */
+  readonly effects?: { readonly sender: string; readonly reconciler: string; readonly recorder?: string; readonly collector?: string; readonly unsentAlarmAfter?: Duration };
   readonly queue: IQueue;
   readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
   readonly functions: Readonly<Record<string, IFunction>>;
@@ -252,8 +259,8 @@ export class WorkflowMonitoring extends Construct {
 
   /**
    * UNKNOWN outbox items (a person must decide), FAILED ones (a cause to fix), held sends (the
-   * account to fix), the oldest unsent item, the sender's failed records, bounces and complaints
-   * (SES reputation); and their graphs.
+   * account to fix), the oldest unsent item, the sender's failed records, and, for a workload that
+   * sends email, bounces and complaints (SES reputation); and their graphs.
    */
   private effectAlarms(
     e: NonNullable<WorkflowMonitoringProps['effects']>,
@@ -263,15 +270,12 @@ export class WorkflowMonitoring extends Construct {
     const summed = (name: MetricName, label: string, ids?: readonly [string, string]) => this.bothSenders(e, metric, name, label, ids);
     const oldest = metric(e.reconciler, METRIC.outboxOldestUnsentAgeMs, 'Maximum');
     const failedRecords = metric(e.sender, METRIC.outboxRecordsFailed, 'Sum');
-    const hourly = (name: MetricName) => metric(e.recorder, name, 'Sum').with({ period: Duration.hours(1) });
-    const bounced = hourly(METRIC.outboxBounced);
-    const complained = hourly(METRIC.outboxComplained);
     const after = e.unsentAlarmAfter ?? Duration.minutes(30);
     const once = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING };
     addAlarm(new Alarm(this, 'OutboxUnknown', { alarmDescription: 'An outbox item is UNKNOWN: its send may or may not have been delivered and the provider record cannot tell. A person decides (docs/external-effects.md).', metric: summed(METRIC.outboxUnknown, 'UNKNOWN outbox items'), ...once }));
     addAlarm(new Alarm(this, 'OutboxFailed', {
       alarmDescription:
-        'An outbox item ended FAILED: the provider refused it for good (its content, a payment refused), or the stack is misconfigured (no paymentsUrl). Nothing retries it: read the reason on the item, fix the cause, put it back to PENDING (docs/deploy.md, Verify the sender address; docs/external-effects.md).',
+        'An outbox item ended FAILED: the provider refused it for good (its content, a request refused), or the stack is misconfigured (an http target without its endpoint, -c <target>Url). Nothing retries it: read the reason on the item, fix the cause, put it back to PENDING (docs/deploy.md, Verify the sender address; docs/external-effects.md).',
       metric: summed(METRIC.outboxFailed, 'FAILED outbox items'),
       ...once,
     }));
@@ -280,45 +284,53 @@ export class WorkflowMonitoring extends Construct {
     // until it is fixed meets the same refusal, so the first one is the signal.
     addAlarm(new Alarm(this, 'OutboxHeld', {
       alarmDescription:
-        "A send was held by the account's state (SES sending paused or suspended, the sandbox, an unverified identity, the configuration set, credentials: the item's heldReason, outbox-held in the logs). " +
-        'Fix the account (aws sesv2 get-account); held items wait and are sent by themselves once it lifts (docs/deploy.md, Watch it).',
+        "A send was held by the account's state (SES sending paused or suspended, the sandbox, an unverified identity, the configuration set, credentials, an http provider's 401/403: the item's heldReason, outbox-held in the logs). " +
+        'Fix the account (aws sesv2 get-account, or the provider\'s); held items wait and are sent by themselves once it lifts (docs/deploy.md, Watch it).',
       metric: summed(METRIC.outboxHeld, 'held sends'),
       ...once,
     }));
     addAlarm(new Alarm(this, 'OutboxUnsentTooOld', { alarmDescription: `An outbox item has waited more than ${after.toHumanString()} to be sent: the provider is down, or the sender and the reconciler fail. See their logs.`, metric: oldest, threshold: after.toMilliseconds(), comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING }));
-    addAlarm(new Alarm(this, 'OutboxRecordsFailed', { alarmDescription: 'The sender reported Outbox stream records failed (a provider not taking mail now, an error): retried by the stream, then its DLQ; the reconciler sends what stays PENDING.', metric: failedRecords, ...once }));
-    // Bounces and complaints: any in an hour, not a rate against OutboxSent. SES reviews the
-    // account on its own rates (bounces over 5%, complaints over 0.1%), computed over a
-    // representative volume of the whole account's mail (AWS/SES Reputation.*); a ratio of ours
-    // would be a guess at it: a bounce or complaint arrives minutes to days after its send (an
-    // hour's OutboxSent is often 0 then, the ratio undefined), soft bounces and rejections count in
-    // OutboxBounced but not in SES's rate, and ten sends make one bounce 10%. Each one is a customer
-    // who did not get, or did not want, an invoice: worth a look. An hour's period pages once per
-    // burst (an invoice run's bad addresses bounce together), not once per bounce.
+    addAlarm(new Alarm(this, 'OutboxRecordsFailed', { alarmDescription: 'The sender reported Outbox stream records failed (a provider not taking sends now, an error): retried by the stream, then its DLQ; the reconciler sends what stays PENDING.', metric: failedRecords, ...once }));
+    const trouble = e.recorder === undefined ? [] : this.emailAlarms(e.recorder, metric, addAlarm);
+    const g = (title: string, left: IMetric[]) => new GraphWidget({ title, left, width: 12, height: 6 });
+    // One line per outcome, the sender's and the reconciler's summed (their own ids: a graph's metric ids are shared by its lines).
+    const both = (names: readonly MetricName[]) => names.map((n) => summed(n, n, [`${n.toLowerCase()}Sender`, `${n.toLowerCase()}Reconciler`]));
+    const documents = e.collector === undefined ? [] : [g('Documents', [metric('worker', METRIC.documentsPublished, 'Sum'), metric(e.collector, METRIC.documentsCollected, 'Sum')])];
+    return [
+      [g('Outbox deliveries (sender + reconciler)', [...both(WORKFLOW_METRICS.outbox), metric(e.sender, WORKFLOW_METRICS.outboxRecordsFailed, 'Sum')]), g('Oldest unsent outbox item (ms)', [oldest])],
+      [g(e.recorder === undefined ? 'Provider: waits (sender + reconciler)' : 'Provider: waits (sender + reconciler), bounces and complaints (recorder, per hour)', [...both(WORKFLOW_METRICS.waits), ...trouble]), ...documents],
+    ];
+  }
+
+  /**
+   * Bounces and complaints, from the recorder (a workload that sends email): any in an hour, not a
+   * rate against OutboxSent. SES reviews the account on its own rates (bounces over 5%, complaints
+   * over 0.1%), computed over a representative volume of the whole account's mail (AWS/SES
+   * Reputation.*); a ratio of ours would be a guess at it: a bounce or complaint arrives minutes to
+   * days after its send (an hour's OutboxSent is often 0 then, the ratio undefined), soft bounces
+   * and rejections count in OutboxBounced but not in SES's rate, and ten sends make one bounce 10%.
+   * Each one is a recipient who did not get, or did not want, a message: worth a look. An hour's
+   * period pages once per burst (a run's bad addresses bounce together), not once per bounce.
+   * Returns the hourly metrics, for the dashboard.
+   */
+  private emailAlarms(recorder: string, metric: (service: string, name: string, statistic: string) => Metric, addAlarm: (a: Alarm) => Alarm): Metric[] {
+    const hourly = (name: MetricName) => metric(recorder, name, 'Sum').with({ period: Duration.hours(1) });
+    const once = { threshold: 1, comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING };
     addAlarm(new Alarm(this, 'OutboxBounced', {
       alarmDescription:
-        "SES reported an outbox email bounced or rejected (the recorder's OutboxBounced, in the last hour): that customer did not get it. " +
+        "SES reported an outbox email bounced or rejected (the recorder's OutboxBounced, in the last hour): that recipient did not get it. " +
         "Fix the address (the item's providerEvents) and watch the account's bounce rate (SES console, Reputation metrics): over 5% SES reviews the account and may pause its sending.",
-      metric: bounced,
+      metric: hourly(METRIC.outboxBounced),
       ...once,
     }));
     addAlarm(new Alarm(this, 'OutboxComplained', {
       alarmDescription:
         "A recipient marked an outbox email as spam (the recorder's OutboxComplained, in the last hour). " +
         "Find whom (the item's providerEvents) and stop mailing them; SES reviews an account whose complaint rate passes 0.1% and may pause its sending (SES console, Reputation metrics).",
-      metric: complained,
+      metric: hourly(METRIC.outboxComplained),
       ...once,
     }));
-    const g = (title: string, left: IMetric[]) => new GraphWidget({ title, left, width: 12, height: 6 });
-    // One line per outcome, the sender's and the reconciler's summed (their own ids: a graph's metric ids are shared by its lines).
-    const both = (names: readonly MetricName[]) => names.map((n) => summed(n, n, [`${n.toLowerCase()}Sender`, `${n.toLowerCase()}Reconciler`]));
-    return [
-      [g('Outbox deliveries (sender + reconciler)', [...both(WORKFLOW_METRICS.outbox), metric(e.sender, WORKFLOW_METRICS.outboxRecordsFailed, 'Sum')]), g('Oldest unsent outbox item (ms)', [oldest])],
-      [
-        g('Provider: waits (sender + reconciler), bounces and complaints (recorder, per hour)', [...both(WORKFLOW_METRICS.waits), ...WORKFLOW_METRICS.providerTrouble.map(hourly)]),
-        g('Documents', [metric('worker', METRIC.documentsPublished, 'Sum'), metric(e.collector, METRIC.documentsCollected, 'Sum')]),
-      ],
-    ];
+    return WORKFLOW_METRICS.providerTrouble.map(hourly);
   }
 
   /**

@@ -28,7 +28,7 @@ export function grantDataPlane(
   //   unit's transaction and markFailed's Update (UpdateItem).
   // - Jobs, for runs (lib/workflow/runs.ts): after a job ends DONE, the run record's read (GetItem),
   //   the shards' consistent read (BatchGetItem) and the conditional doneAt mark (UpdateItem).
-  // - Invoices: the effects, upsert and once-only alike, are Puts in the unit's transaction.
+  // - Records: the effects, upsert and once-only alike, are Puts in the unit's transaction.
   // TransactWriteItems is authorized per item action, so it needs no action of its own; the
   // ReturnValues* options need no GetItem.
   allow(fns.worker, ['UpdateItem'], [arn('leases')]);
@@ -44,7 +44,7 @@ export function grantDataPlane(
   send(fns.sweeper);
   // Starter (lib/workflow/runs.ts createRun, lib/workflow/jobs.ts createJob): conditional PutItems of the run
   // record and its shards; an existing one comes back with the condition failure (ReturnValuesOnConditionCheckFailure),
-  // not from a read. GetItem: with shards > 1, whether the period already has an unsharded job (lib/workloads/invoices/shards.ts).
+  // not from a read. GetItem: with shards > 1, whether the run already has an unsharded job (lib/workflow/start-run.ts).
   allow(fns.starter, ['PutItem', 'GetItem'], [arn('jobs')]);
   send(fns.starter);
 }

@@ -5,9 +5,8 @@
  * the lease and the skew bound, a claim timeout above the sender's life.
  */
 import type { Duration } from 'aws-cdk-lib';
-import { ConfigError, MAX_TRANSACTION_ACTIONS, MAX_UNIT_EFFECTS } from '../../lib/protocol/index.js';
-import { AWS_LIMITS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, maxUnitSize, sweepSettingsFromEnv, TABLE_ROLES, type TableRole } from '../../lib/workflow/index.js';
-import { MAX_CUSTOMERS } from '../../lib/workloads/invoices/invoices.js';
+import { ConfigError, MAX_TRANSACTION_ACTIONS } from '../../lib/protocol/index.js';
+import { AWS_LIMITS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, sweepSettingsFromEnv, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../../lib/workflow/index.js';
 
 export interface DurationSettings {
   leaseDuration: Duration;
@@ -15,32 +14,41 @@ export interface DurationSettings {
   staleAfter: Duration;
   sweepInterval: Duration;
   workerTimeout: Duration;
-  effectsPerItem: number;
 }
 
-export function validateSettings(env: Record<string, string>, d: DurationSettings): void {
-  const { leaseDuration: lease, maxClockSkew: skew, staleAfter, sweepInterval, effectsPerItem } = d;
+/** What the settings are checked against: the workload's own bounds (its unit-size cap, its largest run). */
+export type WorkloadBounds = Pick<Workload, 'name' | 'effectsPerItem'> & { readonly start: Pick<Workload['start'], 'maxItems'> };
+
+export function validateSettings(env: Record<string, string>, d: DurationSettings, workload: WorkloadBounds): void {
+  const { leaseDuration: lease, maxClockSkew: skew, staleAfter, sweepInterval } = d;
   validateWatch(env, lease, d.workerTimeout);
   sweepSettingsFromEnv(env, leaseSettingsFromEnv(env));
   // EventBridge Scheduler's rate() counts whole minutes; CDK would fail later with a bare error.
   if (sweepInterval.toSeconds() % 60 !== 0) throw new ConfigError('sweepInterval', `must be a whole number of minutes, got ${sweepInterval.toSeconds()} s`);
-  if (!Number.isSafeInteger(effectsPerItem) || effectsPerItem < 1 || effectsPerItem > MAX_UNIT_EFFECTS) {
-    throw new ConfigError('effectsPerItem', `must be an integer in [1, ${MAX_UNIT_EFFECTS}], got ${effectsPerItem}`);
-  }
-  const cap = maxUnitSize(effectsPerItem);
-  const unitSize = Number(env[ENV.unitSize]);
-  if (!Number.isSafeInteger(unitSize) || unitSize < 1 || unitSize > cap) {
-    throw new ConfigError(
-      'unitSize',
-      `must be an integer in [1, ${cap}] (${effectsPerItem} effects per item + fence + checkpoint <= ${MAX_TRANSACTION_ACTIONS} transaction actions), got ${env[ENV.unitSize]}`,
-    );
-  }
-  integer(env, ENV.runItems, undefined, 0, MAX_CUSTOMERS);
+  validateUnitSize(env, workload);
+  integer(env, ENV.runItems, undefined, 0, workload.start.maxItems);
   if (staleAfter.toMilliseconds() <= lease.toMilliseconds() + skew.toMilliseconds()) {
     throw new ConfigError(
       'staleAfter',
       `staleAfter (${staleAfter.toMilliseconds()} ms) must exceed the lease duration plus the clock-skew bound ` +
         `(${lease.toMilliseconds() + skew.toMilliseconds()} ms): the sweeper would requeue jobs whose holder is still live`,
+    );
+  }
+}
+
+/**
+ * The unit size against the workload's cap, the very number every function reads at cold start
+ * (functions/commons.ts: unitSizeCap of the same descriptor). Were the two read from different
+ * places, a stack could synthesize a unit size its functions then refuse, and every worker of the
+ * deploy would fail at cold start: the check is here so that synth refuses what they would.
+ */
+function validateUnitSize(env: Record<string, string>, workload: WorkloadBounds): void {
+  const cap = unitSizeCap(workload);
+  const unitSize = Number(env[ENV.unitSize]);
+  if (!Number.isSafeInteger(unitSize) || unitSize < 1 || unitSize > cap) {
+    throw new ConfigError(
+      'unitSize',
+      `must be an integer in [1, ${cap}] (workload ${workload.name}: ${workload.effectsPerItem} effects per item + fence + checkpoint <= ${MAX_TRANSACTION_ACTIONS} transaction actions), got ${env[ENV.unitSize]}`,
     );
   }
 }
@@ -64,9 +72,10 @@ function validateWatch(env: Record<string, string>, lease: Duration, workerTimeo
  * of a run at once within Lambda's 2..1,000, warm throughput no lower than a new table's (less
  * would not be a warm-up) on tables the stack has.
  */
-export function validateScale(s: { shards: number; workerMaxConcurrency: number; customers: number; warmThroughput: Partial<Record<string, { read?: number; write?: number }>> }): void {
+export function validateScale(s: { shards: number; workerMaxConcurrency: number; items: number; warmThroughput: Partial<Record<string, { read?: number; write?: number }>> }): void {
   if (!Number.isSafeInteger(s.shards) || s.shards < 1 || s.shards > MAX_SHARDS) throw new ConfigError('shards', `must be an integer in [1, ${MAX_SHARDS}], got ${s.shards}`);
-  if (s.customers > 0 && s.shards > s.customers) throw new ConfigError('shards', `${s.shards} shards for ${s.customers} customers: a shard would bill nobody (at most one shard per customer)`);
+  // The starter refuses such a run (assertShardCount): an empty shard would do nothing.
+  if (s.items > 0 && s.shards > s.items) throw new ConfigError('shards', `${s.shards} shards for ${s.items} items: a shard would cover none (at most one shard per item)`);
   const { eventSourceMinConcurrency: min, eventSourceMaxConcurrency: max } = AWS_LIMITS;
   if (!Number.isSafeInteger(s.workerMaxConcurrency) || s.workerMaxConcurrency < min || s.workerMaxConcurrency > max) {
     throw new ConfigError('workerMaxConcurrency', `must be an integer in [${min}, ${max}] (Lambda's SQS event source), got ${s.workerMaxConcurrency}`);

@@ -1,11 +1,12 @@
 /**
- * The bundled external-effect functions run like Lambda runs them (lambda-run.ts), with the
- * environment the stack gives each: the sender fed the Outbox stream's own INSERT records read
+ * The invoice workload's bundled external-effect functions run like Lambda runs them
+ * (lambda-run.ts), with the environment the stack gives each: the sender fed the Outbox stream's own INSERT records read
  * from DynamoDB Local, the recorder fed SES's "Email Sent" events, the reconciler and the
  * collector their schedule's event. The providers are real local servers: SES through the local
  * SES v2 endpoint (test/support/ses-endpoint.ts) relaying to the SMTP sink, the payment provider
  * with its Idempotency-Key contract; the documents on the local S3 endpoint. No SDK is mocked.
- * Called from artifact.test.ts, which synthesizes the bundles once.
+ * Called from artifact.test.ts, which synthesizes the bundles once per workload; these flows are
+ * the invoice workload's (its email, its payment provider at /charges, its documents' names).
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
@@ -19,7 +20,7 @@ import { startS3Endpoint, type S3Endpoint } from '../../cli/local/s3-endpoint.js
 import { headerOf, startSmtpSink, type SmtpSink } from '../../cli/local/smtp-sink.js';
 import { readStreamRecords, streamsClient } from '../../cli/local/streams.js';
 import { systemClock, type Effect } from '../../lib/protocol/index.js';
-import { ENV, fenceKeyOf, messageIdentity, outboxEmail, outboxHttp, readOutboxItem, sendItem, silentTelemetry, type OutboxItem } from '../../lib/workflow/index.js';
+import { ENV, fenceKeyOf, messageIdentity, outboxEmail, outboxHttp, readOutboxItem, sendItem, silentTelemetry, type OutboxItem, type Workload } from '../../lib/workflow/index.js';
 import { S3ObjectStore, s3Client, SesEmailProvider } from '../../lib/workflow/adapters/index.js';
 import { invoiceJobId, PAYMENTS_TARGET } from '../../lib/workloads/invoices/invoices.js';
 import { sesEvent, startSesEndpoint, type SesEndpoint } from '../support/ses-endpoint.js';
@@ -44,7 +45,7 @@ const origin = { jobId: invoiceJobId(PERIOD), unit: 0 };
 const mail = (customer: string) => outboxEmail('', `email#${PERIOD}#${customer}`, origin, { to: `${customer}@customers.example`, subject: `Your invoice for ${PERIOD}`, body: `Invoice ${PERIOD} for ${customer}.\n` });
 
 /** `onWire`: each run's HTTP requests, by function, for the IAM evaluation of the bundles' calls. */
-export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFunction, wire: readonly WireRequest[], s3Url: string) => void): void {
+export function describeEffectBundles(get: () => Bundles, onWire: ((fn: EffectFunction, wire: readonly WireRequest[], s3Url: string) => void) | undefined, workload: Pick<Workload, 'fenceKeyPrefix'>): void {
   describe('the bundled sender, recorder, reconciler and collector run like Lambda runs them', () => {
     let t: TestTables;
     let s3: S3Endpoint;
@@ -192,7 +193,8 @@ export function describeEffectBundles(get: () => Bundles, onWire?: (fn: EffectFu
       const key = (g: number) => `invoices/${PERIOD}/cust-0000001/${g}.json`;
       const [, g2] = await Promise.all([1, 2].map((g) => store.putNew(key(g), Buffer.from(JSON.stringify({ generation: g })), 'application/json')));
       await t.dynamo.doc.send(new PutCommand({ TableName: t.names.records, Item: { pk: `invoice#${PERIOD}#cust-0000001`, generation: 2, documentKey: key(2), documentEtag: g2!.etag } }));
-      await t.dynamo.doc.send(new PutCommand({ TableName: t.names.fences, Item: { pk: fenceKeyOf(origin.jobId), generation: 2 } }));
+      // The fence under the workload's own key prefix, where the collector (its WORKLOAD's) reads it.
+      await t.dynamo.doc.send(new PutCommand({ TableName: t.names.fences, Item: { pk: fenceKeyOf(origin.jobId, workload.fenceKeyPrefix), generation: 2 } }));
       // Written two hours ago: past the collector's age bound as the stack sets it (an hour).
       const objects = s3.buckets.get(BUCKET)!;
       for (const g of [1, 2]) objects.set(key(g), objects.get(key(g))!.map((v) => ({ ...v, lastModified: new Date(Date.now() - 2 * 3_600_000) })));

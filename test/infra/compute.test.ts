@@ -9,13 +9,19 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { Runtime } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { App, Duration, Stack } from 'aws-cdk-lib';
-import { FencedWorkflow, MAX_UNIT_SIZE, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
-import { EFFECTS_PER_CUSTOMER, invoiceProcessor, MAX_UNIT_SIZE as INVOICE_MAX_UNIT_SIZE } from '../../lib/workloads/invoices/invoices.js';
-import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames } from '../../lib/workflow/index.js';
+import { FencedWorkflow, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
+import { EFFECTS_PER_CUSTOMER, invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
+import { invoices } from '../../lib/workloads/invoices/index.js';
+import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames, unitSizeCap } from '../../lib/workflow/index.js';
 import { ConfigError, MAX_TRANSACTION_ACTIONS, type Generation } from '../../lib/protocol/index.js';
-import { arnOf, logicalId, PROJECT_ROOT, tempDir, templateOf } from './support.js';
+import { arnOf, logicalId, PROJECT_ROOT, tempDir, templateOf, TEST_SENDER } from './support.js';
 
 const run = promisify(execFile);
+const INVOICE_MAX_UNIT_SIZE = unitSizeCap(invoices);
+
+/** The construct on a stack of its own, the invoice workload's, as a fork instantiates it. */
+const buildWorkflow = (props: Partial<FencedWorkflowProps>) => () =>
+  new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { workload: invoices, fenceEpoch: 0, externalEffects: { senderAddress: TEST_SENDER }, ...props });
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -73,33 +79,20 @@ describe('functions', () => {
     expect(fnProps('starter').RecursiveLoop).toBe('Terminate');
   });
 
-  it("the unit size is bounded by the invoice workload's transaction (4 effects per customer + fence + checkpoint <= 100)", () => {
-    expect(MAX_UNIT_SIZE).toBe(INVOICE_MAX_UNIT_SIZE);
-    const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, ...props });
-    expect(build({ unitSize: MAX_UNIT_SIZE + 1 })).toThrow(/unitSize: must be an integer in \[1, 24\] \(4 effects per item/);
-    expect(build({ unitSize: MAX_UNIT_SIZE })).not.toThrow();
-    expect(build({ staleAfter: Duration.seconds(31) })).toThrow(/staleAfter \(31000 ms\) must exceed the lease duration plus the clock-skew bound/);
+  it("the unit size is bounded by the invoice workload's transaction (4 effects per item + fence + checkpoint <= 100)", () => {
+    expect(INVOICE_MAX_UNIT_SIZE).toBe(24);
+    expect(buildWorkflow({ unitSize: INVOICE_MAX_UNIT_SIZE + 1 })).toThrow(/unitSize: must be an integer in \[1, 24\] \(workload invoices: 4 effects per item/);
+    expect(buildWorkflow({ unitSize: INVOICE_MAX_UNIT_SIZE })).not.toThrow();
+    expect(buildWorkflow({ staleAfter: Duration.seconds(31) })).toThrow(/staleAfter \(31000 ms\) must exceed the lease duration plus the clock-skew bound/);
   });
 
   it("version-watch: the worker's timeout must cover a full lease watch, or no worker could ever take over a dead holder's job", () => {
-    const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, leaseMode: 'version-watch', ...props });
+    const build = (props: Partial<FencedWorkflowProps>) => buildWorkflow({ leaseMode: 'version-watch', ...props });
     expect(build({ leaseDuration: Duration.minutes(2) })).toThrow(/worker.timeout: in version-watch mode the worker's timeout \(120000 ms\) must cover a full lease watch/);
     expect(build({ leaseDuration: Duration.minutes(2), worker: { entry: 'functions/worker.ts', timeout: Duration.minutes(3) } })).not.toThrow();
     expect(build({})).not.toThrow(); // 30 s leases, 2-minute worker
     // Two whole stacks are built (each bundles its functions): 30 s was too little on a loaded machine.
   }, 90_000);
-
-  it("a fork's unit size cap comes from its processor's effects per item: (100 - fence - checkpoint) / effects", () => {
-    const build = (props: Partial<FencedWorkflowProps>) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, ...props });
-    expect(build({ effectsPerItem: 1, unitSize: 98 })).not.toThrow();
-    expect(build({ effectsPerItem: 1, unitSize: 99 })).toThrow(/unitSize: must be an integer in \[1, 98\]/);
-    expect(build({ effectsPerItem: 3, unitSize: 32 })).not.toThrow();
-    expect(build({ effectsPerItem: 3, unitSize: 33 })).toThrow(/unitSize: must be an integer in \[1, 32\] \(3 effects per item/);
-    expect(build({ effectsPerItem: 0 })).toThrow(/effectsPerItem: must be an integer in \[1, 98\]/);
-  });
 
   it("the invoice workload's cap is derived from what its processor really writes per customer", () => {
     const input = { period: '2026-01', customers: INVOICE_MAX_UNIT_SIZE, seed: 1, unitSize: INVOICE_MAX_UNIT_SIZE, currency: 'EUR' };
@@ -111,8 +104,7 @@ describe('functions', () => {
   });
 
   it("a fork's sweep interval is checked at synth as the sweeper checks it (1 s to 1 day) and as the schedule needs it (whole minutes)", () => {
-    const build = (sweepInterval: Duration) => () =>
-      new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' }, sweepInterval });
+    const build = (sweepInterval: Duration) => buildWorkflow({ sweepInterval });
     expect(build(Duration.seconds(90))).toThrow(/sweepInterval: must be a whole number of minutes, got 90 s/);
     expect(build(Duration.days(2))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);
     expect(build(Duration.minutes(0))).toThrow(/SWEEP_INTERVAL_MS must be an integer in \[1000, 86400000\]/);
@@ -133,10 +125,12 @@ describe('functions', () => {
     for (const [key, variable] of Object.entries(ENV)) {
       if (perFunction.includes(key)) continue;
       if (key === 'dynamoEndpoint') expect(env[variable]).toBeUndefined();
-      // The sample workload's run size and shard count are the starter's alone (functions/starter.ts reads them).
-      else if (key === 'customers' || key === 'shards') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
+      // The run's size and shard count are the starter's alone (functions/starter.ts reads them).
+      else if (key === 'runItems' || key === 'runShards') expect(env[variable] !== undefined, variable).toBe(name === 'starter');
       else expect(env[variable], variable).toBeDefined();
     }
+    // The workload every function loads by name: the registered one the stack was checked for.
+    expect(env.WORKLOAD).toBe('invoices');
     expect(env[ENV.epoch]).toBe('7');
     expect(env.POWERTOOLS_METRICS_NAMESPACE).toBe('FencedWorkflow');
     expect(env.POWERTOOLS_SERVICE_NAME).toBe(name);
@@ -172,7 +166,10 @@ describe('configuration is checked at synth, with the checks the handlers run', 
     [{ starterSchedule: 'cron(61 2 1 * ? *)' }, 'starterSchedule', /starterSchedule: .*minutes/],
     [{ starterSchedule: 'rate(0 minutes)' }, 'starterSchedule', /starterSchedule: /],
     [{ starterSchedule: 'every month' }, 'starterSchedule', /starterSchedule: /],
-    [{ invoiceCustomers: 10_000_001 }, 'invoiceCustomers', /invoiceCustomers: must be an integer in \[0, 10000000\]/],
+    [{ runItems: 10_000_001 }, 'runItems', /runItems: must be an integer in \[0, 10000000\]/],
+    [{ invoiceCustomers: 10 }, 'invoiceCustomers', /invoiceCustomers: was renamed runItems/],
+    [{ workload: 'payroll' }, 'workload', /workload: no workload "payroll" is registered \(lib\/workloads\/index.ts: invoices, reports\)/],
+    [{ unitSize: 25 }, 'unitSize', /unitSize: must be an integer in \[1, 24\] \(workload invoices: 4 effects per item/],
     [{ unfinishedJobAlarmMinutes: 0 }, 'unfinishedJobAlarmMinutes', /unfinishedJobAlarmMinutes: must be an integer in \[1, /],
     [{ alarmTopicArn: 'oncall' }, 'alarmTopicArn', /alarmTopicArn: must be an SNS topic ARN/],
     [{ metricsNamespace: 'AWS/Lambda' }, 'metricsNamespace', /metricsNamespace: .*"AWS\/"/],
@@ -226,8 +223,8 @@ describe('configuration is checked at synth, with the checks the handlers run', 
 
   it.each([Duration.minutes(1), Duration.seconds(30)])("a fork's reconcileClaimTimeout of %s (not above the sender's 1 minute) is refused at synth", (reconcileClaimTimeout) => {
     const stack = new Stack(new App({ outdir: tempDir('fenced-cdk-') }));
-    const externalEffects = { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/', reconcileClaimTimeout };
-    expect(() => new FencedWorkflow(stack, 'Workflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects })).toThrow(
+    const externalEffects = { senderAddress: TEST_SENDER, reconcileClaimTimeout };
+    expect(() => new FencedWorkflow(stack, 'Workflow', { workload: invoices, fenceEpoch: 0, externalEffects })).toThrow(
       /reconcileClaimTimeout: \(\d+ ms\) must be above the sender's timeout \(60000 ms\)/,
     );
   });
@@ -302,7 +299,7 @@ describe('schedules (EventBridge Scheduler)', () => {
           Arn: arnOf(w.starter.fn),
           DeadLetterConfig: { Arn: arnOf(w.scheduleDeadLetterQueue) },
           RetryPolicy: { MaximumEventAgeInSeconds: 7200, MaximumRetryAttempts: 10 },
-          // functions/starter.ts bills the month before `time`
+          // the invoice workload's run is the month before `time`
           Input: JSON.stringify({ time: '<aws.scheduler.scheduled-time>' }),
         }),
       }),

@@ -6,12 +6,15 @@
  * call the code makes must be allowed; every call the design forbids must be denied for every
  * role. Sufficiency, where cdk-nag and iam.test.ts check least privilege. The documents' prefix
  * is the workload's: a stack and a run with another one stay green, and a stack synthesized for
- * one prefix refuses a run with another, naming the call.
+ * one prefix refuses a run with another, naming the call. The other prefix is a fork's: the
+ * invoice workload registered once more, as `invoices-x` with documents under docs-x/ (the
+ * stack only builds a registered workload, the one its functions load by name), by a mock of
+ * the registry that adds the one line a fork adds.
  */
 import { invoices } from '../../lib/workloads/invoices/index.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Authorization } from '../../cli/local/aws-authorizations.js';
 import { recordAwsCalls, type AwsCall } from '../../cli/local/aws-calls.js';
 import { startEffects } from '../../cli/local/effects-env.js';
@@ -23,10 +26,23 @@ import { perTestTables } from '../support/tables.js';
 import { StackIam, type FunctionRole, type TemplateJson } from './iam-eval.js';
 import { PROJECT_ROOT, templateOf } from './support.js';
 
+vi.mock('../../lib/workloads/index.js', async (importOriginal) => {
+  const registry = await importOriginal<typeof import('../../lib/workloads/index.js')>();
+  const { invoices } = await import('../../lib/workloads/invoices/index.js');
+  const { invoiceWorkload: withPrefix } = await import('../../lib/workloads/invoices/invoices.js');
+  const fork = { ...invoices, name: 'invoices-x', processor: withPrefix('docs-x/') };
+  const WORKLOADS = [...registry.WORKLOADS, fork];
+  const workloadNamed = (name: string) => WORKLOADS.find((w) => w.name === name) ?? registry.workloadNamed(name);
+  return { ...registry, WORKLOADS, workloadNamed };
+});
+
 const { tables, cleanups } = perTestTables(import.meta.filename);
 const OTHER_PREFIX = 'docs-x/';
+/** The registered workload whose documents go under each prefix (the fork above for OTHER_PREFIX). */
+const WORKLOAD_OF: Readonly<Record<string, string>> = { [INVOICE_DOCUMENTS_PREFIX]: 'invoices', [OTHER_PREFIX]: 'invoices-x' };
 
-const templateFor = (prefix: string): TemplateJson => templateOf({ workload: invoiceWorkload(prefix) }).template.toJSON() as TemplateJson;
+// One stack name for both: the IAM evaluation resolves AWS::StackName as FencedWorkflow.
+const templateFor = (prefix: string): TemplateJson => templateOf({ workload: WORKLOAD_OF[prefix]!, stackName: 'FencedWorkflow' }).template.toJSON() as TemplateJson;
 
 /** npm start's invoice run (faults, documents, outbox sends, reconciler, collector, recorder, sweeper), recorded with `stack`'s names. */
 async function recordedRun(stack: StackIam, prefix: string, set: string): Promise<AwsCall[]> {

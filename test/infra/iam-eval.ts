@@ -10,7 +10,7 @@ import { runSimulation } from '@cloud-copilot/iam-simulate';
 // The recorder's stream label: the recorded stream ARN and the granted one are the same string.
 import { STREAM_LABEL, TEST_ENV, roleOfTable, type ArnNames, type Authorization } from '../../cli/local/aws-authorizations.js';
 import type { AwsCall } from '../../cli/local/aws-calls.js';
-import type { TableRole } from '../../lib/workflow/index.js';
+import { ENV, TABLE_ROLES, type TableRole } from '../../lib/workflow/index.js';
 
 type Json = any;
 interface Resource {
@@ -26,6 +26,7 @@ export class TemplateReadError extends Error {
 
 const { partition, region, account } = TEST_ENV;
 const PSEUDO: Readonly<Record<string, string>> = { 'AWS::Partition': partition, 'AWS::Region': region, 'AWS::AccountId': account, 'AWS::URLSuffix': 'amazonaws.com', 'AWS::StackName': 'FencedWorkflow' };
+const TABLE_VARIABLES: Readonly<Record<TableRole, string>> = { leases: ENV.leasesTable, fences: ENV.fencesTable, jobs: ENV.jobsTable, records: ENV.recordsTable, outbox: ENV.outboxTable };
 const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
 export interface FunctionRole {
@@ -64,15 +65,32 @@ export class StackIam {
       if (fn === undefined || role === undefined) throw new TemplateReadError(`a function without POWERTOOLS_SERVICE_NAME or role: ${JSON.stringify(r.Properties.Role)}`);
       this.functions.set(fn, { ...role, fn });
     }
-    const byRole = (role: TableRole) => Object.entries(R).find(([id, r]) => r.Type === 'AWS::DynamoDB::Table' && id.toLowerCase().includes(role))?.[0];
-    this.tables = Object.fromEntries((['leases', 'fences', 'jobs', 'records', 'outbox'] as const).map((role) => [role, byRole(role) ?? role])) as Record<TableRole, string>;
+    this.tables = Object.fromEntries(TABLE_ROLES.map((role) => [role, this.tableOf(role)])) as Record<TableRole, string>;
     const docs = Object.keys(R).find((id) => R[id]!.Type === 'AWS::S3::Bucket' && id.includes('Documents'));
     if (docs === undefined) throw new TemplateReadError('no documents bucket');
     this.documentsBucket = this.physicalName(docs);
   }
 
+  /**
+   * The logical id of the table the functions use for `role`: the one their environment names
+   * (`RECORDS_TABLE: {Ref: ...}`), whatever its construct id (the invoice stack's Records table
+   * keeps the id `Invoices`); an adopted table's name as given.
+   */
+  private tableOf(role: TableRole): string {
+    const variable = TABLE_VARIABLES[role];
+    for (const r of Object.values(this.template.Resources)) {
+      if (r.Type !== 'AWS::Lambda::Function') continue;
+      const v = r.Properties?.Environment?.Variables?.[variable] as string | { Ref?: string } | undefined;
+      if (typeof v === 'string') return v;
+      if (v?.Ref !== undefined) return v.Ref;
+    }
+    throw new TemplateReadError(`no function names its ${role} table (${variable})`);
+  }
+
   /** The names a local run's recorder builds ARNs with: each local table by its role, the bucket by the stack's. */
   arnNames(): ArnNames {
+    // A workload that sends no email has no identity or configuration set: a SendEmail would name none of the stack's, and be denied.
+    const ses = (type: string) => (Object.values(this.template.Resources).some((r) => r.Type === type) ? this.physicalName(this.only(type, '')) : `no-${type.split('::')[2]!.toLowerCase()}-in-stack`);
     return {
       ...TEST_ENV,
       table: (local) => {
@@ -82,8 +100,8 @@ export class StackIam {
       bucket: () => this.documentsBucket,
       queue: this.physicalName(this.only('AWS::SQS::Queue', 'WorkQueue')),
       // The sender sends as the stack's identity (its SENDER_ADDRESS is the identity's address).
-      emailIdentity: () => this.physicalName(this.only('AWS::SES::EmailIdentity', '')),
-      configurationSet: this.physicalName(this.only('AWS::SES::ConfigurationSet', '')),
+      emailIdentity: () => ses('AWS::SES::EmailIdentity'),
+      configurationSet: ses('AWS::SES::ConfigurationSet'),
     };
   }
 

@@ -33,7 +33,7 @@ function dataPlane(fn: 'worker' | 'sweeper' | 'starter'): string[] {
 const pairs = (actions: string[], resources: string[]) => actions.flatMap((a) => resources.map((r) => `${a} ${r}`));
 
 describe('each function gets the exact actions it uses, on the exact resources', () => {
-  it('the worker: Update on Leases; Update/ConditionCheck on Fences; Get/BatchGet/Update on Jobs (BatchGet: a run\'s shards); Put on Invoices; consume and continue on the work queue', () => {
+  it('the worker: Update on Leases; Update/ConditionCheck on Fences; Get/BatchGet/Update on Jobs (BatchGet: a run\'s shards); Put on Records; consume and continue on the work queue', () => {
     const consume = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'];
     expect(dataPlane('worker')).toEqual(
       [
@@ -60,7 +60,7 @@ describe('each function gets the exact actions it uses, on the exact resources',
     );
   });
 
-  it('the starter: Put (run record, shards) and Get (an unsharded job of the period) on Jobs and SendMessage, nothing on Leases, Fences or Invoices', () => {
+  it('the starter: Put (run record, shards) and Get (an unsharded job of the period) on Jobs and SendMessage, nothing on Leases, Fences or Records', () => {
     expect(dataPlane('starter')).toEqual([`dynamodb:PutItem ${tableArn('jobs')}`, `dynamodb:GetItem ${tableArn('jobs')}`, `sqs:SendMessage ${queueArn()}`].sort());
   });
 
@@ -83,7 +83,7 @@ describe('each function gets the exact actions it uses, on the exact resources',
         `lambda:InvokeFunction ${json(arnOf(w.sweeper.fn))}`,
         `lambda:InvokeFunction ${json(arnOf(w.starter.fn))}`,
         `lambda:InvokeFunction ${json(arnOf(w.effects.reconciler.fn))}`,
-        `lambda:InvokeFunction ${json(arnOf(w.effects.collector.fn))}`,
+        `lambda:InvokeFunction ${json(arnOf(w.effects.collector!.fn))}`,
         `sqs:SendMessage ${json(arnOf(w.scheduleDeadLetterQueue))}`,
       ].sort(),
     );
@@ -146,10 +146,10 @@ describe('s3:ListBucket: granted so a missing document answers 404, scoped to th
       .filter((s) => s.Effect === 'Allow' && [s.Action].flat().includes('s3:ListBucket'));
 
   it.each(['worker', 'collector'] as const)('%s: s3:ListBucket on the documents bucket only, conditioned on s3:prefix invoices/*', (fn) => {
-    const role = fn === 'worker' ? w.worker.role : w.effects.collector.role;
+    const role = fn === 'worker' ? w.worker.role : w.effects.collector!.role;
     const statements = listStatements(logicalId(role));
     expect(statements).toEqual([
-      expect.objectContaining({ Action: 's3:ListBucket', Resource: arnOf(w.effects.bucket), Condition: { StringLike: { 's3:prefix': 'invoices/*' } } }),
+      expect.objectContaining({ Action: 's3:ListBucket', Resource: arnOf(w.effects.bucket!), Condition: { StringLike: { 's3:prefix': 'invoices/*' } } }),
     ]);
   });
 

@@ -1,6 +1,6 @@
 /**
  * Disaster recovery support (docs/runbook-dr.md): a restore creates a new table, so the stack
- * can point the functions at a restored Jobs or Invoices table (context `adoptTables`) while its
+ * can point the functions at a restored Jobs or Records table (context `adoptTables`) while its
  * own tables stay retained in the template. Leases and Fences are never swapped for a copy.
  */
 import { describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ describe('adopting a restored table', () => {
     expect(template.toJSON().Outputs[OUTPUTS.jobs].Value).toBe(RESTORED_JOBS);
   });
 
-  it('an adopted Invoices table without a stream ARN drops the stream output instead of pointing at the old stream', () => {
+  it('an adopted Records table without a stream ARN drops the stream output instead of pointing at the old stream', () => {
     const { template } = templateOf({ context: { adoptTables: { records: 'FencedWorkflow-Invoices-restored' } } });
     expect(template.toJSON().Outputs[OUTPUTS.recordsStreamArn]).toBeUndefined();
     expect(template.toJSON().Outputs[OUTPUTS.records].Value).toBe('FencedWorkflow-Invoices-restored');

@@ -55,11 +55,12 @@ describe('the stack exposes what the capacity plan recommends', () => {
     [{ shards: 0 }, /shards: must be an integer in \[1, 1000\]/],
     [{ shards: 1001 }, /shards: must be an integer in \[1, 1000\]/],
     [{ shards: 'four' }, /shards: must be an integer/],
-    [{ shards: 20, invoiceCustomers: 10 }, /shards: 20 shards for 10 customers/],
+    [{ shards: 20, runItems: 10 }, /shards: 20 shards for 10 items/],
     [{ shards: 12, workerMaxConcurrency: 8 }, /workerMaxConcurrency: 8 is below shards \(12\)/],
     [{ workerMaxConcurrency: 1001 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
     [{ workerMaxConcurrency: 1 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
     [{ warmThroughput: '{"invoice":{"write":9000}}' }, /warmThroughput: unknown table role "invoice"/],
+    [{ warmThroughput: '{"invoices":{"write":9000}}' }, /warmThroughput: unknown table role "invoices" \(one of .*\): the invoices role was renamed records/],
     [{ warmThroughput: '{"records":{"write":3999}}' }, /warmThroughput.records.write: must be an integer >= 4000/],
     [{ warmThroughput: '{"records":{"read":100}}' }, /warmThroughput.records.read: must be an integer >= 12000/],
     [{ warmThroughput: '{"records":{"write":"lots"}}' }, /warmThroughput.records.write: must be an integer/],
@@ -71,7 +72,7 @@ describe('the stack exposes what the capacity plan recommends', () => {
 
   it("the plan's settings for 10 million customers synthesize as it prints them, with zero cdk-nag findings", () => {
     const plan = planInvoiceRun({ customers: 10_000_000 });
-    const context = { shards: plan.settings.shards, invoiceCustomers: 10_000_000, warmThroughput: { records: { write: plan.settings.warmWriteUnits.records } } };
+    const context = { shards: plan.settings.shards, runItems: 10_000_000, warmThroughput: { records: { write: plan.settings.warmWriteUnits.records } } };
     expect(scale(context)).toMatchObject({ shards: String(plan.shards), maxConcurrency: plan.settings.workerMaxConcurrency, warm: { records: { WriteUnitsPerSecond: plan.settings.warmWriteUnits.records } } });
     const { app, outdir } = buildApp({ nag: true, context });
     expect(withoutCfnValidation(() => nagViolations(app, outdir))).toEqual([]);

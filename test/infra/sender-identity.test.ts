@@ -25,7 +25,7 @@ const inStack = (name: string | object) => ({
 /** The resources each sending role may ses:SendEmail on (besides the configuration set). */
 function sendEmailOn(template: Template, stack: FencedWorkflowStack): Record<'sender' | 'reconciler', unknown[]> {
   const e = stack.workflow.effects;
-  const configSet = logicalId(e.configurationSet);
+  const configSet = logicalId(e.configurationSet!);
   const of = (fn: 'sender' | 'reconciler') =>
     permissionsOf(template, logicalId(e[fn].role))
       .filter((p) => p.effect === 'Allow' && p.action === 'ses:SendEmail' && !p.resource.includes(configSet))

@@ -31,7 +31,7 @@ describe('SES event publishing, to the recorder', () => {
     const d = destinations[0]!.EventDestination as { Enabled?: boolean; MatchingEventTypes: string[]; EventBridgeDestination: { EventBusArn: unknown } };
     expect([...d.MatchingEventTypes].sort()).toEqual(['bounce', 'complaint', 'deliveryDelay', 'reject', 'send']);
     expect(JSON.stringify(d.EventBridgeDestination.EventBusArn)).toContain('event-bus/default');
-    expect(destinations[0]!.ConfigurationSetName).toEqual({ Ref: logicalId(w.effects.configurationSet) });
+    expect(destinations[0]!.ConfigurationSetName).toEqual({ Ref: logicalId(w.effects.configurationSet!) });
   });
 
   it("the recorder's rule matches exactly those events' detail types, of this configuration set only, and targets the recorder with retries and the schedule DLQ", () => {
@@ -41,11 +41,11 @@ describe('SES event publishing, to the recorder', () => {
     expect(rule.EventPattern).toEqual({
       source: ['aws.ses'],
       'detail-type': ['Email Sent', 'Email Bounced', 'Email Complaint Received', 'Email Rejected', 'Email Delivery Delayed'],
-      detail: { mail: { tags: { 'ses:configuration-set': [{ Ref: logicalId(w.effects.configurationSet) }] } } },
+      detail: { mail: { tags: { 'ses:configuration-set': [{ Ref: logicalId(w.effects.configurationSet!) }] } } },
     });
     expect(rule.Targets).toEqual([
       expect.objectContaining({
-        Arn: { 'Fn::GetAtt': [logicalId(w.effects.recorder.fn), 'Arn'] },
+        Arn: { 'Fn::GetAtt': [logicalId(w.effects.recorder!.fn), 'Arn'] },
         RetryPolicy: { MaximumRetryAttempts: 8 },
         DeadLetterConfig: { Arn: { 'Fn::GetAtt': [logicalId(w.scheduleDeadLetterQueue), 'Arn'] } },
       }),
@@ -53,7 +53,7 @@ describe('SES event publishing, to the recorder', () => {
   });
 
   it("the recorder's description names the events it stores", () => {
-    const description = (template.toJSON().Resources[logicalId(w.effects.recorder.fn)].Properties as Props).Description as string;
+    const description = (template.toJSON().Resources[logicalId(w.effects.recorder!.fn)].Properties as Props).Description as string;
     expect(description).toMatch(/send, bounce, complaint, reject and delivery-delay events/);
   });
 });
@@ -69,7 +69,7 @@ describe('sendRatePerSecond', () => {
     const { template: t, stack } = templateOf({ context: { sendRatePerSecond } });
     const e = stack.workflow.effects;
     for (const fn of sending) expect(envOf(t, logicalId(e[fn].fn))[ENV.sendRatePerSecond], fn).toBe(String(Number(sendRatePerSecond)));
-    for (const f of [e.recorder, e.collector, stack.workflow.worker, stack.workflow.sweeper, stack.workflow.starter]) expect(envOf(t, logicalId(f.fn))[ENV.sendRatePerSecond]).toBeUndefined();
+    for (const f of [e.recorder!, e.collector!, stack.workflow.worker, stack.workflow.sweeper, stack.workflow.starter]) expect(envOf(t, logicalId(f.fn))[ENV.sendRatePerSecond]).toBeUndefined();
   });
 
   it.each(['0', '-1', 'fast', '1e3', '0x10', '10001', '0.0001', 'Infinity'])('%j is refused at synth with one line naming sendRatePerSecond', (sendRatePerSecond) => {
@@ -87,7 +87,8 @@ describe('sendRatePerSecond', () => {
 
   it('synth accepts a rate exactly when the sender accepts it at start-up (the same bounds)', async () => {
     const { senderFromEnv } = await import('../../functions/effects-commons.js');
-    const commons = { doc: {}, tables: { outbox: 'Outbox' }, clock: {} } as unknown as Parameters<typeof senderFromEnv>[1];
+    const { invoices } = await import('../../lib/workloads/invoices/index.js');
+    const commons = { doc: {}, tables: { outbox: 'Outbox' }, clock: {}, workload: invoices } as unknown as Parameters<typeof senderFromEnv>[1];
     const base = { [ENV.sesConfigurationSet]: 'set', [ENV.senderAddress]: 'invoices@fenced-workflow.dev' };
     const senderStarts = (rate: string) => {
       try {

@@ -6,6 +6,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FencedWorkflow, TABLE_IDS } from '../../infra/constructs/fenced-workflow.js';
+import { invoices } from '../../lib/workloads/invoices/index.js';
 import { COUNTER_DESTROYING_ACTIONS } from '../../infra/constructs/guards.js';
 import { createTableInput, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
 import { arnOf, logicalId, tableIdDrift, tempDir, templateOf, withoutCfnValidation, PINNED_TABLES } from './support.js';
@@ -87,7 +88,7 @@ describe('the deployed tables keep their identity', () => {
   it('a renamed construct is caught, with the reason in the failure', () => {
     const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'FencedWorkflow');
-    new FencedWorkflow(stack, 'InvoiceWorkflow', { fenceEpoch: 0, worker: { entry: 'functions/worker.ts' }, externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' } });
+    new FencedWorkflow(stack, 'RenamedWorkflow', { workload: invoices, fenceEpoch: 0, externalEffects: { senderAddress: 'sender@fenced-workflow.dev' } });
     const drift = tableIdDrift(withoutCfnValidation(() => Template.fromStack(stack)).toJSON());
     expect(drift).toHaveLength(5);
     expect(drift.find((d) => d.startsWith('leases'))).toMatch(
@@ -117,7 +118,7 @@ describe('durable state', () => {
     for (const role of TABLE_ROLES) expect(tableProps[role].Properties.TimeToLiveSpecification).toBeUndefined();
   });
 
-  it('the Invoices stream carries new and old images (the invariant checker compares generations)', () => {
+  it('the Records stream carries new and old images (the invariant checker compares generations)', () => {
     expect(tableProps.records.Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
   });
 });
@@ -189,7 +190,7 @@ describe('nobody but the workflow updates a counter: UpdateItem and PartiQL upda
     expect(deniedBy(st, session, 'dynamodb:DeleteItem')).toBe(true);
   });
 
-  it('the Jobs and Invoices tables carry no such policy (the sweeper, the starter and a DR restore update them)', () => {
+  it('the Jobs and Records tables carry no such policy (the sweeper, the starter and a DR restore update them)', () => {
     for (const role of ['jobs', 'records'] as const) expect(tableProps[role].Properties.ResourcePolicy).toBeUndefined();
   });
 
@@ -252,9 +253,9 @@ describe('Leases and Fences are never replicated (global tables replicate asynch
     const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'Fork', { env: { account: '111111111111', region: 'eu-west-1' } });
     new FencedWorkflow(stack, 'Workflow', {
+      workload: invoices,
       fenceEpoch: 0,
-      worker: { entry: 'functions/worker.ts' },
-      externalEffects: { senderAddress: 'billing@example.com', documentsPrefix: 'invoices/' },
+      externalEffects: { senderAddress: 'sender@fenced-workflow.dev' },
       replicationRegions: { [role]: ['eu-central-1'] },
     });
     return () => withoutCfnValidation(() => Template.fromStack(stack));
@@ -266,7 +267,7 @@ describe('Leases and Fences are never replicated (global tables replicate asynch
     );
   });
 
-  it('a fork may still replicate Invoices (read elsewhere; writes stay in the home region)', () => {
+  it('a fork may still replicate Records (read elsewhere; writes stay in the home region)', () => {
     const template = synthWithReplicas('records')();
     template.hasResourceProperties('Custom::DynamoDBReplica', { Region: 'eu-central-1' });
   });
