@@ -129,6 +129,7 @@ export class FencedWorkflowStack extends Stack {
     new CfnOutput(this, OUTPUTS.dashboardUrl, { value: w.monitoring.dashboardUrl, description: 'CloudWatch dashboard' });
     new CfnOutput(this, OUTPUTS.alarmTopicArn, { value: w.monitoring.alarmTopic.topicArn, description: 'SNS topic every alarm notifies (subscribe to it: aws sns subscribe)' });
     new CfnOutput(this, OUTPUTS.fenceEpoch, { value: String(fenceEpoch), description: 'Epoch the deployed functions issue generations in' });
+    new CfnOutput(this, OUTPUTS.workload, { value: workload.name, description: 'The workload this stack runs (lib/workloads/index.ts): the ops CLI seals its fences' });
     new CfnOutput(this, OUTPUTS.workerFunction, {
       value: w.worker.fn.functionName,
       description: 'Worker (to pause it, disable its event source mapping; never put-function-concurrency 0: a throttled SQS poller still counts receives toward the DLQ)',
