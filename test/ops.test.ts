@@ -179,3 +179,25 @@ describe('pause and resume: the worker stops receiving without a single receive 
     await expect(opsCommand('pause', ['--mapping-id', '00000000-0000-4000-8000-000000000000'])).rejects.toThrow(/no event source mapping 00000000-.* in this account and region/);
   });
 });
+
+describe("seal raises the fences of the stack's own workload", () => {
+  it('reads the workload from the outputs (WorkloadName): the invoice stack\'s fences are invoices#<job>, a reports stack\'s fence#<job>; a --workload that contradicts the outputs is refused before anything is written', async () => {
+    const own = await makeTables(import.meta.filename);
+    const { PutCommand, GetCommand } = await import('@aws-sdk/lib-dynamodb');
+    await own.dynamo.doc.send(new PutCommand({ TableName: own.names.leases, Item: { pk: 'job#r-1', generation: 5 } }));
+    const file = join(tempDir('fenced-ops-'), 'outputs.json');
+    const fence = async (pk: string) => (await own.dynamo.doc.send(new GetCommand({ TableName: own.names.fences, Key: { pk }, ConsistentRead: true }))).Item;
+    const withWorkload = (name: string) => writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(own.names, { [OUTPUTS.workload]: name }) }));
+
+    withWorkload('reports');
+    await expect(opsCommand('seal', ['--outputs', file, '--endpoint', own.endpoint, '--epoch', '1', '--workload', 'invoices'])).rejects.toThrow(/the stack's outputs name workload "reports", not "invoices"/);
+    expect((await ops('raise-epoch', ['--outputs', file, '--endpoint', own.endpoint, '--epoch', '1', '--json'])).code).toBe(0);
+    expect((await ops('seal', ['--outputs', file, '--endpoint', own.endpoint, '--epoch', '1', '--json'])).code).toBe(0);
+    expect(await fence('fence#r-1')).toMatchObject({ generation: 2 ** 32 });
+    expect(await fence('invoices#r-1')).toBeUndefined();
+
+    withWorkload('invoices');
+    expect((await ops('seal', ['--outputs', file, '--endpoint', own.endpoint, '--epoch', '1', '--json'])).code).toBe(0);
+    expect(await fence('invoices#r-1')).toMatchObject({ generation: 2 ** 32 });
+  });
+});
