@@ -212,9 +212,9 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
     case 'resendPastRetention':
       return { ...base, retentionOutage: forced ? 'until-forgotten' : 'timed' };
     // A paused account in every run: forced, until the provider refused a send for it (and 4 leases
-    // more); timed, a fixed window of 30 leases from the start, over the stream's first sends on a loaded machine.
+    // more); timed, a fixed window of 60 leases from the start, over the stream's first sends on a loaded machine.
     case 'heldAsFailed':
-      return { ...base, providerFaults: { ...base.providerFaults, pause: { who: 'both', atMs: 0, ms: base.leaseMs * (forced ? 4 : 30), ...(forced ? { untilRefused: true } : {}) } } };
+      return { ...base, providerFaults: { ...base.providerFaults, pause: { who: 'both', atMs: 0, ms: base.leaseMs * (forced ? 4 : 60), ...(forced ? { untilRefused: true } : {}) } } };
     case 'claimOnSweeperCount': {
       // The mistake shows only if the claim on the sweeper's count lands while the stalled holder's
       // lease is live, so nothing may eat into that lease before the claimant's three round trips
