@@ -6,7 +6,7 @@
  */
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
 import { AWS_LIMITS, isHttpUrl, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../lib/workflow/index.js';
-import { DEFAULT_WORKLOAD, WORKLOADS } from '../lib/workloads/index.js';
+import { configuredWorkload, DEFAULT_WORKLOAD, WORKLOADS } from '../lib/workloads/index.js';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
 import { SEND_RATE_PER_SECOND } from './constructs/settings.js';
 
@@ -75,10 +75,7 @@ export class ContextSettings {
 
   /** `-c workload=NAME`: a registered workload (lib/workloads/index.ts); unset, the default one. */
   workload(): Workload<any> {
-    const name = this.string('workload') ?? DEFAULT_WORKLOAD;
-    const w = WORKLOADS.find((x) => x.name === name);
-    if (w === undefined) throw new ConfigError('workload', `no workload "${name.slice(0, 100)}" is registered (lib/workloads/index.ts: ${WORKLOADS.map((x) => x.name).join(', ')})`);
-    return w;
+    return configuredWorkload('workload', this.string('workload'));
   }
 
   /** Items in a run when the starter's payload names none, within what the workload's runs take. */

@@ -17,19 +17,18 @@ export const DEFAULT_WORKLOAD = invoices.name;
 for (const w of WORKLOADS) assertWorkload(w);
 if (new Set(WORKLOADS.map((w) => w.name)).size !== WORKLOADS.length) throw new ConfigError('workloads', 'two registered workloads share a name');
 
-const names = (): string => WORKLOADS.map((w) => w.name).join(', ');
-
-/** The workload of that name; InvalidInputError naming the registered ones otherwise. */
-export function workloadNamed(name: string, field = 'workload'): Workload<any> {
+/** The one lookup: the workload of that name, or the error `refuse` makes of a line naming the registered ones. */
+function lookup(name: string, refuse: (line: string) => Error): Workload<any> {
   const w = WORKLOADS.find((x) => x.name === name);
-  if (w === undefined) throw new InvalidInputError(field, `no workload "${name}" is registered (lib/workloads/index.ts: ${names()})`);
+  if (w === undefined) throw refuse(`no workload "${name.slice(0, 100)}" is registered (lib/workloads/index.ts: ${WORKLOADS.map((x) => x.name).join(', ')})`);
   return w;
 }
 
-/** The functions' workload (WORKLOAD, set by the stack from the same registry); ConfigError when unknown. */
-export function workloadFromEnv(env: Readonly<Record<string, string | undefined>>): Workload<any> {
-  const name = env.WORKLOAD ?? DEFAULT_WORKLOAD;
-  const w = WORKLOADS.find((x) => x.name === name);
-  if (w === undefined) throw new ConfigError('WORKLOAD', `WORKLOAD "${name}" is not a registered workload (${names()})`);
-  return w;
-}
+/** The workload of that name (a flag's); InvalidInputError naming the registered ones otherwise. */
+export const workloadNamed = (name: string, field = 'workload'): Workload<any> => lookup(name, (line) => new InvalidInputError(field, line));
+
+/** A setting's workload (the stack's `-c workload`, the functions' WORKLOAD); ConfigError naming the setting otherwise. */
+export const configuredWorkload = (setting: string, name: string | undefined): Workload<any> => lookup(name ?? DEFAULT_WORKLOAD, (line) => new ConfigError(setting, line));
+
+/** The functions' workload (WORKLOAD, set by the stack from the same registry). */
+export const workloadFromEnv = (env: Readonly<Record<string, string | undefined>>): Workload<any> => configuredWorkload('WORKLOAD', env.WORKLOAD);
