@@ -33,7 +33,8 @@ vi.mock('../../lib/workloads/index.js', async (importOriginal) => {
   const fork = { ...invoices, name: 'invoices-x', processor: withPrefix('docs-x/') };
   const WORKLOADS = [...registry.WORKLOADS, fork];
   const workloadNamed = (name: string) => WORKLOADS.find((w) => w.name === name) ?? registry.workloadNamed(name);
-  return { ...registry, WORKLOADS, workloadNamed };
+  const configuredWorkload = (setting: string, name: string | undefined) => WORKLOADS.find((w) => w.name === (name ?? registry.DEFAULT_WORKLOAD)) ?? registry.configuredWorkload(setting, name);
+  return { ...registry, WORKLOADS, workloadNamed, configuredWorkload };
 });
 
 const { tables, cleanups } = perTestTables(import.meta.filename);
