@@ -15,11 +15,13 @@ import type { WorkMessage } from '../lib/workflow/index.js';
 function issueError(root: string, issue: v.BaseIssue<unknown>, known: readonly string[]): InvalidInputError {
   const keys = (issue.path ?? []).map((p) => String(p.key));
   const unknown = keys.find((k) => !known.includes(k));
-  if (unknown !== undefined) {
-    const plain = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(unknown);
-    return new InvalidInputError(plain ? `${root}.${unknown}` : root, `unexpected field ${JSON.stringify(unknown.slice(0, 64))}`);
-  }
+  if (unknown !== undefined) return unexpectedField(root, unknown);
   return new InvalidInputError(keys.length === 0 ? root : `${root}.${keys.join('.')}`, issue.message);
+}
+
+function unexpectedField(root: string, key: string): InvalidInputError {
+  const plain = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(key);
+  return new InvalidInputError(plain ? `${root}.${key}` : root, `unexpected field ${JSON.stringify(key.slice(0, 64))}`);
 }
 
 export const WorkMessageSchema = v.strictObject({
@@ -53,9 +55,6 @@ export function parseStartPayload(raw: unknown, fields: readonly string[]): Reco
   const r = v.safeParse(v.record(v.string(), v.unknown()), raw ?? {});
   if (!r.success) throw new InvalidInputError('payload', 'must be an object');
   const unknown = Object.keys(r.output).find((k) => !fields.includes(k));
-  if (unknown !== undefined) {
-    const plain = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(unknown);
-    throw new InvalidInputError(plain ? `payload.${unknown}` : 'payload', `unexpected field ${JSON.stringify(unknown.slice(0, 64))}`);
-  }
+  if (unknown !== undefined) throw unexpectedField('payload', unknown);
   return r.output;
 }
