@@ -1,0 +1,27 @@
+/** SDK clients whose requests the model answers: the project's real code runs on them unchanged. */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Dynamo } from '../../../lib/protocol/dynamo.js';
+import { simRequestHandler, type SimTransport } from './handler.js';
+import type { DynamoModel } from './model.js';
+
+const common = (model: DynamoModel, transport?: SimTransport) => ({
+  region: 'us-east-1',
+  endpoint: 'http://dynamodb.sim',
+  credentials: { accessKeyId: 'sim', secretAccessKey: 'sim' },
+  // One attempt: retries are the code's own, or the scheduler's duplicates.
+  maxAttempts: 1,
+  requestHandler: simRequestHandler(model, transport),
+});
+
+/** Both clients, as createDynamo builds them (removeUndefinedValues), over the model. */
+export function simDynamo(model: DynamoModel, transport?: SimTransport): Dynamo {
+  const client = new DynamoDBClient(common(model, transport));
+  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  return { client, doc };
+}
+
+export function simStreams(model: DynamoModel, transport?: SimTransport): DynamoDBStreamsClient {
+  return new DynamoDBStreamsClient(common(model, transport));
+}
