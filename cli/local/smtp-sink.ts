@@ -24,66 +24,27 @@
  *   bounce(pred) / complain(pred): for a message to a matching recipient, accepted (250, in
  *   `received`), a Bounce (Permanent, General) or a Complaint event `feedbackDelayMs` later.
  * `fired` counts what each fault did, `events` holds every event emitted.
+ *
+ * The behaviour (the record, the events, the fault plan's decisions) is sink-core.ts, with no
+ * transport; this module is its SMTP adapter (the replies in SES's SMTP words), as the
+ * simulator's SES v2 handler is another (the same decisions in SES API errors).
  */
-import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
-import { Countdown, counters, Window, type EmailFaultPlan } from './fault-switch.js';
+import { SinkCore, type EmailSink, type SinkCoreOptions, type SinkRefusal } from './sink-core.js';
 
-export interface ReceivedMessage {
-  readonly queueId: string;
-  readonly raw: string;
-  /** The envelope recipients (RCPT TO). */
-  readonly to: readonly string[];
-  readonly at: number;
-}
+export { SINK_FAULTS, type EmailSink, type ReceivedMessage, type SinkEvent, type SinkFault } from './sink-core.js';
 
-/** An SES-shaped event about a message the sink accepted. */
-export interface SinkEvent {
-  readonly type: 'Send' | 'Bounce' | 'Complaint';
-  readonly message: ReceivedMessage;
-  /** The recipients it is about: all of them for a Send, the bounced or complaining ones otherwise. */
-  readonly recipients: readonly string[];
-  readonly bounceType?: string;
-  readonly bounceSubType?: string;
-}
-
-export const SINK_FAULTS = ['throttled', 'paused', 'sandbox', 'bounced', 'complained', 'send-event-lost'] as const;
-export type SinkFault = (typeof SINK_FAULTS)[number];
-
-export interface SmtpSinkOptions {
+export interface SmtpSinkOptions extends SinkCoreOptions {
   port?: number;
   host?: string;
-  onReceived?: (m: ReceivedMessage) => void | Promise<void>;
-  /** Told of each event emitted (a Send at acceptance, a Bounce or a Complaint later); a failure is dropped, as EventBridge drops one. */
-  onEvent?: (e: SinkEvent) => void | Promise<void>;
   /** Where the fault plan's refusals are replied: at the end of DATA (SES's place, default) or at RCPT TO. */
   refuseAt?: 'data' | 'rcpt';
-  /** The region named in a sandbox refusal (default us-east-1). */
-  region?: string;
-  /** How long after the Send a Bounce or a Complaint is emitted (default 20 ms). */
-  feedbackDelayMs?: number;
 }
 
-export interface SmtpSink extends EmailFaultPlan {
+export interface SmtpSink extends EmailSink {
   readonly host: string;
   readonly port: number;
-  readonly received: ReceivedMessage[];
-  down(ms: number): void;
-  loseAcks(n: number): void;
-  /** Messages taken whose acknowledgement was lost so far (loseAcks that fired): each is in `received`, its 250 never written. */
-  readonly acksLost: number;
-  /** Connections refused with 421 while down (nothing taken from them). */
-  readonly refused: number;
-  /** The next n Send events are lost (SES event publishing is best effort): never emitted. */
-  loseSendEvents(n: number): void;
-  readonly fired: Readonly<Record<SinkFault, number>>;
-  /** Every event emitted, in order. */
-  readonly events: readonly SinkEvent[];
-  /** Resolves once every event scheduled so far has been emitted and its onEvent has settled. */
-  settled(): Promise<void>;
-  /** Closes the server; events not yet emitted are dropped. */
-  close(): Promise<void>;
 }
 
 /** The header value of a raw message (unfolded), without parsing the body. */
@@ -103,75 +64,23 @@ export const SES_SMTP_REPLY = {
 
 const reply = (r: { code: number; text: string }) => Object.assign(new Error(r.text), { responseCode: r.code });
 
+/** The fault plan's refusal in SES's SMTP words. */
+const smtpReply = (r: SinkRefusal) => reply(r.kind === 'throttled' ? SES_SMTP_REPLY.throttled : r.kind === 'paused' ? SES_SMTP_REPLY.paused : SES_SMTP_REPLY.notVerified(r.region, r.identities));
+
 export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSink> {
-  const received: ReceivedMessage[] = [];
-  let downUntil = 0;
-  let acksToLose = 0;
-  let acksLost = 0;
-  let refused = 0;
-  const fired = counters(SINK_FAULTS);
-  const events: SinkEvent[] = [];
-  const throttled = new Countdown();
-  const paused = new Window();
-  const sendsToLose = new Countdown();
-  let verified: ((addr: string) => boolean) | undefined;
-  let bounces: ((to: string) => boolean) | undefined;
-  let complaints: ((to: string) => boolean) | undefined;
+  const core = new SinkCore(opts);
   const refuseAt = opts.refuseAt ?? 'data';
-  const feedbackDelay = opts.feedbackDelayMs ?? 20;
-
-  /** The fault plan's refusal of a message to `to`, if any (counted). */
-  const refusal = (to: readonly string[]): Error | undefined => {
-    if (throttled.take()) return fired.throttled++, reply(SES_SMTP_REPLY.throttled);
-    if (paused.on) return fired.paused++, reply(SES_SMTP_REPLY.paused);
-    const failed = verified === undefined ? [] : to.filter((a) => !verified!(a));
-    if (failed.length > 0) return fired.sandbox++, reply(SES_SMTP_REPLY.notVerified(opts.region ?? 'us-east-1', failed));
-    return undefined;
+  const refusal = (to: readonly string[]) => {
+    const r = core.refusal(to);
+    return r === undefined ? undefined : smtpReply(r);
   };
-
-  // Events in flight: each settles once emitted and its onEvent settled, or once dropped by close().
-  const pending = new Set<Promise<void>>();
-  const drops = new Set<() => void>();
-  const emit = (e: SinkEvent, counted?: SinkFault) => {
-    events.push(e);
-    if (counted !== undefined) fired[counted]++;
-    return Promise.resolve()
-      .then(() => opts.onEvent?.(e))
-      .catch(() => undefined);
-  };
-  const schedule = (ms: number, e: SinkEvent, counted?: SinkFault) => {
-    const p = new Promise<void>((resolve) => {
-      const drop = () => (clearTimeout(timer), resolve());
-      const timer = setTimeout(() => {
-        drops.delete(drop);
-        void emit(e, counted).finally(resolve);
-      }, ms);
-      drops.add(drop);
-    });
-    pending.add(p);
-    void p.finally(() => pending.delete(p));
-  };
-  const published = (m: ReceivedMessage) => {
-    if (sendsToLose.take()) fired['send-event-lost']++;
-    else {
-      const p = emit({ type: 'Send', message: m, recipients: m.to });
-      pending.add(p);
-      void p.finally(() => pending.delete(p));
-    }
-    // A bounced message draws no complaint: it never reached a mailbox.
-    const bounced = bounces === undefined ? [] : m.to.filter(bounces);
-    const complained = bounced.length > 0 || complaints === undefined ? [] : m.to.filter(complaints);
-    if (bounced.length > 0) schedule(feedbackDelay, { type: 'Bounce', message: m, recipients: bounced, bounceType: 'Permanent', bounceSubType: 'General' }, 'bounced');
-    if (complained.length > 0) schedule(feedbackDelay, { type: 'Complaint', message: m, recipients: complained }, 'complained');
-  };
-
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
     banner: 'fenced-workflow local sink',
     onConnect(_session, callback) {
-      if (Date.now() < downUntil) return refused++, callback(Object.assign(new Error('service not available, try again later'), { responseCode: 421 }));
+      if (core.refusesConnection()) return callback(Object.assign(new Error('service not available, try again later'), { responseCode: 421 }));
       callback();
     },
     onRcptTo(address, _session, callback) {
@@ -184,18 +93,10 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
         const to = session.envelope.rcptTo.map((a) => a.address);
         const refusedNow = refuseAt === 'data' ? refusal(to) : undefined;
         if (refusedNow !== undefined) return callback(refusedNow);
-        const m: ReceivedMessage = { queueId: randomUUID().replace(/-/g, '').slice(0, 16), raw: Buffer.concat(chunks).toString('utf8'), to, at: Date.now() };
-        received.push(m);
-        void Promise.resolve(opts.onReceived?.(m)).catch(() => undefined);
-        published(m);
-        if (acksToLose > 0) {
-          acksToLose--;
-          acksLost++;
-          // Taken and recorded; the 250 never goes out.
-          socketOf(session)?.destroy();
-          return;
-        }
-        callback(null, `queued as ${m.queueId}`);
+        const { message, ackLost } = core.take(core.newId().slice(0, 16), Buffer.concat(chunks).toString('utf8'), to);
+        // Taken and recorded; the 250 never goes out.
+        if (ackLost) return void socketOf(session)?.destroy();
+        callback(null, `queued as ${message.queueId}`);
       });
     },
   });
@@ -207,35 +108,15 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
   const inner = (server as unknown as { server: import('node:net').Server }).server;
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', resolve));
   const { port } = inner.address() as AddressInfo;
-  return {
+  const dropEvents = core.close;
+  return Object.assign(core, {
     host: '127.0.0.1',
     port,
-    received,
-    down: (ms) => void (downUntil = Date.now() + ms),
-    loseAcks: (n) => void (acksToLose += n),
-    get acksLost() {
-      return acksLost;
-    },
-    get refused() {
-      return refused;
-    },
-    throttle: (n) => throttled.arm(n),
-    pause: (ms) => paused.for(ms),
-    pausedWhile: (p) => paused.while(p),
-    sandbox: (v) => void (verified = v),
-    bounce: (p) => void (bounces = p),
-    complain: (p) => void (complaints = p),
-    loseSendEvents: (n) => sendsToLose.arm(n),
-    fired,
-    events,
-    settled: async () => {
-      while (pending.size > 0) await Promise.all([...pending]);
-    },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const drop of drops) drop();
+        void dropEvents();
         for (const c of connections) c._socket?.destroy();
         server.close(() => resolve());
       }),
-  };
+  });
 }

@@ -44,6 +44,8 @@ export class FetchHttpProvider implements HttpProvider {
     private readonly url: string,
     private readonly timeoutMs = 10_000,
     opts: { keyRetentionMs?: number } = {},
+    /** How the request goes out (a simulator passes an in-memory one); default the global `fetch`, looked up at each call. */
+    private readonly fetchFn: typeof fetch = (input, init) => fetch(input, init),
   ) {
     this.name = `http ${url}`;
     if (opts.keyRetentionMs !== undefined) this.keyRetentionMs = opts.keyRetentionMs;
@@ -52,7 +54,7 @@ export class FetchHttpProvider implements HttpProvider {
   async post(call: OutboundCall): Promise<SendResult> {
     let res: Response;
     try {
-      res = await fetch(destinationUrl(this.url, call.path), {
+      res = await this.fetchFn(destinationUrl(this.url, call.path), {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': call.idempotencyKey, ...call.headers },
         body: canonicalJson(call.body),
