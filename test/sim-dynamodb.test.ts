@@ -161,6 +161,7 @@ describe('the DynamoDB model under the SDK', () => {
     await expect(update({ UpdateExpression: 'SET a = :a', ExpressionAttributeValues: { ':a': { N: '1' }, ':x': { N: '2' } } })).rejects.toMatchObject({ name: 'ValidationException', message: 'Value provided in ExpressionAttributeValues unused in expressions: keys: {:x}' });
     await expect(update({ UpdateExpression: 'SET pk = :a', ExpressionAttributeValues: { ':a': { S: '1' } } })).rejects.toMatchObject({ message: 'One or more parameter values were invalid: Cannot update attribute pk. This attribute is part of the key' });
     await expect(update({ UpdateExpression: 'SET a = :a REMOVE a', ExpressionAttributeValues: { ':a': { N: '1' } } })).rejects.toMatchObject({ message: expect.stringContaining('Two document paths overlap') });
+    await expect(update({ UpdateExpression: 'SET status = :a', ExpressionAttributeValues: { ':a': { S: '1' } } })).rejects.toMatchObject({ message: 'Invalid UpdateExpression: Attribute name is a reserved keyword; reserved keyword: status' });
     await update({ UpdateExpression: 'ADD c :v', ExpressionAttributeValues: { ':v': { N: '12345678901234567890123456789012345677' } } });
     const out = await update({ UpdateExpression: 'ADD c :v', ExpressionAttributeValues: { ':v': { N: '1' } }, ReturnValues: 'UPDATED_NEW' });
     expect(out.Attributes).toEqual({ c: { N: '12345678901234567890123456789012345678' } });
@@ -176,9 +177,11 @@ describe('the model is cheap beside the SDK', () => {
     const { dynamo } = await world();
     const ctx = { doc: dynamo.doc };
     await dynamo.doc.send(new PutCommand({ TableName: names.jobs, Item: { pk: 'perf', status: 'RUNNING', cursor: 0, totalUnits: 1e6, heartbeatAt: 0 } }));
-    const n = 600;
-    const started = performance.now();
-    for (let i = 0; i < n / 3; i++) {
+    const n = 900;
+    let started = performance.now();
+    // The first 100 rounds warm the SDK's and the model's caches; the rest are timed.
+    for (let i = 0; i < n / 3 + 100; i++) {
+      if (i === 100) started = performance.now();
       await commitFencedUnit(ctx, unitOf('perf', makeGeneration(0, 1), i));
       await dynamo.doc.send(new UpdateCommand({ TableName: names.leases, Key: { pk: 'perf' }, UpdateExpression: 'SET #h = :h', ConditionExpression: 'attribute_not_exists(#h) OR #h < :h', ExpressionAttributeNames: { '#h': 'heartbeatAt' }, ExpressionAttributeValues: { ':h': i } }));
       await dynamo.doc.send(new GetCommand({ TableName: names.jobs, Key: { pk: 'perf' }, ConsistentRead: true }));

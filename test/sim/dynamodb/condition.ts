@@ -76,6 +76,7 @@ function primary(t: Tokens, used: Placeholders): Condition {
 function functionCall(t: Tokens, used: Placeholders): Condition {
   const fn = t.next().text;
   t.expect('(');
+  if (t.peek().kind === 'value') throw validation(`Invalid ${t.what}: Operator or function requires a document path; operator or function: ${fn}`);
   const path = parsePath(t, used);
   let arg: Operand | undefined;
   if (fn === 'attribute_type' || fn === 'begins_with' || fn === 'contains') {
@@ -168,7 +169,7 @@ function callFunction(fn: string, v: AV | undefined, arg: AV | undefined): boole
       return v === undefined;
     case 'attribute_type':
       if (arg === undefined || !('S' in arg) || !TYPE_NAMES.has(arg.S)) {
-        throw validation(`Invalid ConditionExpression: Invalid attribute type name found; type: ${arg !== undefined && 'S' in arg ? arg.S : String(arg && typeOf(arg))}, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}`);
+        throw validation(`Invalid ConditionExpression: Invalid attribute type name found; type: ${arg !== undefined && 'S' in arg ? arg.S : String(arg && typeOf(arg))}, valid types: {N,BS,L,B,NULL,M,S,SS,NS,BOOL}`);
       }
       return v !== undefined && typeOf(v) === arg.S;
     case 'begins_with':

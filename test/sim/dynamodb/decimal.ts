@@ -19,7 +19,7 @@ export function parseDecimal(text: string): Decimal {
   const hit = cache.get(text);
   if (hit !== undefined) return hit;
   const m = NUMBER.exec(text.trim());
-  if (m === null || (m[2] === '' && (m[3] ?? '') === '')) throw validation(`The parameter cannot be converted to a numeric value: ${text}`);
+  if (m === null || (m[2] === '' && (m[3] ?? '') === '')) throw validation('A value provided cannot be converted into a number');
   const digits = `${m[2]}${m[3] ?? ''}`.replace(/^0+/, '');
   let exponent = Number(m[4] ?? 0) - (m[3] ?? '').length;
   let mantissa = digits === '' ? 0n : BigInt(digits);
@@ -39,7 +39,7 @@ export function parseDecimal(text: string): Decimal {
 function checkRange(d: Decimal, text: string): void {
   if (d.mantissa === 0n) return;
   const digits = (d.mantissa < 0n ? -d.mantissa : d.mantissa).toString().length;
-  if (digits > 38) throw validation(`Attempting to store more than 38 significant digits in a Number`);
+  if (digits > 38) throw validation('DynamoDB only supports precision up to 38 digits');
   const magnitude = digits - 1 + d.exponent;
   if (magnitude > 125) throw validation(`Number overflow. Attempting to store a number with magnitude larger than supported range`);
   if (magnitude < -130) throw validation(`Number underflow. Attempting to store a number with magnitude smaller than supported range`);

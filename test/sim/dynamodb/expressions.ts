@@ -62,6 +62,8 @@ export function requestExpressions(input: Record<string, unknown>, allowed: read
   const out: Record<string, unknown> = {};
   const names = new Set<string>();
   const values = new Set<string>();
+  const givenNames = (input.ExpressionAttributeNames ?? {}) as Record<string, unknown>;
+  const givenValues = (input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
   let any = false;
   for (const kind of KINDS) {
     const source = input[kind];
@@ -70,6 +72,8 @@ export function requestExpressions(input: Record<string, unknown>, allowed: read
     if (typeof source !== 'string') throw validation(`${kind} must be a string`);
     any = true;
     const p = parse(kind, source);
+    for (const n of p.used.names) if (givenNames[n] === undefined) throw validation(`Invalid ${kind}: An expression attribute name used in the document path is not defined; attribute name: ${n}`);
+    for (const v of p.used.values) if (givenValues[v] === undefined) throw validation(`Invalid ${kind}: An expression attribute value used in expression is not defined; attribute value: ${v}`);
     out[FIELD[kind]] = p.ast;
     p.used.names.forEach((n) => names.add(n));
     p.used.values.forEach((v) => values.add(v));

@@ -94,10 +94,11 @@ function returned(p: WritePlan, mode: Returns): Item | undefined {
       return p.old;
     case 'ALL_NEW':
       return p.next;
+    // The whole top-level attribute of each updated path, as DynamoDB Local returns it.
     case 'UPDATED_OLD':
-      return p.old === undefined ? undefined : project(p.old, p.paths ?? []);
+      return p.old === undefined ? undefined : project(p.old, (p.paths ?? []).map((x) => x.slice(0, 1)));
     case 'UPDATED_NEW':
-      return p.next === undefined ? undefined : project(p.next, p.paths ?? []);
+      return p.next === undefined ? undefined : project(p.next, (p.paths ?? []).map((x) => x.slice(0, 1)));
   }
 }
 

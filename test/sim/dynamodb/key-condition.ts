@@ -14,8 +14,9 @@ export interface KeyRange {
   readonly inRange: (v: AV | undefined) => boolean;
 }
 
+// DynamoDB Local's words for a condition on a non-key attribute (AWS: "Query key condition not supported").
 const unsupported = (): never => {
-  throw validation('Query key condition not supported');
+  throw validation('Query condition missed key schema element');
 };
 
 function conjuncts(c: Condition): Condition[] {
@@ -65,7 +66,7 @@ export function keyRange(c: Condition, s: Scope, key: KeySpec, types: Readonly<R
       inRange = (x) => x !== undefined && ('S' in x && 'S' in prefix ? x.S.startsWith(prefix.S) : 'B' in x && 'B' in prefix && Buffer.from(x.B, 'base64').subarray(0, Buffer.from(prefix.B, 'base64').length).equals(Buffer.from(prefix.B, 'base64')));
     } else unsupported();
   }
-  if (hash === undefined) throw validation(`Query condition missed key schema element: ${key.hash}`);
+  if (hash === undefined) throw validation('Query condition missed key schema element');
   if (sortConditions > 1) unsupported();
   return { hash, inRange };
 }

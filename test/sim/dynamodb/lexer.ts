@@ -45,10 +45,6 @@ export function lex(source: string, what: string): Token[] {
   return out;
 }
 
-export const syntax = (what: string, source: string, token: string, at: number): never => {
-  throw validation(`Invalid ${what}: Syntax error; token: "${token}", near: "${source.slice(Math.max(0, at - 8), at + 8).trim()}"`);
-};
-
 /** A cursor over tokens with the helpers every grammar here needs. */
 export class Tokens {
   private i = 0;
@@ -78,8 +74,12 @@ export class Tokens {
   expect(text: string): void {
     if (!this.accept(text)) this.fail();
   }
+  /** DynamoDB's "near": the token before, the offending one and the one after. */
   fail(): never {
     const t = this.peek();
-    return syntax(this.what, this.source, t.text, t.at);
+    const before = this.list[Math.max(0, this.i - 1)]!;
+    const after = this.peek(1);
+    const end = t.kind === 'end' ? this.source.length : after.kind === 'end' ? t.at + t.text.length : after.at + after.text.length;
+    throw validation(`Invalid ${this.what}: Syntax error; token: "${t.text}", near: "${this.source.slice(Math.min(before.at, t.at), end).trim()}"`);
   }
 }

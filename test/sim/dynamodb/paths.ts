@@ -4,6 +4,7 @@
  */
 import { validation } from './errors.js';
 import type { Tokens } from './lexer.js';
+import { RESERVED_WORDS } from './reserved-words.js';
 import type { AV, Item } from './values.js';
 
 /** An element as written: an attribute name, a `#name` placeholder, or a list index. */
@@ -34,6 +35,7 @@ function attributeElement(t: Tokens, used: Placeholders): PathElement {
   const tok = t.peek();
   if (tok.kind === 'placeholder') used.names.add(tok.text);
   else if (tok.kind !== 'name') t.fail();
+  else if (RESERVED_WORDS.has(tok.text.toLowerCase())) throw validation(`Invalid ${t.what}: Attribute name is a reserved keyword; reserved keyword: ${tok.text}`);
   t.next();
   return { name: tok.text };
 }

@@ -15,7 +15,7 @@ import { checkFields, oneOf, type Db } from './request.js';
 import { keyNames, type KeySpec } from './schema.js';
 import { SortedStore, type Entry } from './store.js';
 import type { Index, Table } from './table.js';
-import { itemSize, keyString, normalizeItem, type Item } from './values.js';
+import { equalValues, itemSize, keyString, normalizeItem, type Item } from './values.js';
 
 const PAGE_BYTES = 1024 * 1024;
 const READ_FIELDS = ['TableName', 'IndexName', 'FilterExpression', 'ProjectionExpression', 'ExpressionAttributeNames', 'ExpressionAttributeValues', 'ConsistentRead', 'Limit', 'ExclusiveStartKey', 'Select', 'ReturnConsumedCapacity'];
@@ -39,12 +39,13 @@ function sourceOf(db: Db, op: string, input: Record<string, unknown>): Source {
 
 function checkCommon(op: string, input: Record<string, unknown>, src: Source, exprs: RequestExpressions): (typeof SELECTS)[number] {
   const select = oneOf(op, 'Select', input.Select, SELECTS, exprs.projection !== undefined ? 'SPECIFIC_ATTRIBUTES' : src.index === undefined ? 'ALL_ATTRIBUTES' : 'ALL_PROJECTED_ATTRIBUTES');
+  if (exprs.projection !== undefined && select === 'COUNT') throw validation('Cannot specify the ProjectionExpression when choosing to get only the Count');
   if (exprs.projection !== undefined && select !== 'SPECIFIC_ATTRIBUTES') throw validation('Cannot specify the AttributesToGet or ProjectionExpression when choosing to get ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES or COUNT');
   if (select === 'ALL_ATTRIBUTES' && src.index !== undefined && src.index.kept !== undefined) {
     throw validation('One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index ' + src.index.spec.name + ' because its projection type is not ALL');
   }
   if (input.Limit !== undefined && (typeof input.Limit !== 'number' || input.Limit < 1)) {
-    throw validation(`1 validation error detected: Value '${String(input.Limit)}' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1`);
+    throw validation('Limit must be greater than or equal to 1');
   }
   return select;
 }
@@ -113,8 +114,11 @@ export function query(db: Db, input: Record<string, unknown>): Record<string, un
   const range = keyRange(exprs.keyCondition!, exprs.scope, src.key, src.table.spec.types);
   const list = src.store.partition(range.hash, src.key.hash);
   const start = startOf(src, input.ExclusiveStartKey);
-  const forward = input.ScanIndexForward !== false;
   const rangeOf = (item: Item) => (src.key.range === undefined ? undefined : item[src.key.range]);
+  if (start !== undefined && (!equalValues(start.item[src.key.hash]!, range.hash) || !range.inRange(rangeOf(start.item)))) {
+    throw validation('The provided starting key does not match the range key predicate');
+  }
+  const forward = input.ScanIndexForward !== false;
   function* entries(): Generator<Entry> {
     let i = forward ? 0 : list.length - 1;
     if (start !== undefined) {

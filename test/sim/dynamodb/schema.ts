@@ -51,7 +51,7 @@ export function parseTableSpec(input: Record<string, unknown>): TableSpec {
   if (new Set(indexes.map((i) => i.name)).size !== indexes.length) throw validation('One or more parameter values were invalid: Duplicate index name');
   const used = new Set([key.hash, key.range, ...indexes.flatMap((i) => [i.key.hash, i.key.range])].filter((x): x is string => x !== undefined));
   if (Object.keys(types).some((a) => !used.has(a)) || used.size !== Object.keys(types).length) {
-    throw validation(`One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions`);
+    throw validation('The number of attributes in key schema must match the number of attributes defined in attribute definitions.');
   }
   const billing = (input.BillingMode ?? 'PROVISIONED') as TableSpec['billing'];
   if (billing === 'PROVISIONED' && input.ProvisionedThroughput === undefined) throw validation('One or more parameter values were invalid: ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED');

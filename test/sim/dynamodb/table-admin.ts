@@ -25,7 +25,7 @@ function streamLabel(c: Catalog, name: string, now: number): string {
 export function createTable(c: Catalog, input: Record<string, unknown>): Record<string, unknown> {
   const spec = parseTableSpec(input);
   for (const i of spec.indexes) checkTableName(i.name, 'indexName');
-  if (c.tables.has(spec.name)) throw new SimAwsError('ResourceInUseException', `Table already exists: ${spec.name}`);
+  if (c.tables.has(spec.name)) throw new SimAwsError('ResourceInUseException', 'Cannot create preexisting table');
   const now = c.ctx.now();
   const table = new Table(spec, c.ctx, now, streamLabel(c, spec.name, now));
   c.tables.set(spec.name, table);

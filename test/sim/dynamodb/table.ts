@@ -83,10 +83,10 @@ export class Table {
 
   /** A request's Key, checked: exactly the key attributes, of their types. */
   keyOf(raw: Item): { id: string; key: Item } {
-    const names = Object.keys(raw);
-    if (names.length !== this.keys.length || this.keys.some((k) => raw[k] === undefined || typeOf(raw[k]!) !== this.spec.types[k])) {
-      throw validation('The provided key element does not match the schema');
-    }
+    // DynamoDB Local's wording; AWS says "The provided key element does not match the schema" for both.
+    if (Object.keys(raw).length !== this.keys.length) throw validation('The number of conditions on the keys is invalid');
+    if (this.keys.some((k) => raw[k] === undefined)) throw validation('The provided key element does not match the schema');
+    if (this.keys.some((k) => typeOf(raw[k]!) !== this.spec.types[k])) throw validation('One or more parameter values were invalid: Type mismatch for key');
     for (const k of this.keys) checkKeyValue(raw[k]!, k);
     return { id: keyString(raw, this.keys), key: raw };
   }
@@ -95,8 +95,9 @@ export class Table {
   checkItem(item: Item): string {
     for (const k of this.keys) {
       const v = item[k];
-      if (v === undefined) throw validation(`One or more parameter values were invalid: Missing the key ${k} in the item`);
-      if (typeOf(v) !== this.spec.types[k]) throw validation(`One or more parameter values were invalid: Type mismatch for key ${k} expected: ${this.spec.types[k]} actual: ${typeOf(v)}`);
+      // DynamoDB Local's wording (AWS adds the key's name and types).
+      if (v === undefined) throw validation('One of the required keys was not given a value');
+      if (typeOf(v) !== this.spec.types[k]) throw validation('One or more parameter values were invalid: Type mismatch for key');
       checkKeyValue(v, k);
     }
     for (const i of this.indexes) {
@@ -104,7 +105,7 @@ export class Table {
         const v = item[k];
         if (v === undefined) continue;
         if (typeOf(v) !== this.spec.types[k]) {
-          throw validation(`One or more parameter values were invalid: Type mismatch for Index Key ${k} Expected: ${this.spec.types[k]} Actual: ${typeOf(v)} IndexName: ${i.spec.name}`);
+          throw validation('One or more parameter values were invalid: Type mismatch for Index Key');
         }
         if (isEmptyKey(v)) throw validation(`One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty ${typeOf(v) === 'S' ? 'string' : 'binary'} value. IndexName: ${i.spec.name}, IndexKey: ${k}`);
       }

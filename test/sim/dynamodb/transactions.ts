@@ -34,14 +34,14 @@ export function transactWriteItems(db: Db, ledger: TokenLedger, input: Record<st
   const capacity = oneOf('TransactWriteItems', 'ReturnConsumedCapacity', input.ReturnConsumedCapacity, ['NONE', 'TOTAL', 'INDEXES'] as CapacityMode[], 'NONE');
   const items = (input.TransactItems ?? []) as Record<string, unknown>[];
   if (!Array.isArray(items) || items.length === 0 || items.length > 100) {
-    throw validation(`1 validation error detected: Value '${items.length}' at 'transactItems' failed to satisfy constraint: Member must have length ${items.length === 0 ? 'greater than or equal to 1' : 'less than or equal to 100'}`);
+    throw validation(`Value ${items.length === 0 ? '[]' : `'${items.length} items'`} at 'transactItems' failed to satisfy constraint: Member must have length ${items.length === 0 ? 'greater than or equal to 1' : 'less than or equal to 100'}`);
   }
   const token = input.ClientRequestToken as string | undefined;
   const fingerprint = JSON.stringify({ ...input, ClientRequestToken: undefined });
   if (token !== undefined) {
     const seen = ledger.tokens.get(token);
     if (seen !== undefined && ledger.now() - seen.at < TOKEN_TTL_MS) {
-      if (seen.fingerprint !== fingerprint) throw new SimAwsError('IdempotentParameterMismatchException', 'Request has already been processed with different parameters for the same idempotency token');
+      if (seen.fingerprint !== fingerprint) throw new SimAwsError('IdempotentParameterMismatchException', 'The request uses the same client token as a previous, but non-identical request.');
       // The same request again: success, nothing applied a second time.
       return {};
     }

@@ -160,7 +160,7 @@ const SET_TYPES = new Set(['SS', 'NS', 'BS']);
 
 function addValue(old: AV | undefined, v: AV): AV {
   const t = typeOf(v);
-  if (t !== 'N' && !SET_TYPES.has(t)) throw validation(`Invalid UpdateExpression: Incorrect operand type for operator or function; operator: ADD, operand type: ${TYPE_WORDS[t]}`);
+  if (t !== 'N' && !SET_TYPES.has(t)) throw validation(`Invalid UpdateExpression: Incorrect operand type for operator or function; operator: ADD, operand type: ${TYPE_WORDS[t]}, typeSet: ALLOWED_FOR_ADD_OPERAND`);
   if (old === undefined) return v;
   if (typeOf(old) !== t) return wrongType();
   if ('N' in v) return { N: formatDecimal(addDecimal(parseDecimal((old as { N: string }).N), parseDecimal(v.N))) };
@@ -171,7 +171,7 @@ function addValue(old: AV | undefined, v: AV): AV {
 
 function deleteValue(old: AV | undefined, v: AV): AV | undefined {
   const t = typeOf(v);
-  if (!SET_TYPES.has(t)) throw validation(`Invalid UpdateExpression: Incorrect operand type for operator or function; operator: DELETE, operand type: ${TYPE_WORDS[t]}`);
+  if (!SET_TYPES.has(t)) throw validation(`Invalid UpdateExpression: Incorrect operand type for operator or function; operator: DELETE, operand type: ${TYPE_WORDS[t]}, typeSet: ALLOWED_FOR_DELETE_OPERAND`);
   if (old === undefined) return undefined;
   if (typeOf(old) !== t) return wrongType();
   const gone = new Set((v as Record<string, string[]>)[t]);

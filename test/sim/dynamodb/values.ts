@@ -68,7 +68,9 @@ function normalizeSet(t: 'SS' | 'NS' | 'BS', v: unknown): AV {
   if (!Array.isArray(v) || v.some((e) => typeof e !== 'string')) throw validation('Invalid attribute value type');
   if (v.length === 0) throw validation(`One or more parameter values were invalid: An ${SET_NAMES[t]}  may not be empty`);
   const members = t === 'NS' ? (v as string[]).map(canonicalNumber) : (v as string[]);
-  if (new Set(members).size !== members.length) throw validation(`One or more parameter values were invalid: Input collection [${members.join(', ')}] contains duplicates.`);
+  if (new Set(members).size !== members.length) {
+    throw validation(t === 'NS' ? 'Input collection contains duplicates' : `One or more parameter values were invalid: Input collection [${members.join(', ')}] contains duplicates`);
+  }
   return { [t]: members } as AV;
 }
 
@@ -146,9 +148,15 @@ export function valueSize(v: AV): number {
 /** "1 byte per two significant digits, plus 1 byte". */
 const numberSize = (n: string): number => Math.ceil(n.replace(/^-|\.|^0+|0+$/g, '').replace(/^0+/, '').length / 2) + 1;
 
+/** Items are never mutated once built, so a size is computed once per item object. */
+const sizes = new WeakMap<Item, number>();
+
 export function itemSize(item: Item): number {
-  let n = 0;
+  let n = sizes.get(item);
+  if (n !== undefined) return n;
+  n = 0;
   for (const k in item) n += Buffer.byteLength(k, 'utf8') + valueSize(item[k]!);
+  sizes.set(item, n);
   return n;
 }
 
