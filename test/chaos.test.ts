@@ -8,13 +8,13 @@ import { createDynamo } from '../lib/protocol/index.js';
 import { METRIC } from '../lib/workflow/index.js';
 import { streamsClient } from '../cli/local/streams.js';
 import { BREAKS, CONTROLS } from './chaos/controls.js';
-import { chaosRun } from './chaos/harness.js';
+import { chaosRun, localChaosEnv } from './chaos/harness.js';
 import { recordAwsCalls } from '../cli/local/aws-calls.js';
 import { StackIam, type TemplateJson } from './infra/iam-eval.js';
 import { templateOf } from './infra/support.js';
 
 const endpoint = inject('dynamoEndpoint');
-const env = { endpoint, direct: createDynamo({ endpoint }), streams: streamsClient(endpoint) };
+const env = localChaosEnv({ endpoint, direct: createDynamo({ endpoint }), streams: streamsClient(endpoint) });
 
 /**
  * The real protocol's CI seeds, one per dimension: 100 version-watch + the successor crashing

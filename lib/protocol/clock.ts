@@ -48,6 +48,21 @@ export function skewedClock(base: Clock, wallOffsetMs: number): Clock {
 }
 
 /**
+ * A clock whose monotonic time runs `rate` faster than `base` (0.01: 1 % fast; negative: slow),
+ * from the moment it is made: how the simulator models a host's oscillator drift. Its wall clock
+ * stays `base`'s (NTP disciplines it; its offset is what skewedClock models), and its sleeps end
+ * when its own clock says so.
+ */
+export function driftedClock(base: Clock, rate: number): Clock {
+  const from = base.monotonicNow();
+  return {
+    monotonicNow: () => from + (base.monotonicNow() - from) * (1 + rate),
+    wallNow: () => base.wallNow(),
+    sleep: (ms, signal) => base.sleep(ms / (1 + rate), signal),
+  };
+}
+
+/**
  * A clock that only moves when told to. Sleepers wake in deadline order as `advance` passes them.
  * For pure-logic tests; protocol tests on DynamoDB Local use it too, since the store only sees
  * the wall-clock numbers we write.

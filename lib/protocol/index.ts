@@ -33,7 +33,7 @@ export {
 export { EPOCH_RECORD_KEY, raiseEpoch, readEpoch, seal, type SealReport } from './epochs.js';
 
 // Time and contention: an injected clock, local deadlines, backoff with jitter.
-export { leaseDeadline, ManualClock, skewedClock, systemClock, validateDeadlineRule, type Clock, type DeadlineRule } from './clock.js';
+export { driftedClock, leaseDeadline, ManualClock, skewedClock, systemClock, validateDeadlineRule, type Clock, type DeadlineRule } from './clock.js';
 export { defaultBackoff, fullJitter, untilExpiry, type BackoffPolicy, type Random } from './backoff.js';
 
 // The lease: who may start, until when, with which generation.

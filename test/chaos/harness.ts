@@ -8,10 +8,10 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { createDynamo, FencedError, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
+import { createDynamo, driftedClock, FencedError, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
 import { invoices } from '../../lib/workloads/invoices/index.js';
-import { ensureTables, fenceKeyOf, fencesOfLease, readJob, runIdOfJob, RunInputMismatchError, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
+import { ensureTables, fenceKeyOf, shardJobId, fencesOfLease, readJob, runIdOfJob, RunInputMismatchError, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
 import { createStarterHandler, type StarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
@@ -20,10 +20,10 @@ import { checkInvariants, overlapsOf, type InvariantReport } from '../../cli/che
 import { LocalQueue } from '../../cli/local/queue.js';
 import { LocalRuntime, slotOf } from '../../cli/local/runtime.js';
 import { LocalTelemetry } from '../../cli/local/telemetry.js';
-import { startEffects } from '../../cli/local/effects-env.js';
+import { startEffects, type Effects, type EffectsOptions } from '../../cli/local/effects-env.js';
 import { RunEffects } from '../../cli/demo/run-effects.js';
 import { runsRecorded } from '../../cli/demo/run.js';
-import { startFaultProxy, type FaultProxy } from '../../cli/local/fault-proxy.js';
+import { startFaultProxy, type FaultRules, type WireExchange } from '../../cli/local/fault-proxy.js';
 import { WireCheck } from '../../cli/check/wire-check.js';
 import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/local/aws-calls.js';
 import { controlProtocol, senderEmail, senderProviders, type Variant } from './controls.js';
@@ -54,6 +54,12 @@ export interface RunRecord {
   error?: string;
 }
 
+/** Every job the schedule's runs make: one per period, or its shards. */
+export function jobIdsOf(schedule: Schedule): string[] {
+  const shards = schedule.shards ?? 1;
+  return schedule.jobs.flatMap((j) => Array.from({ length: shards }, (_, i) => shardJobId(invoiceJobId(j.period), i, shards)));
+}
+
 /** The starter fault's name in the summary: it fired when its start was refused. */
 export const RESTART_FAULT = 'a running period started again with another input (refused)';
 
@@ -68,7 +74,7 @@ const isRenewal = (json: unknown) => {
 };
 
 /** Lost, delayed and refused requests, each drawn from the run's own PRNG. */
-function injectFaults(proxy: FaultProxy, schedule: Schedule): void {
+function injectFaults(proxy: FaultRules, schedule: Schedule): void {
   const r = rng(schedule.seed ^ 0x5bd1e995);
   const always = { times: Infinity };
   if (schedule.throttleP > 0) proxy.error({ ...always, when: () => r() < schedule.throttleP }, 'ThrottlingException');
@@ -105,15 +111,68 @@ function probes(direct: Dynamo, tables: TableNames): PauseProbes {
 /** The slot index (0-based) behind an owner or request id `w3-…`. */
 const slotIndex = (ownerOrRequest: string): number => Number(slotOf(ownerOrRequest).slice(1)) - 1;
 
-export async function chaosRun(
-  env: { endpoint: string; direct: Dynamo; streams: DynamoDBStreamsClient },
-  seed: number,
-  variant: Variant,
-  opts: { deadlineMs?: number; keepTables?: boolean; leaseMode?: ChaosLeaseMode; calls?: AwsCallRecorder } = {},
-): Promise<RunRecord> {
-  const base = makeSchedule(seed, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
+/**
+ * Where a chaos run happens: the engine the checker reads directly, and the two things a run
+ * builds of its own: the handlers' wire (every request through the fault rules, each exchange
+ * told to the wire check) and the external effects. On DynamoDB Local: the fault proxy and the
+ * local servers (localChaosEnv); in the simulator: the in-memory wire and stand-ins (test/sim).
+ */
+export interface ChaosEnv {
+  readonly direct: Dynamo;
+  readonly streams: DynamoDBStreamsClient;
+  wire(onExchange: (ex: WireExchange) => void): Promise<ChaosWire>;
+  effects(opts: EffectsOptions): Promise<Effects>;
+}
+
+export interface ChaosWire {
+  /** The handlers' clients. */
+  readonly dynamo: Dynamo;
+  readonly faults: FaultRules;
+  close(): Promise<void>;
+}
+
+/** DynamoDB Local at `endpoint`: the handlers' requests through a fault proxy, the effects on the local servers. */
+export function localChaosEnv(env: { endpoint: string; direct: Dynamo; streams: DynamoDBStreamsClient }): ChaosEnv {
+  return {
+    direct: env.direct,
+    streams: env.streams,
+    async wire(onExchange) {
+      const proxy = await startFaultProxy(env.endpoint, { onExchange });
+      const dynamo = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
+      return {
+        dynamo,
+        faults: proxy,
+        close: async () => {
+          await proxy.close();
+          dynamo.client.destroy();
+        },
+      };
+    },
+    effects: (opts) => startEffects(opts),
+  };
+}
+
+export interface ChaosRunOptions {
+  deadlineMs?: number;
+  keepTables?: boolean;
+  leaseMode?: ChaosLeaseMode;
+  calls?: AwsCallRecorder;
+  /** Run this schedule instead of the seed's own (a shrunk or edited one: the simulator's replay). */
+  schedule?: Schedule;
+}
+
+/** The schedule a chaos run of `seed` and `variant` carries out. */
+export function scheduleOf(seed: number, variant: Variant, opts: { leaseMode?: ChaosLeaseMode; shape?: (s: Schedule) => Schedule } = {}): { schedule: Schedule; forced: boolean } {
+  const drawn = makeSchedule(seed, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
+  const base = opts.shape === undefined ? drawn : opts.shape(drawn);
   const forced = variant === 'fenced' || forcedFor(seed);
-  const schedule = variant === 'fenced' ? base : forControl(base, variant, forced);
+  return { schedule: variant === 'fenced' ? base : forControl(base, variant, forced), forced };
+}
+
+export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, opts: ChaosRunOptions = {}): Promise<RunRecord> {
+  const drawn = scheduleOf(seed, variant, opts);
+  const forced = drawn.forced;
+  const schedule = opts.schedule ?? drawn.schedule;
   const clock = systemClock;
   const started = clock.monotonicNow();
   const at = () => Math.round(clock.monotonicNow() - started);
@@ -122,9 +181,9 @@ export async function chaosRun(
   await ensureTables(env.direct.client, tables);
   // The wire the structural FENCE check reads: every request of the run's handlers that reached the engine.
   const wire = new WireCheck({ ...tables, fencePrefix: FENCE_PREFIX });
-  const proxy = await startFaultProxy(env.endpoint, { onExchange: (ex) => wire.observe(ex) });
-  injectFaults(proxy, schedule);
-  const viaProxy = createDynamo({ endpoint: proxy.endpoint, maxAttempts: 3, requestTimeoutMs: 5_000 });
+  const handlersWire = await env.wire((ex) => wire.observe(ex));
+  injectFaults(handlersWire.faults, schedule);
+  const viaProxy = handlersWire.dynamo;
   // The handlers' clients (the effects' functions use the direct one): the checker's and the drill's calls are no function's.
   opts.calls?.attach(viaProxy.client).attach(env.direct.client).attach(env.streams).documentSet(`chaos-${seed}-${variant}`);
 
@@ -154,7 +213,7 @@ export async function chaosRun(
   // The payment provider forgets keys after 16 leases (Stripe: 24 h, scaled); the sender stops 4
   // leases before: the margin covers a POST's way on a loaded machine, and the stream's retries
   // and the reconciler's first pass (6 leases) leave an item stuck by a short outage well inside it.
-  const effects = await startEffects({ doc: env.direct.doc, paymentsKeyRetentionMs: schedule.leaseMs * 16, sendTimeoutMs: schedule.leaseMs });
+  const effects = await env.effects({ doc: env.direct.doc, paymentsKeyRetentionMs: schedule.leaseMs * 16, sendTimeoutMs: schedule.leaseMs });
   opts.calls?.attach(effects.s3);
   const http = senderProviders(variant, effects.http);
   const email = senderEmail(variant, effects.email);
@@ -178,8 +237,10 @@ export async function chaosRun(
   });
   const protocol = controlProtocol(variant, (point, info) => plan.at(point, info), { doc: viaProxy.doc, leasesTable: tables.leases, effects, outboxTable: tables.outbox, set: `chaos-${seed}-${variant}` });
   // Each concurrency slot is a host with its own wall clock.
-  const workers: WorkerHandler[] = schedule.skews.map((skew) => {
-    const worker: WorkerDeps = { ...deps, clock: skew === 0 ? clock : skewedClock(clock, skew), processor: invoiceProcessor, fenceKeyPrefix: FENCE_PREFIX, lease, hooks: plan, protocol, documents: fx.documents };
+  const workers: WorkerHandler[] = schedule.skews.map((skew, i) => {
+    const drift = schedule.drifts?.[i] ?? 0;
+    const host = skew === 0 ? clock : skewedClock(clock, skew);
+    const worker: WorkerDeps = { ...deps, clock: drift === 0 ? host : driftedClock(host, drift), processor: invoiceProcessor, fenceKeyPrefix: FENCE_PREFIX, lease, hooks: plan, protocol, documents: fx.documents };
     return createWorkerHandler(worker, { safetyMarginMs: schedule.leaseMs });
   });
   const sweepOnce = createSweeperHandler({ ...deps, lease, staleAfterMs: schedule.leaseMs * 2, sweepIntervalMs: Math.round(schedule.leaseMs / 3) });
@@ -189,7 +250,7 @@ export async function chaosRun(
     for (let i = 0; i < schedule.sweepBurst; i++) report = schedule.overlappingSweeps ? (await Promise.all([sweepOnce({}), sweepOnce({})]))[0]! : await sweepOnce({});
     return report!;
   };
-  const startOnce = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, workload: invoices, items: 0 });
+  const startOnce = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, workload: invoices, items: 0, shards: schedule.shards ?? 1 });
   // The scheduler's invocation of the starter: its calls are the starter's.
   const starter: StarterHandler = (event) => asFunction('starter', () => startOnce(event));
   runtime = new LocalRuntime({
@@ -204,7 +265,7 @@ export async function chaosRun(
     onError: (e) => history.push(`ERROR ${String(e)}`),
   });
 
-  const jobIds = schedule.jobs.map((j) => invoiceJobId(j.period));
+  const jobIds = jobIdsOf(schedule);
   let error: string | undefined;
   let drill: RunRecord['drill'];
   try {
@@ -256,8 +317,7 @@ export async function chaosRun(
     await runtime.stop();
   } finally {
     await fx.stop();
-    await proxy.close();
-    viaProxy.client.destroy();
+    await handlersWire.close();
   }
   const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources(), wire.report(), invoices);
   await effects.close();

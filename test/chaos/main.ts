@@ -19,7 +19,7 @@ import { streamsClient } from '../../cli/local/streams.js';
 import type { InvariantName } from '../../cli/check/invariants.js';
 import type { EffectsStats } from '../../cli/check/invariants-effects.js';
 import { BREAKS, CONTROLS, type Variant } from './controls.js';
-import { chaosRun, type RunRecord } from './harness.js';
+import { chaosRun, localChaosEnv, type RunRecord } from './harness.js';
 import type { ChaosLeaseMode } from './schedule.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -152,7 +152,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
           for (;;) {
             const task = slice[next++];
             if (task === undefined) return;
-            const r = await chaosRun({ endpoint, direct, streams }, task.seed, task.variant, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
+            const r = await chaosRun(localChaosEnv({ endpoint, direct, streams }), task.seed, task.variant, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
             done++;
             if (task.variant === 'fenced') {
               for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
@@ -212,7 +212,7 @@ function countDimensions(summary: ChaosSummary, r: RunRecord): void {
 }
 
 /** A control run counts as caught only when the invariant its mistake breaks fails (BREAKS). */
-function caughtBy(variant: (typeof CONTROLS)[number], r: RunRecord): boolean {
+export function caughtBy(variant: (typeof CONTROLS)[number], r: RunRecord): boolean {
   const expected = BREAKS[variant];
   return expected === 'LEASE' ? r.leaseViolation : !r.report.invariants[expected].ok;
 }

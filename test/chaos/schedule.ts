@@ -22,8 +22,12 @@ export interface Schedule {
   maxClockSkewMs: number;
   /** Per worker slot, how far its wall clock is off (ms). Beyond maxClockSkewMs in some runs: leases may overlap. */
   skews: number[];
+  /** Per worker slot, how much faster (or, negative, slower) its monotonic clock runs than true time; within the lease's maxDrift (1 %). Absent: none. */
+  drifts?: number[];
   unitSize: number;
   jobs: { period: string; customers: number; seed: number }[];
+  /** Shard jobs per period's run (default 1: the period's job alone). The faults then name shard jobs. */
+  shards?: number;
   faults: Fault[];
   /** Which incident the first fault forces: the successor commits the same unit, or raises the fence and crashes. */
   incident: 'successor-commits' | 'successor-crashes';

@@ -6,18 +6,26 @@ import type { Dynamo } from '../../../lib/protocol/dynamo.js';
 import { simRequestHandler, type SimTransport } from './handler.js';
 import type { DynamoModel } from './model.js';
 
-const common = (model: DynamoModel, transport?: SimTransport) => ({
+export interface SimClientOptions {
+  /**
+   * The SDK's attempts (default 1: retries are the code's own, or the scheduler's duplicates).
+   * A simulated run gives the handlers' clients what they have in AWS (createDynamo's 3): the
+   * SDK's retry delays are then the world's timers.
+   */
+  maxAttempts?: number;
+}
+
+const common = (model: DynamoModel, transport?: SimTransport, opts: SimClientOptions = {}) => ({
   region: 'us-east-1',
   endpoint: 'http://dynamodb.sim',
   credentials: { accessKeyId: 'sim', secretAccessKey: 'sim' },
-  // One attempt: retries are the code's own, or the scheduler's duplicates.
-  maxAttempts: 1,
+  maxAttempts: opts.maxAttempts ?? 1,
   requestHandler: simRequestHandler(model, transport),
 });
 
 /** Both clients, as createDynamo builds them (removeUndefinedValues), over the model. */
-export function simDynamo(model: DynamoModel, transport?: SimTransport): Dynamo {
-  const client = new DynamoDBClient(common(model, transport));
+export function simDynamo(model: DynamoModel, transport?: SimTransport, opts: SimClientOptions = {}): Dynamo {
+  const client = new DynamoDBClient(common(model, transport, opts));
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   return { client, doc };
 }

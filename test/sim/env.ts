@@ -1,0 +1,40 @@
+/**
+ * The chaos harness's environment (test/chaos/harness.ts ChaosEnv) in a simulated world: the
+ * in-memory DynamoDB and its streams behind a simulated network, the handlers' requests through
+ * the same fault rules the proxy applies, and the external services' in-memory stand-ins.
+ */
+import type { DynamoModel } from './dynamodb/model.js';
+import { simDynamo, simStreams } from './dynamodb/clients.js';
+import { simEffects } from './effects/index.js';
+import { faultedWire, type Latency } from './wire.js';
+import type { ChaosEnv } from '../chaos/harness.js';
+import type { World } from './world.js';
+
+/** How long a GSI lags its table at most (virtual ms): AWS propagates "usually within a second". */
+export const INDEX_LAG_MS = 200;
+
+export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: Latency } = {}): ChaosEnv {
+  // Each applied write's index changes reach the indexes a drawn while later, in write order.
+  let propagating = false;
+  const afterApply = () => {
+    if (propagating || model.pendingIndexUpdates() === 0) return;
+    propagating = true;
+    world.schedule(world.random() * INDEX_LAG_MS, () => {
+      propagating = false;
+      model.propagateIndexes();
+    });
+  };
+  // The checker's, the starter's and the effects functions' client: latency, no faults, not on the FENCE wire.
+  const direct = faultedWire(world, { ...opts, afterApply });
+  return {
+    direct: simDynamo(model, direct.transport),
+    streams: simStreams(model, direct.transport),
+    async wire(onExchange) {
+      const w = faultedWire(world, { ...opts, onExchange, afterApply });
+      // The handlers' clients as the harness builds them on DynamoDB Local (createDynamo, maxAttempts 3).
+      const dynamo = simDynamo(model, w.transport, { maxAttempts: 3 });
+      return { dynamo, faults: w.faults, close: async () => void w.faults.clear() };
+    },
+    effects: async (o) => simEffects(o),
+  };
+}

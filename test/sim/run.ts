@@ -1,0 +1,98 @@
+/**
+ * One simulated schedule: a fresh world of the seed, a fresh in-memory engine, and the chaos
+ * harness's run (the real handlers, the local runtime, the faults, the independent checker)
+ * inside it. Nothing of a run survives it but its record, so a seed replays exactly.
+ */
+import { createHash } from 'node:crypto';
+import { BREAKS, type Variant } from '../chaos/controls.js';
+import { chaosRun, scheduleOf, type RunRecord } from '../chaos/harness.js';
+import type { Schedule } from '../chaos/schedule.js';
+import { DynamoModel } from './dynamodb/model.js';
+import { simChaosEnv } from './env.js';
+import { shaper, type Shape } from './shapes.js';
+import { inWorld, SimWorldError, type World } from './world.js';
+
+export interface SimRun {
+  seed: number;
+  variant: Variant;
+  shape: Shape;
+  /** The real protocol: no invariant failed and no lease was held by two. A control: the invariant its mistake breaks failed. */
+  ok: boolean;
+  /** The invariants that failed (and LEASE), with their first violation. */
+  failed: { name: string; first: string }[];
+  /** What the model was asked and does not implement: a run with any is void, never a pass. */
+  unsupported: string[];
+  /** The world's own verdict when it cut the run off (deadlock, limits). */
+  worldError?: string;
+  virtualMs: number;
+  events: number;
+  /** A digest of the run's history and wire: two runs of one seed must agree on it (the replay check). */
+  digest: string;
+  record?: RunRecord;
+  schedule: Schedule;
+}
+
+export interface SimOptions {
+  shape?: Shape;
+  /** Run this schedule instead of the seed's (a shrunk one). */
+  schedule?: Schedule;
+  /** Keep the harness's full record (history, report) in the result. */
+  keepRecord?: boolean;
+}
+
+/** The schedule a simulated run of `seed` carries out. */
+export function simSchedule(seed: number, variant: Variant, shape: Shape): Schedule {
+  const shape_ = shaper(shape);
+  return scheduleOf(seed, variant, shape_ === undefined ? {} : { shape: shape_ }).schedule;
+}
+
+export async function simulateOne(seed: number, variant: Variant, opts: SimOptions = {}): Promise<SimRun> {
+  const shape = opts.shape ?? 'small';
+  const schedule = opts.schedule ?? simSchedule(seed, variant, shape);
+  let world: World | undefined;
+  let model: DynamoModel | undefined;
+  let record: RunRecord | undefined;
+  let worldError: string | undefined;
+  try {
+    record = await inWorld(seed, async (w) => {
+      world = w;
+      model = new DynamoModel({ now: () => w.wallNow, indexLag: true });
+      return chaosRun(simChaosEnv(w, model), seed, variant, { schedule, keepTables: true });
+    });
+  } catch (e) {
+    if (!(e instanceof SimWorldError)) throw e;
+    worldError = e.message;
+  }
+  const unsupported: string[] = [...new Set<string>(model?.unsupported ?? [])];
+  const failed = record === undefined ? [] : failures(record);
+  const caught = variant === 'fenced' ? failed.length === 0 : failed.some((f) => f.name === BREAKS[variant]);
+  return {
+    seed,
+    variant,
+    shape,
+    ok: worldError === undefined && unsupported.length === 0 && record !== undefined && record.error === undefined && caught,
+    failed,
+    unsupported,
+    ...(worldError === undefined ? {} : { worldError }),
+    virtualMs: Math.round(world?.now ?? 0),
+    events: world?.events ?? 0,
+    digest: digestOf(record),
+    ...(opts.keepRecord && record !== undefined ? { record } : {}),
+    schedule,
+  };
+}
+
+function failures(r: RunRecord): { name: string; first: string }[] {
+  const out = Object.entries(r.report.invariants)
+    .filter(([, inv]) => !inv.ok)
+    .map(([name, inv]) => ({ name, first: inv.violations[0] ?? '(no detail)' }));
+  if (r.leaseViolation) out.push({ name: 'LEASE', first: `${r.overlaps} takeover(s) before the holder's expiry with every clock in bound` });
+  if (r.error !== undefined) out.push({ name: 'RUN', first: r.error });
+  return out;
+}
+
+const digestOf = (r: RunRecord | undefined): string =>
+  createHash('sha256')
+    .update(JSON.stringify(r === undefined ? null : { history: r.history, report: r.report, faults: r.faultsFired }))
+    .digest('hex')
+    .slice(0, 16);

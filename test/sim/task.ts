@@ -1,0 +1,96 @@
+/**
+ * One schedule as a task of the simulator's pool, and what comes back of it: small enough to
+ * cross a thread boundary by the million. A run that did not go as it should is shrunk where it
+ * ran and saved whole (its history, its shrunk schedule) for `--replay`.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Variant } from '../chaos/controls.js';
+import type { Schedule } from '../chaos/schedule.js';
+import { simulateOne, type SimRun } from './run.js';
+import type { Shape } from './shapes.js';
+import { faultCount, shrink } from './shrink.js';
+
+export interface SimTask {
+  seed: number;
+  variant: Variant;
+  shape: Shape;
+  /** A saved schedule to run instead of the seed's (a replay). */
+  schedule?: Schedule;
+}
+
+export interface SimOutcome {
+  seed: number;
+  variant: Variant;
+  shape: Shape;
+  ok: boolean;
+  failed: string[];
+  /** CPU time the run took in its thread (ms). */
+  ms: number;
+  events: number;
+  virtualMs: number;
+  digest: string;
+  covered: string[];
+  faultsFired: string[];
+  /** A failing (or uncaught) run: where its record is, and its shrunk form. */
+  saved?: { file: string; replay: string; first: string; faultsBefore: number; faultsAfter: number; eventsBefore: number; eventsAfter: number; tries: number };
+}
+
+/** What a schedule exercised, for the summary's coverage table. */
+function coveredBy(s: Schedule, r: SimRun): string[] {
+  const out: string[] = [s.leaseMode];
+  if (s.drill) out.push('drill');
+  if (s.skews.some((x) => Math.abs(x) > s.maxClockSkewMs / 2)) out.push('skew beyond bound');
+  else if (s.skews.some((x) => x !== 0)) out.push('skew');
+  if (s.incident === 'successor-crashes') out.push('successor crashes');
+  if ((s.shards ?? 1) > 1) out.push('shards');
+  if (s.duplicates.length > 0) out.push('duplicate deliveries');
+  if (s.restart) out.push('restart with other input');
+  if (s.retentionOutage) out.push('provider outage past key retention');
+  if (s.dropCommitP > 0) out.push('lost commit answers');
+  if (s.throttleP > 0) out.push('throttling');
+  if (s.conflictP > 0) out.push('transaction conflicts');
+  if (s.providerFaults.pause) out.push('paused provider account');
+  if ((r.record?.report.stats.effects.documents.written ?? 0) > 0) out.push('documents');
+  if ((r.record?.report.stats.effects.emails.items ?? 0) > 0) out.push('emails');
+  if ((r.record?.report.stats.effects.payments.items ?? 0) > 0) out.push('payments');
+  return out;
+}
+
+/** `shrinkCaught`: shrink and save a control's catch too (how a test shows shrinking on a run that fails on purpose). */
+export async function runTask(task: SimTask, saveDir: string | undefined, opts: { shrinkCaught?: boolean } = {}): Promise<SimOutcome> {
+  const started = performance.now();
+  let r: SimRun;
+  try {
+    r = await simulateOne(task.seed, task.variant, { shape: task.shape, keepRecord: true, ...(task.schedule ? { schedule: task.schedule } : {}) });
+  } catch (e) {
+    // The simulator's own failure (or the code's, outside any invariant): reported as a failed run, never lost.
+    const first = e instanceof Error ? (e.stack ?? e.message).split('\n').slice(0, 3).join(' | ') : String(e);
+    return { seed: task.seed, variant: task.variant, shape: task.shape, ok: false, failed: ['CRASH'], ms: performance.now() - started, events: 0, virtualMs: 0, digest: '', covered: [], faultsFired: [], saved: { file: '', replay: `npm run simulate -- --schedules 1 --seed ${task.seed} --shape ${task.shape} --no-controls`, first, faultsBefore: 0, faultsAfter: 0, eventsBefore: 0, eventsAfter: 0, tries: 0 } };
+  }
+  const ms = performance.now() - started;
+  const out: SimOutcome = {
+    seed: r.seed,
+    variant: r.variant,
+    shape: r.shape,
+    ok: r.ok,
+    failed: [...r.failed.map((f) => f.name), ...(r.worldError ? ['WORLD'] : []), ...(r.unsupported.length > 0 ? ['UNSUPPORTED'] : [])],
+    ms,
+    events: r.events,
+    virtualMs: r.virtualMs,
+    digest: r.digest,
+    covered: coveredBy(r.schedule, r),
+    faultsFired: r.record?.faultsFired ?? [],
+  };
+  const keep = !r.ok || (opts.shrinkCaught === true && task.variant !== 'fenced');
+  if (!keep || saveDir === undefined || task.schedule !== undefined) return out;
+  const shrunk = await shrink(r, { shape: task.shape, maxTries: 60 });
+  mkdirSync(saveDir, { recursive: true });
+  const file = resolve(saveDir, `${task.variant}-${task.shape}-${task.seed}.json`);
+  const first = r.failed[0]?.first ?? r.worldError ?? r.unsupported[0] ?? (task.variant === 'fenced' ? 'failed' : r.ok ? 'caught' : 'not caught');
+  writeFileSync(file, JSON.stringify({ seed: r.seed, variant: r.variant, shape: r.shape, failed: r.failed, worldError: r.worldError, unsupported: r.unsupported, shrunk: { schedule: shrunk.schedule, before: shrunk.before, after: shrunk.after, failed: shrunk.run.failed }, schedule: r.schedule, history: r.record?.history }, null, 1));
+  return {
+    ...out,
+    saved: { file, replay: `npm run simulate -- --replay ${file}`, first, faultsBefore: faultCount(r.schedule), faultsAfter: faultCount(shrunk.schedule), eventsBefore: shrunk.before.events, eventsAfter: shrunk.after.events, tries: shrunk.tries },
+  };
+}
