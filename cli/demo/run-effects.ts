@@ -22,6 +22,8 @@ import { OutboxStream } from '../local/outbox-stream.js';
 import type { Timeline } from '../shared/timeline.js';
 
 export interface RunEffectsOptions {
+  /** How often the stream stand-in polls its shards (default the stand-in's 50 ms; Lambda's event source mapping polls a DynamoDB stream's shard 4 times a second). */
+  streamPollMs?: number;
   dynamo: Dynamo;
   streams: DynamoDBStreamsClient;
   tables: TableNames;
@@ -161,6 +163,7 @@ export class RunEffects {
       invocationTimeoutMs: o.leaseMs * 2,
       retryAfterMs: Math.round(o.leaseMs / 3),
       maxRetries: 4,
+      ...(o.streamPollMs === undefined ? {} : { pollMs: o.streamPollMs }),
     });
     this.reconciler = createReconcilerHandler({
       ...this.senderDeps,

@@ -122,6 +122,11 @@ export interface ChaosEnv {
   readonly streams: DynamoDBStreamsClient;
   wire(onExchange: (ex: WireExchange) => void): Promise<ChaosWire>;
   effects(opts: EffectsOptions): Promise<Effects>;
+  /**
+   * How often the run's observers poll: the harness's progress watch and the stream stand-in
+   * (default 50 ms each). In the simulator every poll is CPU time, and none is the code under test.
+   */
+  readonly pacing?: { progressPollMs?: number; streamPollMs?: number };
 }
 
 export interface ChaosWire {
@@ -229,6 +234,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     leaseMs: schedule.leaseMs,
     faults: true,
     keyRetentionMarginMs: schedule.leaseMs * 4,
+    ...(env.pacing?.streamPollMs === undefined ? {} : { streamPollMs: env.pacing.streamPollMs }),
     ...(http === undefined ? {} : { http }),
     ...(email === undefined ? {} : { email }),
     providerFaults: schedule.providerFaults,
@@ -300,7 +306,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     runtime.start();
     fx.start();
     const background = fx.background(schedule.leaseMs * 3);
-    await watchProgress(env.direct, tables, jobIds, schedule, history, opts.deadlineMs);
+    await watchProgress(env.direct, tables, jobIds, schedule, history, opts.deadlineMs, env.pacing?.progressPollMs ?? 50);
     timers.forEach(clearTimeout);
     await drilling;
     const accepted = await restarting;
@@ -382,7 +388,7 @@ function stalled(fired: readonly { name: string; owner: string }[], schedule: Sc
  * when no job advanced for `stallMs` (a protocol that stopped making progress), not when a loaded
  * machine makes every round trip slow. A hard cap bounds the run anyway.
  */
-async function watchProgress(direct: Dynamo, tables: TableNames, jobIds: string[], schedule: Schedule, history: string[], deadlineMs: number | undefined): Promise<void> {
+async function watchProgress(direct: Dynamo, tables: TableNames, jobIds: string[], schedule: Schedule, history: string[], deadlineMs: number | undefined, pollMs: number): Promise<void> {
   const clock = systemClock;
   const started = clock.monotonicNow();
   const stallMs = deadlineMs ?? Math.max(15_000, schedule.leaseMs * 60);
@@ -403,6 +409,6 @@ async function watchProgress(direct: Dynamo, tables: TableNames, jobIds: string[
       history.push(`DEADLINE with jobs ${jobs.map((j) => `${j?.id}:${j?.status}:${j?.cursor}/${j?.totalUnits}`).join(' ')}`);
       return;
     }
-    await clock.sleep(50);
+    await clock.sleep(pollMs);
   }
 }

@@ -27,6 +27,8 @@ export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: 
   // The checker's, the starter's and the effects functions' client: latency, no faults, not on the FENCE wire.
   const direct = faultedWire(world, { ...opts, afterApply });
   return {
+    // Lambda's event source mapping polls a stream's shard 4 times a second; the progress watch is the harness's, not the code's.
+    pacing: { progressPollMs: 250, streamPollMs: 250 },
     direct: simDynamo(model, direct.transport),
     streams: simStreams(model, direct.transport),
     async wire(onExchange) {

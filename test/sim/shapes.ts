@@ -37,7 +37,9 @@ function small(s: Schedule): Schedule {
   const workers = 2 + Math.floor(r() * 3);
   // Oscillator drift within the lease's stated bound (maxDrift 1 %): a host that counts its lease fast or slow.
   const drifts = Array.from({ length: workers }, () => Math.round((r() * 2 - 1) * 0.01 * 10_000) / 10_000);
-  return onJobs({ ...s, workers, skews: s.skews.slice(0, workers), drifts }, kept, 1);
+  // One skew per slot: the draw made one per drawn worker, which may be fewer.
+  const skews = Array.from({ length: workers }, (_, i) => s.skews[i] ?? 0);
+  return onJobs({ ...s, workers, skews, drifts }, kept, 1);
 }
 
 /** Small, with each period's run cut into 2 or 3 shard jobs (the faults hit shard jobs). */

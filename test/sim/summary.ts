@@ -30,8 +30,8 @@ export interface SimSummary {
   /** Every schedule run (the protocol's and the controls'), per wall second, and per hour at that rate. */
   schedulesPerSecond: number;
   schedulesPerHour: number;
-  /** Per shape: schedules, the threads' CPU time, and schedules per second of one thread. */
-  shapes: Record<string, { schedules: number; cpuMs: number; perThreadSecond: number; meanEvents: number; meanVirtualMs: number }>;
+  /** Per shape (the protocol's and the controls' schedules): how many, the threads' time, schedules per thread-second, and per schedule its events, DynamoDB requests and virtual time; and the thread time per request. */
+  shapes: Record<string, { schedules: number; cpuMs: number; perThreadSecond: number; meanEvents: number; meanRequests: number; meanVirtualMs: number; msPerRequest: number }>;
   violations: Record<string, number>;
   failed: { seed: number; shape: string; failed: string[]; first: string; replay: string; faultsBefore: number; faultsAfter: number }[];
   covered: Record<string, number>;
@@ -70,15 +70,18 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
   const protocol = outcomes.filter((o) => o.variant === 'fenced');
   const shapes: SimSummary['shapes'] = {};
   for (const o of outcomes) {
-    const s = (shapes[o.shape] ??= { schedules: 0, cpuMs: 0, perThreadSecond: 0, meanEvents: 0, meanVirtualMs: 0 });
+    const s = (shapes[o.shape] ??= { schedules: 0, cpuMs: 0, perThreadSecond: 0, meanEvents: 0, meanRequests: 0, meanVirtualMs: 0, msPerRequest: 0 });
     s.schedules++;
     s.cpuMs += o.ms;
     s.meanEvents += o.events;
+    s.meanRequests += o.requests;
     s.meanVirtualMs += o.virtualMs;
   }
   for (const s of Object.values(shapes)) {
     s.perThreadSecond = Math.round((s.schedules / (s.cpuMs / 1000)) * 10) / 10;
+    s.msPerRequest = s.meanRequests > 0 ? Math.round((s.cpuMs / s.meanRequests) * 1000) / 1000 : 0;
     s.meanEvents = Math.round(s.meanEvents / s.schedules);
+    s.meanRequests = Math.round(s.meanRequests / s.schedules);
     s.meanVirtualMs = Math.round(s.meanVirtualMs / s.schedules);
     s.cpuMs = Math.round(s.cpuMs);
   }
@@ -122,7 +125,7 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
 export function summaryLines(s: SimSummary): string[] {
   const lines = [
     `${s.schedules} schedules of the real protocol (seeds ${s.seed}..${s.seed + s.schedules - 1}, shape ${s.shape}) and ${s.controlSchedules} of each control, ${s.parallel} thread(s): ${(s.wallMs / 1000).toFixed(1)} s, ${s.schedulesPerSecond} schedules/s (${s.schedulesPerHour.toLocaleString('en-US')} an hour)`,
-    ...Object.entries(s.shapes).map(([k, v]) => `  ${k}: ${v.schedules} schedules, ${v.perThreadSecond} per thread-second, ${v.meanEvents} events and ${(v.meanVirtualMs / 1000).toFixed(1)} virtual s each`),
+    ...Object.entries(s.shapes).map(([k, v]) => `  ${k}: ${v.schedules} schedules, ${v.perThreadSecond} per thread-second; each ${v.meanEvents} events, ${v.meanRequests} DynamoDB requests, ${(v.meanVirtualMs / 1000).toFixed(1)} virtual s; ${v.msPerRequest} ms of thread time per request`),
     `violations: ${Object.entries(s.violations).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     ...s.failed.map((f) => `  seed ${f.seed} (${f.shape}) ${f.failed.join(',')}: ${f.first}\n    shrunk to ${f.faultsAfter} faults (from ${f.faultsBefore}); ${f.replay}`),
     `covered: ${Object.entries(s.covered).map(([k, v]) => `${k} ${v}`).join(', ')}`,

@@ -10,6 +10,7 @@ import type { Schedule } from '../chaos/schedule.js';
 import { simulateOne, type SimRun } from './run.js';
 import type { Shape } from './shapes.js';
 import { faultCount, shrink } from './shrink.js';
+import { wireTotal } from './wire.js';
 
 export interface SimTask {
   seed: number;
@@ -28,6 +29,8 @@ export interface SimOutcome {
   /** CPU time the run took in its thread (ms). */
   ms: number;
   events: number;
+  /** DynamoDB requests the run sent (the code's, the harness's and the checker's), each through the real SDK. */
+  requests: number;
   virtualMs: number;
   digest: string;
   covered: string[];
@@ -60,13 +63,14 @@ function coveredBy(s: Schedule, r: SimRun): string[] {
 /** `shrinkCaught`: shrink and save a control's catch too (how a test shows shrinking on a run that fails on purpose). */
 export async function runTask(task: SimTask, saveDir: string | undefined, opts: { shrinkCaught?: boolean } = {}): Promise<SimOutcome> {
   const started = performance.now();
+  const requestsBefore = wireTotal.requests;
   let r: SimRun;
   try {
     r = await simulateOne(task.seed, task.variant, { shape: task.shape, keepRecord: true, ...(task.schedule ? { schedule: task.schedule } : {}) });
   } catch (e) {
     // The simulator's own failure (or the code's, outside any invariant): reported as a failed run, never lost.
     const first = e instanceof Error ? (e.stack ?? e.message).split('\n').slice(0, 3).join(' | ') : String(e);
-    return { seed: task.seed, variant: task.variant, shape: task.shape, ok: false, failed: ['CRASH'], ms: performance.now() - started, events: 0, virtualMs: 0, digest: '', covered: [], faultsFired: [], saved: { file: '', replay: `npm run simulate -- --schedules 1 --seed ${task.seed} --shape ${task.shape} --no-controls`, first, faultsBefore: 0, faultsAfter: 0, eventsBefore: 0, eventsAfter: 0, tries: 0 } };
+    return { seed: task.seed, variant: task.variant, shape: task.shape, ok: false, failed: ['CRASH'], ms: performance.now() - started, events: 0, requests: 0, virtualMs: 0, digest: '', covered: [], faultsFired: [], saved: { file: '', replay: `npm run simulate -- --schedules 1 --seed ${task.seed} --shape ${task.shape} --no-controls`, first, faultsBefore: 0, faultsAfter: 0, eventsBefore: 0, eventsAfter: 0, tries: 0 } };
   }
   const ms = performance.now() - started;
   const out: SimOutcome = {
@@ -77,6 +81,7 @@ export async function runTask(task: SimTask, saveDir: string | undefined, opts: 
     failed: [...r.failed.map((f) => f.name), ...(r.worldError ? ['WORLD'] : []), ...(r.unsupported.length > 0 ? ['UNSUPPORTED'] : [])],
     ms,
     events: r.events,
+    requests: wireTotal.requests - requestsBefore,
     virtualMs: r.virtualMs,
     digest: r.digest,
     covered: coveredBy(r.schedule, r),
