@@ -3,7 +3,7 @@
  * expressions thousands of times) and checked together against the request's placeholders,
  * as DynamoDB checks them: every placeholder used is defined, every one defined is used.
  */
-import { parseCondition, type Condition, type Scope } from './condition.js';
+import { parseCondition, validateCondition, type Condition, type Scope } from './condition.js';
 import { SimUnsupportedError, validation } from './errors.js';
 import type { Path, Placeholders } from './paths.js';
 import { parseProjection } from './projection.js';
@@ -79,6 +79,7 @@ export function requestExpressions(input: Record<string, unknown>, allowed: read
     p.used.values.forEach((v) => values.add(v));
   }
   const scope = { names: checkNames(input.ExpressionAttributeNames, names, any), values: checkValues(input.ExpressionAttributeValues, values, any) };
+  for (const c of [out.condition, out.filter]) if (c !== undefined) validateCondition(c as Condition, scope);
   return { ...out, scope } as RequestExpressions;
 }
 

@@ -4,7 +4,7 @@
  */
 import { Charge, chargeWrite, type CapacityMode } from './capacity.js';
 import { evaluate } from './condition.js';
-import { validation } from './errors.js';
+import { SimAwsError, validation } from './errors.js';
 import { requestExpressions, type RequestExpressions } from './expressions.js';
 import { project } from './projection.js';
 import { checkFields, conditionFailed, oneOf, type Db } from './request.js';
@@ -21,6 +21,8 @@ export interface WritePlan {
   readonly next: Item | undefined;
   /** Whether the action's condition held (a plan that failed is never applied). */
   readonly passed: boolean;
+  /** In a transaction: the item it would write is refused (an index key of the wrong type); the transaction is cancelled with ValidationError for it. */
+  readonly invalid?: string;
   /** For UPDATED_OLD / UPDATED_NEW. */
   readonly paths?: readonly (string | number)[][];
   readonly exprs: RequestExpressions;
@@ -49,7 +51,8 @@ export function planPut(db: Db, input: Record<string, unknown>): WritePlan {
   return { table, id, key, old, next, passed: passes(exprs, old), exprs };
 }
 
-export function planUpdate(db: Db, input: Record<string, unknown>): WritePlan {
+/** `inTransaction`: an updated item DynamoDB refuses (an index key of another type) cancels the transaction with ValidationError for this action, where a plain UpdateItem answers ValidationException. */
+export function planUpdate(db: Db, input: Record<string, unknown>, opts: { inTransaction?: boolean } = {}): WritePlan {
   const table = db.table(input.TableName);
   const exprs = requestExpressions(input, ['ConditionExpression', 'UpdateExpression']);
   const { id, key } = table.keyOf(normalizeItem((input.Key ?? {}) as Record<string, unknown>));
@@ -58,7 +61,12 @@ export function planUpdate(db: Db, input: Record<string, unknown>): WritePlan {
   const passed = passes(exprs, old);
   if (!passed) return { table, id, key, old, next: old, passed, paths, exprs };
   const next = exprs.update === undefined ? (old ?? key) : applyUpdate(exprs.update, old ?? key, exprs.scope);
-  table.checkItem(next);
+  try {
+    table.checkItem(next);
+  } catch (e) {
+    if (!(opts.inTransaction && e instanceof SimAwsError && e.type === 'ValidationException') || table.hasNonScalarIndexKey(next)) throw e;
+    return { table, id, key, old, next, passed, paths, exprs, invalid: e.awsMessage };
+  }
   return { table, id, key, old, next, passed, paths, exprs };
 }
 

@@ -91,6 +91,11 @@ export class Table {
     return { id: keyString(raw, this.keys), key: raw };
   }
 
+  /** Whether an index key attribute of `item` holds a list, map, set, boolean or null (refused up front in a transaction; a scalar of the wrong type cancels it). */
+  hasNonScalarIndexKey(item: Item): boolean {
+    return this.indexes.some((i) => keyNames(i.spec.key).some((k) => item[k] !== undefined && !['S', 'N', 'B'].includes(typeOf(item[k]!))));
+  }
+
   /** An item to be written, checked: its key, its index keys' types, its size. */
   checkItem(item: Item): string {
     for (const k of this.keys) {

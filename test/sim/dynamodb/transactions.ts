@@ -7,6 +7,8 @@ import { SimAwsError, validation } from './errors.js';
 import { applyPlan, CHECK_FIELDS, DELETE_FIELDS, planCheck, planDelete, planPut, planUpdate, PUT_FIELDS, UPDATE_FIELDS, type WritePlan } from './item-writes.js';
 import { checkFields, oneOf, type Db } from './request.js';
 import { normalizeItem } from './values.js';
+import { requestExpressions } from './expressions.js';
+import { updatedPaths } from './update.js';
 
 /** DynamoDB keeps a client token for 10 minutes. */
 const TOKEN_TTL_MS = 10 * 60 * 1000;
@@ -26,7 +28,17 @@ function planAction(db: Db, raw: Record<string, unknown>): WritePlan {
   const fields = kind === 'Put' ? PUT_FIELDS : kind === 'Update' ? UPDATE_FIELDS : kind === 'Delete' ? DELETE_FIELDS : CHECK_FIELDS;
   checkFields(`TransactWriteItems.${kind}`, input, fields.filter((f) => !NOT_IN_TRANSACTION.includes(f)));
   oneOf(`TransactWriteItems.${kind}`, 'ReturnValuesOnConditionCheckFailure', input.ReturnValuesOnConditionCheckFailure, ['NONE', 'ALL_OLD'], 'NONE');
-  return kind === 'Put' ? planPut(db, input) : kind === 'Update' ? planUpdate(db, input) : kind === 'Delete' ? planDelete(db, input) : planCheck(db, input);
+  return kind === 'Put' ? planPut(db, input) : kind === 'Update' ? planUpdate(db, input, { inTransaction: true }) : kind === 'Delete' ? planDelete(db, input) : planCheck(db, input);
+}
+
+/** What DynamoDB refuses of an action before reading any item: its table, its expressions and placeholders, an update's paths. */
+function checkShape(db: Db, raw: Record<string, unknown>): void {
+  const kind = ACTIONS.find((k) => raw[k] !== undefined);
+  if (kind === undefined) return;
+  const input = raw[kind] as Record<string, unknown>;
+  const table = db.table(input.TableName);
+  const exprs = requestExpressions(input, kind === 'Update' ? ['ConditionExpression', 'UpdateExpression'] : ['ConditionExpression']);
+  if (exprs.update !== undefined) updatedPaths(exprs.update, exprs.scope, table.keys);
 }
 
 export function transactWriteItems(db: Db, ledger: TokenLedger, input: Record<string, unknown>): Record<string, unknown> {
@@ -41,6 +53,9 @@ export function transactWriteItems(db: Db, ledger: TokenLedger, input: Record<st
   if (token !== undefined) {
     const seen = ledger.tokens.get(token);
     if (seen !== undefined && ledger.now() - seen.at < TOKEN_TTL_MS) {
+      // Another request under a used token: a refusal of its shape (a bad expression) comes first, what its
+      // items would do (a path into a missing map) after the token's, as DynamoDB Local answers.
+      if (seen.fingerprint !== fingerprint) items.forEach((raw) => checkShape(db, raw));
       if (seen.fingerprint !== fingerprint) throw new SimAwsError('IdempotentParameterMismatchException', 'The request uses the same client token as a previous, but non-identical request.');
       // The same request again: success, nothing applied a second time.
       return {};
@@ -53,7 +68,7 @@ export function transactWriteItems(db: Db, ledger: TokenLedger, input: Record<st
     if (ids.has(id)) throw validation('Transaction request cannot include multiple operations on one item');
     ids.add(id);
   }
-  if (plans.some((p) => !p.passed)) throw cancelled(plans, items);
+  if (plans.some((p) => !p.passed || p.invalid !== undefined)) throw cancelled(plans, items);
   for (const p of plans) applyPlan(p);
   if (token !== undefined) ledger.tokens.set(token, { fingerprint, at: ledger.now() });
   const consumed = chargesOf(plans, capacity);
@@ -62,6 +77,7 @@ export function transactWriteItems(db: Db, ledger: TokenLedger, input: Record<st
 
 function cancelled(plans: readonly WritePlan[], items: readonly Record<string, unknown>[]): SimAwsError {
   const reasons = plans.map((p, i) => {
+    if (p.invalid !== undefined) return { Code: 'ValidationError', Message: p.invalid };
     if (p.passed) return { Code: 'None' };
     const action = Object.values(items[i]!)[0] as Record<string, unknown>;
     const withItem = action.ReturnValuesOnConditionCheckFailure === 'ALL_OLD' && p.old !== undefined;
