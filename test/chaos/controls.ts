@@ -242,3 +242,19 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
   }
 }
 
+
+/** Whether a control's mistake can show in a workload: an email sent from the worker needs emails, an overwritten document documents, a provider's refusals http calls. */
+export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox: { email: boolean; http: readonly unknown[] }; processor: { documents?: unknown } }): boolean {
+  switch (variant) {
+    case 'sendFromWorker':
+      return w.outbox.email;
+    case 'documentInPlace':
+      return w.processor.documents !== undefined;
+    case 'resendPastRetention':
+      return w.outbox.http.length > 0;
+    case 'heldAsFailed':
+      return w.outbox.email || w.outbox.http.length > 0;
+    default:
+      return true;
+  }
+}

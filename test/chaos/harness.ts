@@ -9,9 +9,8 @@ import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDynamo, driftedClock, FencedError, raiseEpoch, seal, skewedClock, systemClock, type Dynamo, type SealReport } from '../../lib/protocol/index.js';
-import { invoiceJobId, invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
 import { invoices } from '../../lib/workloads/invoices/index.js';
-import { ensureTables, fenceKeyOf, shardJobId, fencesOfLease, readJob, runIdOfJob, RunInputMismatchError, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
+import { ensureTables, fenceKeyOf, type Workload, fencesOfLease, readJob, runIdOfJob, RunInputMismatchError, TABLE_ROLES, tableNames, type TableNames, type WorkerDeps } from '../../lib/workflow/index.js';
 import { createStarterHandler, type StarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
@@ -26,11 +25,10 @@ import { runsRecorded } from '../../cli/demo/run.js';
 import { startFaultProxy, type FaultRules, type WireExchange } from '../../cli/local/fault-proxy.js';
 import { WireCheck } from '../../cli/check/wire-check.js';
 import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/local/aws-calls.js';
+import { scheduleRuns, type ScheduleRuns } from './workload-runs.js';
 import { controlProtocol, senderEmail, senderProviders, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
-/** The invoice workload's fence key prefix: the chaos workers run its processor as its stack does, and everything that reads their fences reads that one. */
-const FENCE_PREFIX = invoices.fenceKeyPrefix!;
 
 export interface RunRecord {
   seed: number;
@@ -52,12 +50,6 @@ export interface RunRecord {
   drill?: { sealedAtMs: number; reports: SealReport[] };
   history: string[];
   error?: string;
-}
-
-/** Every job the schedule's runs make: one per period, or its shards. */
-export function jobIdsOf(schedule: Schedule): string[] {
-  const shards = schedule.shards ?? 1;
-  return schedule.jobs.flatMap((j) => Array.from({ length: shards }, (_, i) => shardJobId(invoiceJobId(j.period), i, shards)));
 }
 
 /** The starter fault's name in the summary: it fired when its start was refused. */
@@ -97,12 +89,12 @@ function injectFaults(proxy: FaultRules, schedule: Schedule): void {
  * The pauses' events, read from the tables directly (not through the proxy, not from the worker):
  * the pause runs inside the worker's invocation, but these reads are the harness's, no function's.
  */
-function probes(direct: Dynamo, tables: TableNames): PauseProbes {
+function probes(direct: Dynamo, tables: TableNames, fencePrefix: string): PauseProbes {
   return {
     unitCommitted: (jobId, unit) => outsideFunctions(async () => ((await readJob(direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit),
     fencedAbove: (jobId, generation) =>
       outsideFunctions(async () => {
-        const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId, FENCE_PREFIX) }, ConsistentRead: true }))).Item;
+        const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId, fencePrefix) }, ConsistentRead: true }))).Item;
         return typeof fence?.generation === 'number' && fence.generation > generation;
       }),
   };
@@ -164,6 +156,8 @@ export interface ChaosRunOptions {
   calls?: AwsCallRecorder;
   /** Run this schedule instead of the seed's own (a shrunk or edited one: the simulator's replay). */
   schedule?: Schedule;
+  /** The workload its runs are (default the invoice sample): its processor, starter, fence prefix, providers and checks. */
+  workload?: Workload<any>;
 }
 
 /** The schedule a chaos run of `seed` and `variant` carries out. */
@@ -177,7 +171,11 @@ export function scheduleOf(seed: number, variant: Variant, opts: { leaseMode?: C
 export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, opts: ChaosRunOptions = {}): Promise<RunRecord> {
   const drawn = scheduleOf(seed, variant, opts);
   const forced = drawn.forced;
-  const schedule = opts.schedule ?? drawn.schedule;
+  const workload = opts.workload ?? invoices;
+  // Every fence this run's workers raise, and everything that reads them, has the workload's prefix.
+  const FENCE_PREFIX = fenceKeyOf('', workload.fenceKeyPrefix); // the workload's prefix, or the default when it names none
+  const runs = scheduleRuns(workload, opts.schedule ?? drawn.schedule);
+  const schedule = runs.schedule;
   const clock = systemClock;
   const started = clock.monotonicNow();
   const at = () => Math.round(clock.monotonicNow() - started);
@@ -203,7 +201,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
       history.push(`${at()} CRASH ${owner}`);
       runtime?.crash(owner);
     },
-    probes(env.direct, tables),
+    probes(env.direct, tables, FENCE_PREFIX),
     (fault, info) => {
       if (!schedule.requeueOnPause || fault !== schedule.faults[0]) return;
       history.push(`${at()} REQUEUE ${info.jobId} while ${info.owner} is stalled`);
@@ -218,12 +216,13 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
   // The payment provider forgets keys after 16 leases (Stripe: 24 h, scaled); the sender stops 4
   // leases before: the margin covers a POST's way on a loaded machine, and the stream's retries
   // and the reconciler's first pass (6 leases) leave an item stuck by a short outage well inside it.
-  const effects = await env.effects({ doc: env.direct.doc, paymentsKeyRetentionMs: schedule.leaseMs * 16, sendTimeoutMs: schedule.leaseMs });
+  const effects = await env.effects({ doc: env.direct.doc, httpTargets: workload.outbox.http, paymentsKeyRetentionMs: schedule.leaseMs * 16, sendTimeoutMs: schedule.leaseMs });
   opts.calls?.attach(effects.s3);
   const http = senderProviders(variant, effects.http);
   const email = senderEmail(variant, effects.email);
   const fx = new RunEffects({
     fenceKeyPrefix: FENCE_PREFIX,
+    ...(workload.processor.documents ? { catalog: workload.processor.documents } : {}),
     dynamo: env.direct,
     streams: env.streams,
     tables,
@@ -246,7 +245,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
   const workers: WorkerHandler[] = schedule.skews.map((skew, i) => {
     const drift = schedule.drifts?.[i] ?? 0;
     const host = skew === 0 ? clock : skewedClock(clock, skew);
-    const worker: WorkerDeps = { ...deps, clock: drift === 0 ? host : driftedClock(host, drift), processor: invoiceProcessor, fenceKeyPrefix: FENCE_PREFIX, lease, hooks: plan, protocol, documents: fx.documents };
+    const worker: WorkerDeps = { ...deps, clock: drift === 0 ? host : driftedClock(host, drift), processor: workload.processor, fenceKeyPrefix: FENCE_PREFIX, lease, hooks: plan, protocol, documents: fx.documents };
     return createWorkerHandler(worker, { safetyMarginMs: schedule.leaseMs });
   });
   const sweepOnce = createSweeperHandler({ ...deps, lease, staleAfterMs: schedule.leaseMs * 2, sweepIntervalMs: Math.round(schedule.leaseMs / 3) });
@@ -256,7 +255,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     for (let i = 0; i < schedule.sweepBurst; i++) report = schedule.overlappingSweeps ? (await Promise.all([sweepOnce({}), sweepOnce({})]))[0]! : await sweepOnce({});
     return report!;
   };
-  const startOnce = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, workload: invoices, items: 0, shards: schedule.shards ?? 1 });
+  const startOnce = createStarterHandler({ ...deps, doc: env.direct.doc, unitSize: schedule.unitSize, workload, items: 0, shards: schedule.shards ?? 1 });
   // The scheduler's invocation of the starter: its calls are the starter's.
   const starter: StarterHandler = (event) => asFunction('starter', () => startOnce(event));
   runtime = new LocalRuntime({
@@ -271,11 +270,11 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     onError: (e) => history.push(`ERROR ${String(e)}`),
   });
 
-  const jobIds = jobIdsOf(schedule);
+  const jobIds = [...runs.jobIds];
   let error: string | undefined;
   let drill: RunRecord['drill'];
   try {
-    for (const j of schedule.jobs) await starter({ period: j.period, customers: j.customers, seed: j.seed });
+    for (const i of schedule.jobs.keys()) await starter(runs.payload(i));
     const timers = schedule.duplicates.map((d) =>
       setTimeout(() => {
         history.push(`${at()} DUPLICATE ${jobIds[d.job]}`);
@@ -285,7 +284,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     let restarting: Promise<string | undefined> | undefined;
     const restart = schedule.restart;
     if (restart !== undefined) {
-      timers.push(setTimeout(() => (restarting = restartWithOtherInput(starter, schedule, restart, history, at)), restart.atMs));
+      timers.push(setTimeout(() => (restarting = restartWithOtherInput(starter, runs, schedule, restart, history, at)), restart.atMs));
     }
     let drilling: Promise<void> | undefined;
     if (schedule.drill !== undefined) {
@@ -325,7 +324,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     await fx.stop();
     await handlersWire.close();
   }
-  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources(), wire.report(), invoices);
+  const report = await checkInvariants({ client: env.direct.client, doc: env.direct.doc, streams: env.streams }, tables, fx.sources(), wire.report(), workload);
   await effects.close();
   if (!opts.keepTables) {
     await Promise.all(TABLE_ROLES.map((role) => env.direct.client.send(new DeleteTableCommand({ TableName: tables[role] })).catch(() => undefined)));
@@ -362,11 +361,11 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
  * refused (RunInputMismatchError) and write nothing; an accepted one is an error of the run (the
  * checker's RUNS and ONCE then also see the shards it made).
  */
-async function restartWithOtherInput(starter: StarterHandler, schedule: Schedule, restart: NonNullable<Schedule['restart']>, history: string[], at: () => number): Promise<string | undefined> {
+async function restartWithOtherInput(starter: StarterHandler, runs: ScheduleRuns, schedule: Schedule, restart: NonNullable<Schedule['restart']>, history: string[], at: () => number): Promise<string | undefined> {
   const j = schedule.jobs[restart.job]!;
   history.push(`${at()} RESTART ${j.period} with ${restart.customers} customers (stored: ${j.customers})`);
   try {
-    await starter({ period: j.period, customers: restart.customers, seed: j.seed });
+    await starter(runs.payload(restart.job, restart.customers));
   } catch (e) {
     if (e instanceof RunInputMismatchError) {
       history.push(`${at()} RESTART refused: ${e.message}`);

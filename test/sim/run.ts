@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { BREAKS, type Variant } from '../chaos/controls.js';
 import { chaosRun, scheduleOf, type RunRecord } from '../chaos/harness.js';
 import type { Schedule } from '../chaos/schedule.js';
+import type { Workload } from '../../lib/workflow/index.js';
 import { DynamoModel } from './dynamodb/model.js';
 import { simChaosEnv } from './env.js';
 import { shaper, type Shape } from './shapes.js';
@@ -38,6 +39,8 @@ export interface SimOptions {
   schedule?: Schedule;
   /** Keep the harness's full record (history, report) in the result. */
   keepRecord?: boolean;
+  /** The workload the runs are (default the registry's default: the invoice sample). */
+  workload?: Workload<any>;
 }
 
 /** The schedule a simulated run of `seed` carries out. */
@@ -57,7 +60,7 @@ export async function simulateOne(seed: number, variant: Variant, opts: SimOptio
     record = await inWorld(seed, async (w) => {
       world = w;
       model = new DynamoModel({ now: () => w.wallNow, indexLag: true });
-      return chaosRun(simChaosEnv(w, model), seed, variant, { schedule, keepTables: true });
+      return chaosRun(simChaosEnv(w, model), seed, variant, { schedule, keepTables: true, ...(opts.workload ? { workload: opts.workload } : {}) });
     });
   } catch (e) {
     if (!(e instanceof SimWorldError)) throw e;

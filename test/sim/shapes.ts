@@ -71,6 +71,18 @@ function onJobs(s: Schedule, jobs: Schedule['jobs'], shards: number): Schedule {
     ...(shards > 1 ? { shards } : {}),
     faults,
     duplicates: s.duplicates.map((d) => ({ ...d, job: d.job % (jobs.length * shards) })),
-    ...(restart === undefined ? {} : { restart: { ...restart, job: restart.job % jobs.length } }),
+    ...(restart === undefined ? {} : { restart: otherInput(s, restart, jobs) }),
   };
+}
+
+/**
+ * The restart re-aimed at a kept period, still with ANOTHER input: as many customers more than the
+ * kept period's as the drawn restart had more than its own. (Re-aimed with its drawn count, it
+ * could equal the kept period's, a plain duplicate start the starter rightly accepts: seeds 994
+ * and 1352 of the first long run.)
+ */
+function otherInput(s: Schedule, restart: NonNullable<Schedule['restart']>, jobs: Schedule['jobs']): NonNullable<Schedule['restart']> {
+  const job = restart.job % jobs.length;
+  const more = Math.max(1, restart.customers - s.jobs[restart.job]!.customers);
+  return { ...restart, job, customers: jobs[job]!.customers + more };
 }

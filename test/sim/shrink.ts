@@ -5,7 +5,7 @@
  * helps. Every candidate is a full simulated run of the same seed, so the result replays exactly
  * (`--replay FILE`), and it names the fewest faults and events that still fail.
  */
-import type { Variant } from '../chaos/controls.js';
+import type { Workload } from '../../lib/workflow/index.js';
 import type { Schedule } from '../chaos/schedule.js';
 import { simulateOne, type SimRun } from './run.js';
 import type { Shape } from './shapes.js';
@@ -68,7 +68,7 @@ function cuts(s: Schedule): Schedule[] {
 }
 
 /** Shrinks `failing` (a run that did not go as it should) within `maxTries` candidate runs. */
-export async function shrink(failing: SimRun, opts: { shape: Shape; maxTries?: number } = { shape: 'small' }): Promise<Shrunk> {
+export async function shrink(failing: SimRun, opts: { shape: Shape; maxTries?: number; workload?: Workload<any> } = { shape: 'small' }): Promise<Shrunk> {
   const want = verdictOf(failing);
   const maxTries = opts.maxTries ?? 200;
   let best = failing;
@@ -77,7 +77,7 @@ export async function shrink(failing: SimRun, opts: { shape: Shape; maxTries?: n
     improved = false;
     for (const candidate of cuts(best.schedule)) {
       if (tries++ >= maxTries) break;
-      const r = await simulateOne(failing.seed, failing.variant, { shape: opts.shape, schedule: candidate });
+      const r = await simulateOne(failing.seed, failing.variant, { shape: opts.shape, schedule: candidate, ...(opts.workload ? { workload: opts.workload } : {}) });
       if (verdictOf(r) !== want) continue;
       best = r;
       improved = true;

@@ -25,6 +25,7 @@ export interface SimSummary {
   schedules: number;
   controlSchedules: number;
   shape: string;
+  workload: string;
   parallel: number;
   wallMs: number;
   /** Every schedule run (the protocol's and the controls'), per wall second, and per hour at that rate. */
@@ -38,6 +39,8 @@ export interface SimSummary {
   faults: Record<string, number>;
   controls: Record<string, ControlFigures>;
   uncaught: { variant: string; seed: number; replay?: string }[];
+  /** `--compare-local K`: the same schedules on DynamoDB Local, measured in this run. */
+  localBaseline?: import('./compare-local.js').LocalBaseline;
 }
 
 const median = (xs: number[]): number | null => {
@@ -108,6 +111,7 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
     schedules: plan.schedules,
     controlSchedules: plan.controlSchedules,
     shape: plan.shape,
+    workload: plan.workload,
     parallel: plan.parallel,
     wallMs: Math.round(wallMs),
     schedulesPerSecond: Math.round(perSecond * 10) / 10,
@@ -124,12 +128,13 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
 
 export function summaryLines(s: SimSummary): string[] {
   const lines = [
-    `${s.schedules} schedules of the real protocol (seeds ${s.seed}..${s.seed + s.schedules - 1}, shape ${s.shape}) and ${s.controlSchedules} of each control, ${s.parallel} thread(s): ${(s.wallMs / 1000).toFixed(1)} s, ${s.schedulesPerSecond} schedules/s (${s.schedulesPerHour.toLocaleString('en-US')} an hour)`,
+    `${s.schedules} schedules of the real protocol on the ${s.workload} workload (seeds ${s.seed}..${s.seed + s.schedules - 1}, shape ${s.shape}) and ${s.controlSchedules} of each control, ${s.parallel} thread(s): ${(s.wallMs / 1000).toFixed(1)} s, ${s.schedulesPerSecond} schedules/s (${s.schedulesPerHour.toLocaleString('en-US')} an hour)`,
     ...Object.entries(s.shapes).map(([k, v]) => `  ${k}: ${v.schedules} schedules, ${v.perThreadSecond} per thread-second; each ${v.meanEvents} events, ${v.meanRequests} DynamoDB requests, ${(v.meanVirtualMs / 1000).toFixed(1)} virtual s; ${v.msPerRequest} ms of thread time per request`),
     `violations: ${Object.entries(s.violations).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     ...s.failed.map((f) => `  seed ${f.seed} (${f.shape}) ${f.failed.join(',')}: ${f.first}\n    shrunk to ${f.faultsAfter} faults (from ${f.faultsBefore}); ${f.replay}`),
     `covered: ${Object.entries(s.covered).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     ...Object.entries(s.controls).map(([k, c]) => `  control ${k} (${c.breaks}): caught ${c.caught}/${c.schedules} (forced ${c.forced.caught}/${c.forced.schedules}, timed ${c.timed.caught}/${c.timed.schedules}), first at ${c.firstCaughtAt ?? 'never'}, median ${c.medianToCatch ?? '-'} schedules to catch`),
+    ...(s.localBaseline ? [`baseline: the first ${s.localBaseline.schedules} schedules on DynamoDB Local, one at a time: ${s.localBaseline.msPerSchedule} ms each against ${s.localBaseline.simMsPerSchedule} ms of one simulator thread (${s.localBaseline.speedup}x); the same verdict in ${s.localBaseline.sameVerdicts}`] : []),
     s.ok ? 'OK' : 'FAILED',
   ];
   return lines;

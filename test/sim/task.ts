@@ -11,6 +11,7 @@ import { simulateOne, type SimRun } from './run.js';
 import type { Shape } from './shapes.js';
 import { faultCount, shrink } from './shrink.js';
 import { wireTotal } from './wire.js';
+import { workloadNamed } from '../../lib/workloads/index.js';
 
 export interface SimTask {
   seed: number;
@@ -18,6 +19,8 @@ export interface SimTask {
   shape: Shape;
   /** A saved schedule to run instead of the seed's (a replay). */
   schedule?: Schedule;
+  /** A registered workload's name (default the registry's default). */
+  workload?: string;
 }
 
 export interface SimOutcome {
@@ -61,12 +64,12 @@ function coveredBy(s: Schedule, r: SimRun): string[] {
 }
 
 /** `shrinkCaught`: shrink and save a control's catch too (how a test shows shrinking on a run that fails on purpose). */
-export async function runTask(task: SimTask, saveDir: string | undefined, opts: { shrinkCaught?: boolean } = {}): Promise<SimOutcome> {
+export async function runTask(task: SimTask, saveDir: string | undefined, opts: { shrinkCaught?: boolean; shrinkTries?: number } = {}): Promise<SimOutcome> {
   const started = performance.now();
   const requestsBefore = wireTotal.requests;
   let r: SimRun;
   try {
-    r = await simulateOne(task.seed, task.variant, { shape: task.shape, keepRecord: true, ...(task.schedule ? { schedule: task.schedule } : {}) });
+    r = await simulateOne(task.seed, task.variant, { shape: task.shape, keepRecord: true, ...(task.schedule ? { schedule: task.schedule } : {}), ...(task.workload ? { workload: workloadNamed(task.workload, '--workload') } : {}) });
   } catch (e) {
     // The simulator's own failure (or the code's, outside any invariant): reported as a failed run, never lost.
     const first = e instanceof Error ? (e.stack ?? e.message).split('\n').slice(0, 3).join(' | ') : String(e);
@@ -89,11 +92,11 @@ export async function runTask(task: SimTask, saveDir: string | undefined, opts: 
   };
   const keep = !r.ok || (opts.shrinkCaught === true && task.variant !== 'fenced');
   if (!keep || saveDir === undefined || task.schedule !== undefined) return out;
-  const shrunk = await shrink(r, { shape: task.shape, maxTries: 60 });
+  const shrunk = await shrink(r, { shape: task.shape, maxTries: opts.shrinkTries ?? 60, ...(task.workload ? { workload: workloadNamed(task.workload, '--workload') } : {}) });
   mkdirSync(saveDir, { recursive: true });
-  const file = resolve(saveDir, `${task.variant}-${task.shape}-${task.seed}.json`);
+  const file = resolve(saveDir, `${task.workload ? `${task.workload}-` : ''}${task.variant}-${task.shape}-${task.seed}.json`);
   const first = r.failed[0]?.first ?? r.worldError ?? r.unsupported[0] ?? (task.variant === 'fenced' ? 'failed' : r.ok ? 'caught' : 'not caught');
-  writeFileSync(file, JSON.stringify({ seed: r.seed, variant: r.variant, shape: r.shape, failed: r.failed, worldError: r.worldError, unsupported: r.unsupported, shrunk: { schedule: shrunk.schedule, before: shrunk.before, after: shrunk.after, failed: shrunk.run.failed }, schedule: r.schedule, history: r.record?.history }, null, 1));
+  writeFileSync(file, JSON.stringify({ seed: r.seed, variant: r.variant, shape: r.shape, ...(task.workload ? { workload: task.workload } : {}), failed: r.failed, worldError: r.worldError, unsupported: r.unsupported, shrunk: { schedule: shrunk.schedule, before: shrunk.before, after: shrunk.after, failed: shrunk.run.failed }, schedule: r.schedule, history: r.record?.history }, null, 1));
   return {
     ...out,
     saved: { file, replay: `npm run simulate -- --replay ${file}`, first, faultsBefore: faultCount(r.schedule), faultsAfter: faultCount(shrunk.schedule), eventsBefore: shrunk.before.events, eventsAfter: shrunk.after.events, tries: shrunk.tries },
