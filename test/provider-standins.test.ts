@@ -11,7 +11,8 @@ import { SESv2Client } from '@aws-sdk/client-sesv2';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sinkEventDetail, startEffects } from '../cli/local/effects-env.js';
-import { startPaymentsProvider, type PaymentsProvider } from '../cli/local/payments-provider.js';
+import type { PaymentsStandIn } from '../cli/local/payments-core.js';
+import { PAYMENT_TRANSPORTS, type PaymentsRig } from './support/payment-transports.js';
 import { startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
 import { FetchHttpProvider, SesEmailProvider, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { messageIdentity, readOutboxItem, type OutboundCall, type OutboundEmail } from '../lib/workflow/index.js';
@@ -33,14 +34,17 @@ const mail = (to: string, pk = `email#${randomUUID()}`, table = TABLE): Outbound
 
 const call = (pk = `pay#${randomUUID()}`): OutboundCall => ({ idempotencyKey: messageIdentity.idempotencyKey(TABLE, pk), headers: messageIdentity.headers(TABLE, pk), body: { amount: 1200, currency: 'eur', customer: pk } });
 
-describe('the payment provider stand-in plays each HTTP row through FetchHttpProvider', () => {
-  let payments: PaymentsProvider;
+// Over both transports: the server npm start runs, and the simulator's in-memory fetch on the same core.
+describe.each(PAYMENT_TRANSPORTS)('the payment provider stand-in plays each HTTP row through FetchHttpProvider, over %s', (_name, start) => {
+  let rig: PaymentsRig;
+  let payments: PaymentsStandIn;
   let http: FetchHttpProvider;
   beforeAll(async () => {
-    payments = await startPaymentsProvider();
-    http = new FetchHttpProvider(`${payments.url}/charges`, 3_000);
+    rig = await start();
+    payments = rig.payments;
+    http = rig.http();
   });
-  afterAll(async () => payments.close());
+  afterAll(async () => rig.close());
 
   it('throttle: 429 with Retry-After is throttled (the wait honoured), nothing performed or stored for the key; the resend is performed once', async () => {
     const c = call();
@@ -107,9 +111,10 @@ describe('the payment provider stand-in plays each HTTP row through FetchHttpPro
 
   it('a saved 500 is forgotten with its key: past the retention the request is performed again, a second charge (why the sender never sends past it)', async () => {
     let now = 1_000_000;
-    const forgetful = await startPaymentsProvider({ keyRetentionMs: 60_000, now: () => now });
+    const forgetfulRig = await start({ keyRetentionMs: 60_000, now: () => now });
+    const forgetful = forgetfulRig.payments;
     try {
-      const h = new FetchHttpProvider(`${forgetful.url}/charges`, 3_000);
+      const h = forgetfulRig.http();
       const c = call();
       forgetful.fail5xxAfter(1);
       expect((await h.post(c)).kind).toBe('ambiguous');
@@ -120,7 +125,7 @@ describe('the payment provider stand-in plays each HTTP row through FetchHttpPro
       expect(r.charges).toHaveLength(2);
       expect(r.savedError).toBeUndefined();
     } finally {
-      await forgetful.close();
+      await forgetfulRig.close();
     }
   });
 });

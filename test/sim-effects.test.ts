@@ -12,8 +12,8 @@ import { CreateBucketCommand, ListObjectVersionsCommand, PutObjectCommand, S3Cli
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PaymentsCore, type PaymentsOptions, type PaymentsStandIn } from '../cli/local/payments-core.js';
-import { startPaymentsProvider } from '../cli/local/payments-provider.js';
+import { PaymentsCore, type PaymentsStandIn } from '../cli/local/payments-core.js';
+import { PAYMENT_TRANSPORTS, type PaymentsRig } from './support/payment-transports.js';
 import { S3Core, type S3StandIn } from '../cli/local/s3-core.js';
 import { startS3Endpoint } from '../cli/local/s3-endpoint.js';
 import { SinkCore, type EmailSink, type ReceivedMessage } from '../cli/local/sink-core.js';
@@ -203,31 +203,6 @@ describe('the in-memory S3 handler beyond the server', () => {
 const TABLE = 'sim-outbox';
 const call = (pk = `pay#${randomUUID()}`): OutboundCall => ({ idempotencyKey: messageIdentity.idempotencyKey(TABLE, pk), headers: messageIdentity.headers(TABLE, pk), body: { amount: 1200, currency: 'eur', customer: pk } });
 
-/** One payment stand-in and FetchHttpProvider on it, over either transport. */
-interface PaymentsRig {
-  readonly payments: PaymentsStandIn;
-  http(path?: string): FetchHttpProvider;
-  close(): Promise<void>;
-}
-
-const PAYMENT_TRANSPORTS: readonly [string, (opts?: PaymentsOptions) => Promise<PaymentsRig>][] = [
-  [
-    'the node:http provider',
-    async (opts) => {
-      const p = await startPaymentsProvider(opts);
-      return { payments: p, http: (path = '/charges') => new FetchHttpProvider(`${p.url}${path}`, 3_000), close: () => p.close() };
-    },
-  ],
-  [
-    'the in-memory fetch',
-    async (opts) => {
-      const p = new PaymentsCore(opts);
-      const fetchFn = simFetch(p, new Unanswered());
-      return { payments: p, http: (path = '/charges') => new FetchHttpProvider(`${SIM_PAYMENTS_URL}${path}`, 3_000, {}, fetchFn), close: async () => undefined };
-    },
-  ],
-];
-
 describe.each(PAYMENT_TRANSPORTS)('FetchHttpProvider over %s', (_name, start) => {
   let rig: PaymentsRig;
   let payments: PaymentsStandIn;
@@ -276,31 +251,6 @@ describe.each(PAYMENT_TRANSPORTS)('FetchHttpProvider over %s', (_name, start) =>
     expect(payments.records.has(c.idempotencyKey)).toBe(false);
     expect(payments.refused).toBe(2);
     expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
-  });
-
-  it('throttle: 429 with Retry-After is throttled (the wait honoured), nothing stored; the resend is performed once', async () => {
-    const c = call();
-    payments.throttle(1, 7);
-    expect(await http.post(c)).toMatchObject({ kind: 'throttled', retryAfterMs: 7_000 });
-    expect(payments.records.has(c.idempotencyKey)).toBe(false);
-    expect(payments.fired.throttled).toBe(1);
-    expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
-    expect(payments.records.get(c.idempotencyKey)!.charges).toHaveLength(1);
-  });
-
-  it('fail5xxAfter saved: the charge made and answered 500 (ambiguous), every resend gets the saved 500 replayed (ambiguous, final); not saved: the resend replays the 200', async () => {
-    const c = call();
-    payments.fail5xxAfter(1);
-    const first = await http.post(c);
-    expect(first.kind).toBe('ambiguous');
-    expect(first).not.toHaveProperty('final');
-    for (let i = 0; i < 2; i++) expect(await http.post(c)).toMatchObject({ kind: 'ambiguous', final: true });
-    expect(payments.records.get(c.idempotencyKey)).toMatchObject({ savedError: 500, requests: 3, charges: [expect.any(String)] });
-    const d = call();
-    payments.fail5xxAfter(1, { saved: false });
-    expect((await http.post(d)).kind).toBe('ambiguous');
-    expect(await http.post(d)).toEqual({ kind: 'accepted', providerMessageId: payments.records.get(d.idempotencyKey)!.chargeId });
-    expect(payments.fired).toMatchObject({ '5xx-after': 2, 'replayed-5xx': 2 });
   });
 
   it('fail5xxBefore: 503 ambiguous, nothing performed; pause / pausedWhile: 403 account_inactive held, nothing performed', async () => {

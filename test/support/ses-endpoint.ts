@@ -32,14 +32,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Countdown, counters, Window, type EmailFaultPlan } from '../../cli/local/fault-switch.js';
 import { SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
-
-interface SendEmailRequest {
-  FromEmailAddress?: string;
-  Destination?: { ToAddresses?: string[] };
-  ConfigurationSetName?: string;
-  EmailTags?: { Name: string; Value: string }[];
-  Content?: { Simple?: { Subject?: { Data?: string }; Body?: { Text?: { Data?: string } }; Headers?: { Name: string; Value: string }[] } };
-}
+import type { SendEmailRequest } from '../sim/effects/ses-handler.js';
 
 /** One accepted SendEmail: SES's record of it. */
 export interface SesSend {

@@ -31,7 +31,8 @@ export const SIM_SES_HOST = 'email.sim';
 export const SIM_SES_URL = `http://${SIM_SES_HOST}`;
 const SEND_EMAIL = '/v2/email/outbound-emails';
 
-interface SendEmailRequest {
+/** The SendEmail body's fields the stand-ins read (the test SES endpoint reads the same). */
+export interface SendEmailRequest {
   FromEmailAddress?: string;
   Destination?: { ToAddresses?: string[] };
   ConfigurationSetName?: string;
