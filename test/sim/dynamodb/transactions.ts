@@ -36,17 +36,21 @@ export function transactWriteItems(db: Db, ledger: TokenLedger, input: Record<st
   if (!Array.isArray(items) || items.length === 0 || items.length > 100) {
     throw validation(`Value ${items.length === 0 ? '[]' : `'${items.length} items'`} at 'transactItems' failed to satisfy constraint: Member must have length ${items.length === 0 ? 'greater than or equal to 1' : 'less than or equal to 100'}`);
   }
+  // Each action is validated before the token is looked at: DynamoDB Local answers an invalid
+  // request with its ValidationException even under a token already used.
+  const plans = items.map((raw) => planAction(db, raw));
   const token = input.ClientRequestToken as string | undefined;
   const fingerprint = JSON.stringify({ ...input, ClientRequestToken: undefined });
   if (token !== undefined) {
     const seen = ledger.tokens.get(token);
     if (seen !== undefined && ledger.now() - seen.at < TOKEN_TTL_MS) {
       if (seen.fingerprint !== fingerprint) throw new SimAwsError('IdempotentParameterMismatchException', 'The request uses the same client token as a previous, but non-identical request.');
-      // The same request again: success, nothing applied a second time.
-      return {};
+      // The same request again: success, nothing applied a second time; the capacity it reads when asked
+      // (AWS: a replay reports the read units of reading the items, here billed as chargesOf bills).
+      const replayed = chargesOf(plans, capacity);
+      return replayed === undefined ? {} : { ConsumedCapacity: replayed };
     }
   }
-  const plans = items.map((raw) => planAction(db, raw));
   const ids = new Set<string>();
   for (const p of plans) {
     const id = `${p.table.spec.name}\u0000${p.id}`;
