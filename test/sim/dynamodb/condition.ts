@@ -126,51 +126,6 @@ function sizeOf(v: AV): AV | undefined {
   return Array.isArray(p) ? { N: String(p.length) } : undefined;
 }
 
-/** An ordering's literal operand must be a string, number or binary: DynamoDB refuses any other before evaluating (a stored attribute of another type just compares false). */
-function orderable(o: Operand, op: string, s: Scope): void {
-  if (!('value' in o)) return;
-  const v = s.values[o.value];
-  if (v !== undefined && !('S' in v) && !('N' in v) && !('B' in v)) throw validation(`Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: ${op}, operand type: ${typeOf(v)}`);
-}
-
-/** BETWEEN's literal bounds: of one type, and the lower not above the upper (DynamoDB's static checks). */
-function boundsInOrder(low: Operand, high: Operand, s: Scope): void {
-  if (!('value' in low) || !('value' in high)) return;
-  const [l, h] = [s.values[low.value], s.values[high.value]];
-  if (l === undefined || h === undefined) return;
-  if (typeOf(l) !== typeOf(h)) throw validation(`Invalid ConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: ${JSON.stringify(l)}, upper bound operand: AttributeValue: ${JSON.stringify(h)}`);
-  const order = compareScalars(l, h);
-  if (order !== undefined && order > 0) throw validation(`Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: ${JSON.stringify(l)}, upper bound operand: AttributeValue: ${JSON.stringify(h)}`);
-}
-
-/**
- * DynamoDB's checks of a condition's literal operands, made once per request before any item is
- * read (a refused BETWEEN refuses a Query of an empty table too): orderings of strings, numbers
- * and binaries only, BETWEEN's bounds of one type and in order, begins_with of a string or binary.
- */
-export function validateCondition(c: Condition, s: Scope): void {
-  switch (c.op) {
-    case 'and':
-    case 'or':
-      validateCondition(c.left, s);
-      validateCondition(c.right, s);
-      return;
-    case 'not':
-      return validateCondition(c.inner, s);
-    case 'cmp':
-      if (c.cmp !== '=' && c.cmp !== '<>') [c.left, c.right].forEach((o) => orderable(o, c.cmp, s));
-      return;
-    case 'between':
-      [c.subject, c.low, c.high].forEach((o) => orderable(o, 'BETWEEN', s));
-      return boundsInOrder(c.low, c.high, s);
-    case 'in':
-      return;
-    case 'fn':
-      if (c.fn === 'begins_with' && c.arg !== undefined && 'value' in c.arg) callFunction(c.fn, undefined, s.values[c.arg.value], true);
-      if (c.fn === 'attribute_type' && c.arg !== undefined && 'value' in c.arg) callFunction(c.fn, undefined, s.values[c.arg.value], true);
-  }
-}
-
 export function evaluate(c: Condition, item: Item, s: Scope): boolean {
   switch (c.op) {
     case 'and':

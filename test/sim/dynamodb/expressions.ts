@@ -3,11 +3,12 @@
  * expressions thousands of times) and checked together against the request's placeholders,
  * as DynamoDB checks them: every placeholder used is defined, every one defined is used.
  */
-import { parseCondition, validateCondition, type Condition, type Scope } from './condition.js';
+import { parseCondition, type Condition, type Scope } from './condition.js';
 import { SimUnsupportedError, validation } from './errors.js';
 import type { Path, Placeholders } from './paths.js';
 import { parseProjection } from './projection.js';
 import { parseUpdate, type UpdateAst } from './update.js';
+import { checkCondition, checkProjection, checkUpdate } from './static-checks.js';
 import { normalizeItem, type AV } from './values.js';
 
 export type ExpressionKind = 'ConditionExpression' | 'FilterExpression' | 'KeyConditionExpression' | 'UpdateExpression' | 'ProjectionExpression';
@@ -79,7 +80,11 @@ export function requestExpressions(input: Record<string, unknown>, allowed: read
     p.used.values.forEach((v) => values.add(v));
   }
   const scope = { names: checkNames(input.ExpressionAttributeNames, names, any), values: checkValues(input.ExpressionAttributeValues, values, any) };
-  for (const c of [out.condition, out.filter]) if (c !== undefined) validateCondition(c as Condition, scope);
+  // Operand types the values alone decide: refused before any item is read (static-checks.ts).
+  if (out.update !== undefined) checkUpdate(out.update as UpdateAst, scope);
+  if (out.condition !== undefined) checkCondition(out.condition as Condition, scope, 'ConditionExpression');
+  if (out.filter !== undefined) checkCondition(out.filter as Condition, scope, 'FilterExpression');
+  if (out.projection !== undefined) checkProjection(out.projection as Path[], scope);
   return { ...out, scope } as RequestExpressions;
 }
 

@@ -6,6 +6,7 @@ import { Charge, chargeWrite, type CapacityMode } from './capacity.js';
 import { evaluate } from './condition.js';
 import { SimAwsError, validation } from './errors.js';
 import { requestExpressions, type RequestExpressions } from './expressions.js';
+import { resolvePath } from './paths.js';
 import { project } from './projection.js';
 import { checkFields, conditionFailed, oneOf, type Db } from './request.js';
 import type { Table } from './table.js';
@@ -25,6 +26,12 @@ export interface WritePlan {
   readonly invalid?: string;
   /** For UPDATED_OLD / UPDATED_NEW. */
   readonly paths?: readonly (string | number)[][];
+  /**
+   * For UPDATED_OLD and UPDATED_NEW: the top-level attribute of each path SET, ADD or DELETE wrote, and each
+   * REMOVEd path itself, before or after the update (DynamoDB Local: REMOVE m.a returns
+   * nothing of m after, REMOVE l[0] the element then at l[0]).
+   */
+  readonly newPaths?: readonly (string | number)[][];
   readonly exprs: RequestExpressions;
 }
 
@@ -57,17 +64,22 @@ export function planUpdate(db: Db, input: Record<string, unknown>, opts: { inTra
   const exprs = requestExpressions(input, ['ConditionExpression', 'UpdateExpression']);
   const { id, key } = table.keyOf(normalizeItem((input.Key ?? {}) as Record<string, unknown>));
   const old = table.get(id);
-  const paths = exprs.update === undefined ? [] : updatedPaths(exprs.update, exprs.scope, table.keys).map((p) => [...p]);
+  // Overlapping paths are refused before the condition is read, a key attribute only after it held (DynamoDB Local's order).
+  const paths = exprs.update === undefined ? [] : updatedPaths(exprs.update, exprs.scope, []).map((p) => [...p]);
   const passed = passes(exprs, old);
   if (!passed) return { table, id, key, old, next: old, passed, paths, exprs };
+  if (exprs.update !== undefined) updatedPaths(exprs.update, exprs.scope, table.keys);
   const next = exprs.update === undefined ? (old ?? key) : applyUpdate(exprs.update, old ?? key, exprs.scope);
+  const u = exprs.update;
+  const written = u === undefined ? [] : [...u.set.map((a) => a.path), ...u.add.map((a) => a.path), ...u.delete.map((a) => a.path)].map((p) => resolvePath(p, exprs.scope.names).slice(0, 1));
+  const newPaths = [...written, ...(u?.remove ?? []).map((p) => [...resolvePath(p, exprs.scope.names)])];
   try {
     table.checkItem(next);
   } catch (e) {
     if (!(opts.inTransaction && e instanceof SimAwsError && e.type === 'ValidationException') || table.hasNonScalarIndexKey(next)) throw e;
-    return { table, id, key, old, next, passed, paths, exprs, invalid: e.awsMessage };
+    return { table, id, key, old, next, passed, paths, newPaths, exprs, invalid: e.awsMessage };
   }
-  return { table, id, key, old, next, passed, paths, exprs };
+  return { table, id, key, old, next, passed, paths, newPaths, exprs };
 }
 
 export function planDelete(db: Db, input: Record<string, unknown>): WritePlan {
@@ -104,9 +116,9 @@ function returned(p: WritePlan, mode: Returns): Item | undefined {
       return p.next;
     // The whole top-level attribute of each updated path, as DynamoDB Local returns it.
     case 'UPDATED_OLD':
-      return p.old === undefined ? undefined : project(p.old, (p.paths ?? []).map((x) => x.slice(0, 1)));
+      return p.old === undefined ? undefined : project(p.old, p.newPaths ?? (p.paths ?? []).map((x) => x.slice(0, 1)));
     case 'UPDATED_NEW':
-      return p.next === undefined ? undefined : project(p.next, (p.paths ?? []).map((x) => x.slice(0, 1)));
+      return p.next === undefined ? undefined : project(p.next, p.newPaths ?? (p.paths ?? []).map((x) => x.slice(0, 1)));
   }
 }
 

@@ -87,7 +87,10 @@ function setIn(cur: AV | undefined, path: Resolved, i: number, value: AV): AV {
   return { M: { ...cur.M, [e]: setIn(cur.M[e], path, i + 1, value) } };
 }
 
-/** A copy of `item` without `path` (a missing one leaves it as it is). */
+/**
+ * A copy of `item` without `path`. A missing last element leaves it as it is; a missing or
+ * mistyped container on the way is the same error as for SET, as DynamoDB Local answers it.
+ */
 export function removePath(item: Item, path: Resolved): Item {
   if (path.length === 1) {
     const copy = { ...item };
@@ -95,7 +98,7 @@ export function removePath(item: Item, path: Resolved): Item {
     return copy;
   }
   const head = item[path[0] as string];
-  if (head === undefined) return item;
+  if (head === undefined) return invalidPath();
   const next = removeIn(head, path, 1);
   return next === head ? item : { ...item, [path[0] as string]: next };
 }
@@ -104,13 +107,15 @@ function removeIn(cur: AV, path: Resolved, i: number): AV {
   const e = path[i]!;
   const last = i === path.length - 1;
   if (typeof e === 'number') {
-    if (!('L' in cur) || e >= cur.L.length) return cur;
+    if (!('L' in cur)) return invalidPath();
+    if (e >= cur.L.length) return last ? cur : invalidPath();
     const list = cur.L.slice();
     if (last) list.splice(e, 1);
     else list[e] = removeIn(list[e]!, path, i + 1);
     return { L: list };
   }
-  if (!('M' in cur) || cur.M[e] === undefined) return cur;
+  if (!('M' in cur)) return invalidPath();
+  if (cur.M[e] === undefined) return last ? cur : invalidPath();
   const m = { ...cur.M };
   if (last) delete m[e];
   else m[e] = removeIn(m[e]!, path, i + 1);

@@ -1,3 +1,5 @@
+import type { Condition, Operand } from './condition.js';
+import type { Path } from './paths.js';
 /**
  * Query and Scan, on a table or a GSI: a page of at most `Limit` items EVALUATED (before the
  * filter) and at most 1 MB read, with the LastEvaluatedKey to resume from (the table's key, plus
@@ -39,10 +41,21 @@ function sourceOf(db: Db, op: string, input: Record<string, unknown>): Source {
 
 function checkCommon(op: string, input: Record<string, unknown>, src: Source, exprs: RequestExpressions): (typeof SELECTS)[number] {
   const select = oneOf(op, 'Select', input.Select, SELECTS, exprs.projection !== undefined ? 'SPECIFIC_ATTRIBUTES' : src.index === undefined ? 'ALL_ATTRIBUTES' : 'ALL_PROJECTED_ATTRIBUTES');
+  if (select === 'SPECIFIC_ATTRIBUTES' && exprs.projection === undefined) throw validation('Must specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES');
+  if (select === 'ALL_PROJECTED_ATTRIBUTES' && src.index === undefined) throw validation(`ALL_PROJECTED_ATTRIBUTES can be used only when ${op === 'Query' ? 'Querying' : 'Scanning'} using an IndexName`);
   if (exprs.projection !== undefined && select === 'COUNT') throw validation('Cannot specify the ProjectionExpression when choosing to get only the Count');
   if (exprs.projection !== undefined && select !== 'SPECIFIC_ATTRIBUTES') throw validation('Cannot specify the AttributesToGet or ProjectionExpression when choosing to get ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES or COUNT');
   if (select === 'ALL_ATTRIBUTES' && src.index !== undefined && src.index.kept !== undefined) {
     throw validation('One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index ' + src.index.spec.name + ' because its projection type is not ALL');
+  }
+  // An index that keeps some attributes only refuses to be asked for the others, as DynamoDB Local does.
+  const kept = src.index?.kept;
+  if (src.index !== undefined && kept !== undefined) {
+    const heads = (paths: readonly Path[]) => paths.map((p) => String(resolvePath(p, exprs.scope.names)[0]));
+    const missing = heads(exprs.projection ?? []).filter((h) => !kept.has(h));
+    if (missing.length > 0) throw validation(`One or more parameter values were invalid: Global secondary index ${src.index.spec.name} does not project [${missing.join(', ')}]`);
+    const unfiltered = heads(exprs.filter === undefined ? [] : conditionPaths(exprs.filter)).filter((h) => !kept.has(h));
+    if (unfiltered.length > 0) throw validation(`One or more parameter values were invalid: Secondary index ${src.index.spec.name} does not project one or more filter attributes: [${unfiltered.join(', ')}]`);
   }
   if (input.Limit !== undefined && (typeof input.Limit !== 'number' || input.Limit < 1)) {
     throw validation('Limit must be greater than or equal to 1');
@@ -104,6 +117,26 @@ function readPage(src: Source, entries: Iterable<Entry>, input: Record<string, u
   };
 }
 
+/** Every path a condition names (size() and function arguments included). */
+function conditionPaths(c: Condition): Path[] {
+  const ofOperand = (o: Operand): Path[] => ('path' in o ? [o.path] : 'size' in o ? [o.size] : []);
+  switch (c.op) {
+    case 'and':
+    case 'or':
+      return [...conditionPaths(c.left), ...conditionPaths(c.right)];
+    case 'not':
+      return conditionPaths(c.inner);
+    case 'cmp':
+      return [...ofOperand(c.left), ...ofOperand(c.right)];
+    case 'between':
+      return [c.subject, c.low, c.high].flatMap(ofOperand);
+    case 'in':
+      return [c.subject, ...c.list].flatMap(ofOperand);
+    case 'fn':
+      return [c.path, ...(c.arg === undefined ? [] : ofOperand(c.arg))];
+  }
+}
+
 export function query(db: Db, input: Record<string, unknown>): Record<string, unknown> {
   checkFields('Query', input, [...READ_FIELDS, 'KeyConditionExpression', 'ScanIndexForward']);
   oneOf('Query', 'ReturnConsumedCapacity', input.ReturnConsumedCapacity, ['NONE', 'TOTAL', 'INDEXES'], 'NONE');
@@ -111,6 +144,12 @@ export function query(db: Db, input: Record<string, unknown>): Record<string, un
   if (input.KeyConditionExpression === undefined) throw validation('Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.');
   const exprs = requestExpressions(input, ['KeyConditionExpression', 'FilterExpression', 'ProjectionExpression']);
   const select = checkCommon('Query', input, src, exprs);
+  // A Query's filter may not name the key attributes of what it reads (its key condition does that).
+  const keyAttrs = keyNames(src.key);
+  for (const p of exprs.filter === undefined ? [] : conditionPaths(exprs.filter)) {
+    const head = String(resolvePath(p, exprs.scope.names)[0]);
+    if (keyAttrs.includes(head)) throw validation(`Filter Expression can only contain non-primary key attributes: Primary key attribute: ${head}`);
+  }
   const range = keyRange(exprs.keyCondition!, exprs.scope, src.key, src.table.spec.types);
   const list = src.store.partition(range.hash, src.key.hash);
   const start = startOf(src, input.ExclusiveStartKey);

@@ -57,8 +57,10 @@ export function transactWriteItems(db: Db, ledger: TokenLedger, input: Record<st
       // items would do (a path into a missing map) after the token's, as DynamoDB Local answers.
       if (seen.fingerprint !== fingerprint) items.forEach((raw) => checkShape(db, raw));
       if (seen.fingerprint !== fingerprint) throw new SimAwsError('IdempotentParameterMismatchException', 'The request uses the same client token as a previous, but non-identical request.');
-      // The same request again: success, nothing applied a second time.
-      return {};
+      // The same request again: success, nothing applied a second time; the capacity it reads when asked
+      // (AWS: a replay reports the read units of reading the items, here billed as chargesOf bills).
+      const replayed = capacity === 'NONE' ? undefined : chargesOf(items.map((raw) => planAction(db, raw)), capacity);
+      return replayed === undefined ? {} : { ConsumedCapacity: replayed };
     }
   }
   const plans = items.map((raw) => planAction(db, raw));
