@@ -2,7 +2,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Dynamo } from '../../../lib/protocol/dynamo.js';
+import type { Dynamo } from '../../../lib/protocol/index.js';
 import { simRequestHandler, type SimTransport } from './handler.js';
 import type { DynamoModel } from './model.js';
 

@@ -3,7 +3,7 @@
  * DynamoDB's own error body so the SDK raises its typed exception), or because the model does not
  * implement what was asked (SimUnsupportedError: never turned into a plausible answer).
  */
-import { FencedError } from '../../../lib/protocol/errors.js';
+import { FencedError } from '../../../lib/protocol/index.js';
 
 /** A service error, exactly as DynamoDB answers it: `type` is the exception's short name. */
 export class SimAwsError extends FencedError {
