@@ -17,7 +17,7 @@ import { workloadNamed } from '../lib/workloads/index.js';
 import { expectOneLineError, tsx } from './support/spawn.js';
 
 /** Seeds of the bounded run: enough to cross both lease modes, drills, skews and successor crashes. */
-const SEEDS = Array.from({ length: 4 }, (_, i) => 1 + i);
+const SEEDS = Array.from({ length: 3 }, (_, i) => 1 + i);
 /** Each seed's digest in the bounded run: the replay test compares against them. */
 const digests = new Map<number, string>();
 
@@ -81,7 +81,7 @@ describe('the deterministic simulator (bounded)', () => {
   it('shrinks a failing run, saves it, and its replay fails the same way', async () => {
     // A control's catch is the failure to keep: the leaseOnly control breaks FENCE.
     const dir = mkdtempSync(join(tmpdir(), 'sim-'));
-    const out = await runTask({ seed: 2, variant: 'leaseOnly', shape: 'small' }, dir, { shrinkCaught: true, shrinkTries: 5 });
+    const out = await runTask({ seed: 2, variant: 'leaseOnly', shape: 'small' }, dir, { shrinkCaught: true, shrinkTries: 3 });
     expect(out.saved).toBeDefined();
     const saved = JSON.parse(readFileSync(out.saved!.file, 'utf8')) as { shrunk: { after: { faults: number }; before: { faults: number } } };
     expect(saved.shrunk.after.faults).toBeLessThan(saved.shrunk.before.faults);
