@@ -109,23 +109,85 @@ describe.each(PAYMENT_TRANSPORTS)('the payment provider stand-in plays each HTTP
     expect(payments.fired.paused).toBe(2);
   });
 
-  it('a saved 500 is forgotten with its key: past the retention the request is performed again, a second charge (why the sender never sends past it)', async () => {
-    let now = 1_000_000;
-    const forgetfulRig = await start({ keyRetentionMs: 60_000, now: () => now });
-    const forgetful = forgetfulRig.payments;
+  it('a first request is performed, a resend with its key replayed (one charge), the same key with another body refused for good; any POST path recorded', async () => {
+    const c = call();
+    const first = await http.post(c);
+    expect(first).toMatchObject({ kind: 'accepted' });
+    expect(await http.post(c)).toEqual(first);
+    expect(await http.post({ ...c, body: { amount: 1 } })).toMatchObject({ kind: 'rejected', permanent: true });
+    const r = payments.records.get(c.idempotencyKey)!;
+    expect(r).toMatchObject({ charges: [r.chargeId], requests: 3, refused: 1, path: '/charges', outboxTable: TABLE });
+    const hook = call();
+    expect(await rig.http('/hooks/tenant-7').post(hook)).toMatchObject({ kind: 'accepted' });
+    expect(payments.records.get(hook.idempotencyKey)!.path).toBe('/hooks/tenant-7');
+  });
+
+  it('loseResponses: performed, the answer lost (ambiguous), counted; the resend is replayed', async () => {
+    const c = call();
+    const told: string[] = [];
+    payments.onResponseLost = (k) => told.push(k);
+    payments.loseResponses(1);
+    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
+    expect([payments.responsesLost, payments.lostKeys.at(-1), told]).toEqual([1, c.idempotencyKey, [c.idempotencyKey]]);
+    expect(await http.post(c)).toMatchObject({ kind: 'accepted', providerMessageId: payments.records.get(c.idempotencyKey)!.chargeId });
+    expect(payments.records.get(c.idempotencyKey)!.charges).toHaveLength(1);
+    payments.onResponseLost = undefined;
+  });
+
+  it('down / downWhile: 503, nothing performed, counted as refused', async () => {
+    const c = call();
+    payments.down(60_000);
+    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
+    payments.down(0);
+    let out = true;
+    payments.downWhile(() => out);
+    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
+    out = false;
+    expect(payments.records.has(c.idempotencyKey)).toBe(false);
+    expect(payments.refused).toBe(2);
+    expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
+  });
+
+  it('fail5xxBefore: 503 ambiguous, nothing performed; pause / pausedWhile: 403 account_inactive held, nothing performed', async () => {
+    // A provider of its own: its counters below count this case's faults alone.
+    const own = await start();
+    const h = own.http();
     try {
-      const h = forgetfulRig.http();
       const c = call();
-      forgetful.fail5xxAfter(1);
+      own.payments.fail5xxBefore(1);
+      expect(await h.post(c)).toMatchObject({ kind: 'ambiguous' });
+      expect(own.payments.records.has(c.idempotencyKey)).toBe(false);
+      own.payments.pause(60_000);
+      const held = await h.post(c);
+      expect(held.kind === 'held' && held.reason).toMatch(/account_inactive/);
+      own.payments.pause(0);
+      let disabled = true;
+      own.payments.pausedWhile(() => disabled);
+      expect(await h.post(c)).toMatchObject({ kind: 'held' });
+      disabled = false;
+      expect(own.payments.records.has(c.idempotencyKey)).toBe(false);
+      expect(await h.post(c)).toMatchObject({ kind: 'accepted' });
+      expect(own.payments.fired).toMatchObject({ '5xx-before': 1, paused: 2 });
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('key retention on the provider\'s own clock: past it the key is forgotten with its saved 500, and the request performed again (a second charge)', async () => {
+    let now = 1_000_000;
+    const forgetful = await start({ keyRetentionMs: 60_000, now: () => now });
+    try {
+      const h = forgetful.http();
+      const c = call();
+      forgetful.payments.fail5xxAfter(1);
       expect((await h.post(c)).kind).toBe('ambiguous');
       expect(await h.post(c)).toMatchObject({ kind: 'ambiguous', final: true });
       now += 60_000;
       expect(await h.post(c)).toMatchObject({ kind: 'accepted' });
-      const r = forgetful.records.get(c.idempotencyKey)!;
-      expect(r.charges).toHaveLength(2);
-      expect(r.savedError).toBeUndefined();
+      expect(forgetful.payments.records.get(c.idempotencyKey)).toMatchObject({ charges: [expect.any(String), expect.any(String)], at: [1_000_000, 1_000_000, 1_060_000] });
+      expect(forgetful.payments.records.get(c.idempotencyKey)!.savedError).toBeUndefined();
     } finally {
-      await forgetfulRig.close();
+      await forgetful.close();
     }
   });
 });

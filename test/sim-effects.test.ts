@@ -12,8 +12,7 @@ import { CreateBucketCommand, ListObjectVersionsCommand, PutObjectCommand, S3Cli
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PaymentsCore, type PaymentsStandIn } from '../cli/local/payments-core.js';
-import { PAYMENT_TRANSPORTS, type PaymentsRig } from './support/payment-transports.js';
+import { PaymentsCore } from '../cli/local/payments-core.js';
 import { S3Core, type S3StandIn } from '../cli/local/s3-core.js';
 import { startS3Endpoint } from '../cli/local/s3-endpoint.js';
 import { SinkCore, type EmailSink, type ReceivedMessage } from '../cli/local/sink-core.js';
@@ -202,93 +201,6 @@ describe('the in-memory S3 handler beyond the server', () => {
 
 const TABLE = 'sim-outbox';
 const call = (pk = `pay#${randomUUID()}`): OutboundCall => ({ idempotencyKey: messageIdentity.idempotencyKey(TABLE, pk), headers: messageIdentity.headers(TABLE, pk), body: { amount: 1200, currency: 'eur', customer: pk } });
-
-describe.each(PAYMENT_TRANSPORTS)('FetchHttpProvider over %s', (_name, start) => {
-  let rig: PaymentsRig;
-  let payments: PaymentsStandIn;
-  let http: FetchHttpProvider;
-  beforeAll(async () => {
-    rig = await start();
-    payments = rig.payments;
-    http = rig.http();
-  });
-  afterAll(async () => rig.close());
-
-  it('a first request is performed, a resend with its key replayed (one charge), the same key with another body refused for good; any POST path recorded', async () => {
-    const c = call();
-    const first = await http.post(c);
-    expect(first).toMatchObject({ kind: 'accepted' });
-    expect(await http.post(c)).toEqual(first);
-    expect(await http.post({ ...c, body: { amount: 1 } })).toMatchObject({ kind: 'rejected', permanent: true });
-    const r = payments.records.get(c.idempotencyKey)!;
-    expect(r).toMatchObject({ charges: [r.chargeId], requests: 3, refused: 1, path: '/charges', outboxTable: TABLE });
-    const hook = call();
-    expect(await rig.http('/hooks/tenant-7').post(hook)).toMatchObject({ kind: 'accepted' });
-    expect(payments.records.get(hook.idempotencyKey)!.path).toBe('/hooks/tenant-7');
-  });
-
-  it('loseResponses: performed, the answer lost (ambiguous), counted; the resend is replayed', async () => {
-    const c = call();
-    const told: string[] = [];
-    payments.onResponseLost = (k) => told.push(k);
-    payments.loseResponses(1);
-    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
-    expect([payments.responsesLost, payments.lostKeys.at(-1), told]).toEqual([1, c.idempotencyKey, [c.idempotencyKey]]);
-    expect(await http.post(c)).toMatchObject({ kind: 'accepted', providerMessageId: payments.records.get(c.idempotencyKey)!.chargeId });
-    expect(payments.records.get(c.idempotencyKey)!.charges).toHaveLength(1);
-    payments.onResponseLost = undefined;
-  });
-
-  it('down / downWhile: 503, nothing performed, counted as refused', async () => {
-    const c = call();
-    payments.down(60_000);
-    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
-    payments.down(0);
-    let out = true;
-    payments.downWhile(() => out);
-    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
-    out = false;
-    expect(payments.records.has(c.idempotencyKey)).toBe(false);
-    expect(payments.refused).toBe(2);
-    expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
-  });
-
-  it('fail5xxBefore: 503 ambiguous, nothing performed; pause / pausedWhile: 403 account_inactive held, nothing performed', async () => {
-    const c = call();
-    payments.fail5xxBefore(1);
-    expect(await http.post(c)).toMatchObject({ kind: 'ambiguous' });
-    expect(payments.records.has(c.idempotencyKey)).toBe(false);
-    payments.pause(60_000);
-    const held = await http.post(c);
-    expect(held.kind === 'held' && held.reason).toMatch(/account_inactive/);
-    payments.pause(0);
-    let disabled = true;
-    payments.pausedWhile(() => disabled);
-    expect(await http.post(c)).toMatchObject({ kind: 'held' });
-    disabled = false;
-    expect(payments.records.has(c.idempotencyKey)).toBe(false);
-    expect(await http.post(c)).toMatchObject({ kind: 'accepted' });
-    expect(payments.fired).toMatchObject({ '5xx-before': 1, paused: 2 });
-  });
-
-  it('key retention on the provider\'s own clock: past it the key is forgotten with its saved 500, and the request performed again (a second charge)', async () => {
-    let now = 1_000_000;
-    const forgetful = await start({ keyRetentionMs: 60_000, now: () => now });
-    try {
-      const h = forgetful.http();
-      const c = call();
-      forgetful.payments.fail5xxAfter(1);
-      expect((await h.post(c)).kind).toBe('ambiguous');
-      expect(await h.post(c)).toMatchObject({ kind: 'ambiguous', final: true });
-      now += 60_000;
-      expect(await h.post(c)).toMatchObject({ kind: 'accepted' });
-      expect(forgetful.payments.records.get(c.idempotencyKey)).toMatchObject({ charges: [expect.any(String), expect.any(String)], at: [1_000_000, 1_000_000, 1_060_000] });
-      expect(forgetful.payments.records.get(c.idempotencyKey)!.savedError).toBeUndefined();
-    } finally {
-      await forgetful.close();
-    }
-  });
-});
 
 describe('the in-memory fetch beyond the server', () => {
   it('a URL outside the provider\'s origin is refused loudly: the adapter sees a failure, the ledger keeps it', async () => {

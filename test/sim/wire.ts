@@ -36,8 +36,6 @@ export interface Latency {
 
 export const DEFAULT_LATENCY: Latency = { minMs: 1, jitterMs: 4, requestTimeoutMs: 5_000 };
 
-/** Requests per operation, table and index over every wire of this thread since it started (the benchmark's request mix). */
-export const wireCounts: Record<string, number> = {};
 /** Every request over every simulated DynamoDB wire of this thread since it started. */
 export const wireTotal = { requests: 0 };
 
@@ -53,9 +51,6 @@ export function faultedWire(world: World, opts: { latency?: Latency; onExchange?
   const faults = createFaultTable();
   const way = () => world.sleep(latency.minMs + world.random() * latency.jitterMs);
   const transport: SimTransport = async (req, apply) => {
-    const m = /"TableName":"([^"]+)"(?:.*"IndexName":"([^"]+)")?/.exec(req.body);
-    const k = `${req.operation} ${m?.[1]?.replace(/^chaos-\d+-\w+-/, '') ?? ''} ${m?.[2] ?? ''}`;
-    wireCounts[k] = (wireCounts[k] ?? 0) + 1;
     wireTotal.requests++;
     const request = proxiedRequest(`${TARGET_PREFIX[req.service]}.${req.operation}`, req.body);
     const action = faults.actionFor(request);
