@@ -5,6 +5,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
 /** Real-time runs of the real handlers on DynamoDB Local, whose leases are a few hundred ms. */
 const REAL_TIME = ['test/chaos.test.ts'];
+/** A measurement of two quiet runs of the real handlers (the committed load profile). */
+const QUIET = ['test/profile.test.ts'];
 
 /** What every project's files share (the root's globalSetup is not here: it runs once, for all). */
 const shared = {
@@ -32,7 +34,12 @@ export default defineConfig({
       // DynamoDB Local tests) slowed its round trips until renewals came back past their local
       // deadline and no job moved: CI's fenced seeds stalled at cursor 0. Alone it passes.
       { test: { ...shared, name: 'real-time', include: REAL_TIME, sequence: { groupOrder: 0 } } },
-      { test: { ...shared, name: 'suite', include: ['test/**/*.test.ts'], exclude: REAL_TIME, sequence: { groupOrder: 1 } } },
+      // Then alone too: the profile's share of refused claim races (two claimants of one outbox
+      // item) is 0.14 an item measured quietly, and still passed alone
+      // beside two CPU burners, but beside other DynamoDB Local files on a slow machine it reached
+      // 0.51-0.58 against its bound of 0.5 (a full run, and CI).
+      { test: { ...shared, name: 'quiet', include: QUIET, sequence: { groupOrder: 1 } } },
+      { test: { ...shared, name: 'suite', include: ['test/**/*.test.ts'], exclude: [...REAL_TIME, ...QUIET], sequence: { groupOrder: 2 } } },
     ],
   },
 });
