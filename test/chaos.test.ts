@@ -34,7 +34,7 @@ describe('chaos (fixed seeds)', () => {
     const calls = recordAwsCalls(stack.arnNames());
     // The stall watchdog's window for a slow CI machine, as the controls' below: seed 103 (wall-clock,
     // throttling and conflicts) sat 28 s (60 of its leases) at one cursor while the four others
-    // still ran, and was cut short as a stall (CI, twice) although it moves again once they end.
+    // still ran, and was cut short as a stall (CI, twice): a longer window tells a slow run from a stopped one.
     const runs = await Promise.all(SEEDS.map((seed) => chaosRun(env, seed, 'fenced', { calls, deadlineMs: 60_000 })));
     for (const r of runs) {
       const story = `seed ${r.seed}: ${r.history.slice(-40).join('\n')}`;
