@@ -3,8 +3,6 @@ import FileOrder from './test/support/sequencer.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
-/** Real-time runs of the real handlers on DynamoDB Local, whose leases are a few hundred ms. */
-const REAL_TIME = ['test/chaos.test.ts'];
 /** A measurement of two quiet runs of the real handlers (the committed load profile). */
 const QUIET = ['test/profile.test.ts'];
 
@@ -28,19 +26,12 @@ export default defineConfig({
     maxWorkers: 2,
     sequence: { sequencer: FileOrder },
     projects: [
-      // First and alone: the chaos file's workers hold leases of 400-650 ms in real time on
-      // DynamoDB Local, which its five runs at a time already keep busy (their reconcilers alone
-      // query 32 index shards each lease). Any file beside it (a CDK synth, the simulator, other
-      // DynamoDB Local tests) slowed its round trips until renewals came back past their local
-      // deadline and no job moved: CI's fenced seeds stalled at cursor 0. Alone, with the fixed
-      // seeds' stall window at 60 s (chaos.test.ts), it passes.
-      { test: { ...shared, name: 'real-time', include: REAL_TIME, sequence: { groupOrder: 0 } } },
-      // Then alone too: the profile's share of refused claim races (two claimants of one outbox
+      // First and alone: the profile's share of refused claim races (two claimants of one outbox
       // item) is 0.14 an item measured quietly, and passed alone beside two CPU burners, but
       // beside other DynamoDB Local files on a slow machine it reached 0.51-0.58 against its
       // bound of 0.5 (a full run, and CI).
       { test: { ...shared, name: 'quiet', include: QUIET, sequence: { groupOrder: 1 } } },
-      { test: { ...shared, name: 'suite', include: ['test/**/*.test.ts'], exclude: [...REAL_TIME, ...QUIET], sequence: { groupOrder: 2 } } },
+      { test: { ...shared, name: 'suite', include: ['test/**/*.test.ts'], exclude: QUIET, sequence: { groupOrder: 2 } } },
     ],
   },
 });

@@ -2,6 +2,7 @@
  * The simulated world's own guarantees: time moves only by its events, everything that draws
  * draws from the seed, and a run that waits on nothing is reported, not waited on.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../lib/protocol/index.js';
@@ -62,6 +63,21 @@ describe('the simulated world', () => {
       return seen;
     });
     expect(ticks).toEqual([100, 200, 300]);
+  });
+
+  it('runs a timer in the async context it was set in, as Node does (the AWS call recorder reads a function\'s mark from it)', async () => {
+    const mark = new AsyncLocalStorage<string>();
+    const seen = await inWorld(1, async () => {
+      const got: (string | undefined)[] = [];
+      await mark.run('worker', () => new Promise<void>((done) => setTimeout(() => (got.push(mark.getStore()), done()), 10)));
+      await mark.run('sweeper', () => new Promise<void>((done) => setInterval(function tick(this: unknown) {
+        got.push(mark.getStore());
+        if (got.length === 3) done();
+      }, 5)));
+      await new Promise<void>((done) => setTimeout(() => (got.push(mark.getStore()), done()), 1));
+      return got;
+    });
+    expect(seen).toEqual(['worker', 'sweeper', 'sweeper', undefined]);
   });
 
   it('reports a run that waits on nothing (a deadlock) instead of hanging', async () => {

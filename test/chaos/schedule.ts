@@ -171,6 +171,20 @@ function incidentPause(jobId: string, unit: number, leaseMs: number, incident: S
   };
 }
 
+/** The fault that makes a worker's invocation run short (withInvocationRunningShort). */
+export const RUNS_SHORT = 'invocation runs short';
+
+/**
+ * The schedule with one worker's invocation running short: a stall of 7.5 leases after a unit's
+ * commit (an invocation lasts 8), so at its next unit the worker has less than its safety margin
+ * left, releases the lease and sends the job on to a next invocation (SQS SendMessage). On a slow
+ * machine's real-time run that happens by itself; in virtual time it is forced here.
+ */
+export function withInvocationRunningShort(s: Schedule, unit = 2): Schedule {
+  const jobId = s.faults[0]!.jobId;
+  return { ...s, faults: [...s.faults, { name: RUNS_SHORT, point: 'after-commit', jobId, unit, action: { kind: 'pause', ms: Math.round(s.leaseMs * 7.5) } }] };
+}
+
 /** Whether a negative control's run forces the incident's interleaving (even seeds) or leaves it to timing (odd seeds). */
 export const forcedFor = (seed: number): boolean => seed % 2 === 0;
 

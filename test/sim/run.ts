@@ -8,6 +8,7 @@ import { BREAKS, type Variant } from '../chaos/controls.js';
 import { chaosRun, scheduleOf, type RunRecord } from '../chaos/harness.js';
 import type { Schedule } from '../chaos/schedule.js';
 import type { Workload } from '../../lib/workflow/index.js';
+import type { AwsCallRecorder } from '../../cli/local/aws-calls.js';
 import { DynamoModel } from './dynamodb/model.js';
 import { simChaosEnv } from './env.js';
 import { shaper, type Shape } from './shapes.js';
@@ -41,6 +42,8 @@ export interface SimOptions {
   keepRecord?: boolean;
   /** The workload the runs are (default the registry's default: the invoice sample). */
   workload?: Workload<any>;
+  /** Record every AWS call of the run's functions (the IAM evaluation of the chaos file). */
+  calls?: AwsCallRecorder;
 }
 
 /** The schedule a simulated run of `seed` carries out. */
@@ -60,7 +63,7 @@ export async function simulateOne(seed: number, variant: Variant, opts: SimOptio
     record = await inWorld(seed, async (w) => {
       world = w;
       model = new DynamoModel({ now: () => w.wallNow, indexLag: true });
-      return chaosRun(simChaosEnv(w, model), seed, variant, { schedule, keepTables: true, ...(opts.workload ? { workload: opts.workload } : {}) });
+      return chaosRun(simChaosEnv(w, model), seed, variant, { schedule, keepTables: true, ...(opts.workload ? { workload: opts.workload } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
     });
   } catch (e) {
     if (!(e instanceof SimWorldError)) throw e;

@@ -12,6 +12,7 @@
  * `setTimeout`; both become virtual. A world is one run: install, run, uninstall; never two at
  * once in one process (the globals are process-wide).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import crypto from 'node:crypto';
 import { syncBuiltinESMExports } from 'node:module';
 import { FencedError } from '../../lib/protocol/index.js';
@@ -159,9 +160,15 @@ export class World {
     return `${hex(8)}-${hex(4)}-4${hex(3)}-${((8 + Math.floor(this.rand() * 4)) as number).toString(16)}${hex(3)}-${hex(12)}`;
   }
 
-  /** Schedules `fn` after `ms` virtual milliseconds. */
+  /**
+   * Schedules `fn` after `ms` virtual milliseconds, in the async context it was scheduled from
+   * (as Node's own timers do): a callback inside a function's invocation stays that function's
+   * for the AWS call recorder's AsyncLocalStorage, instead of the world's run loop's context.
+   */
   schedule(ms: number, fn: (...args: unknown[]) => void, args: unknown[] = [], every?: number): SimTimeout {
-    const timer: Timer = { at: this.t + Math.max(0, Number.isFinite(ms) ? ms : 0), seq: this.seq++, fn, args, cancelled: false, ...(every === undefined ? {} : { every }) };
+    const inContext = AsyncLocalStorage.snapshot();
+    const call = (...a: unknown[]) => inContext(fn, ...a);
+    const timer: Timer = { at: this.t + Math.max(0, Number.isFinite(ms) ? ms : 0), seq: this.seq++, fn: call, args, cancelled: false, ...(every === undefined ? {} : { every }) };
     this.queue.push(timer);
     return new SimTimeout(timer);
   }

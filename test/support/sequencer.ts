@@ -8,7 +8,7 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The suite's files measured at 30 s or more in a full run on 2 cores (`npx vitest run --reporter=json`). */
-const LONGEST = ['simulate', 'effects-budget', 'ops-loop', 'cli-errors', 'infra/compute', 'runs', 'external-servers', 'property', 'chaos-cli', 'infra/artifact', 'infra/workloads', 'destinations', 'bad-input-fuzz'].map((f) => `/test/${f}.test.ts`);
+const LONGEST = ['chaos', 'simulate', 'effects-budget', 'ops-loop', 'cli-errors', 'infra/compute', 'runs', 'external-servers', 'property', 'chaos-cli', 'infra/artifact', 'infra/workloads', 'destinations', 'bad-input-fuzz'].map((f) => `/test/${f}.test.ts`);
 
 const rank = (file: TestSpecification) => {
   const i = LONGEST.findIndex((f) => file.moduleId.endsWith(f));

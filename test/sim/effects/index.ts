@@ -84,7 +84,8 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
   const bucket = opts.bucket ?? DEFAULT_BUCKET;
   // CreateBucket, applied directly: the Effects come back ready, without a request to await.
   s3Core.buckets.set(bucket, new Map());
-  const s3: S3Client = simS3Client(simS3Handler(s3Core, unanswered));
+  // The SDK's default attempts, as the local client (lib's s3Client): a lost put answer is resent and meets 412.
+  const s3: S3Client = simS3Client(simS3Handler(s3Core, unanswered), { maxAttempts: 3 });
   const events = new Set<Promise<unknown>>();
   const sink = memorySink({
     clock,
