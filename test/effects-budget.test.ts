@@ -3,15 +3,17 @@
  * the Lambda context, work in pages and stop when it is spent; the collector resumes from its
  * durable cursor (the Jobs table) and wraps around. Real engines: DynamoDB Local and the local
  * S3 endpoint (its store filled directly: 100,000 objects through HTTP puts would take minutes; npm test
- * fills 30,000, COLLECTOR_OBJECTS=100000 the full size).
+ * fills 30,000, COLLECTOR_OBJECTS=100000 the full size). The budgets run on an injected clock
+ * (StepClock): a listed page or a request costs a fixed step of it, so a budget is a number of
+ * pages or requests on any machine, and no verdict here depends on the machine's speed.
  */
 import { createHash } from 'node:crypto';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startS3Endpoint, type S3Endpoint, type StoredVersion } from '../cli/local/s3-endpoint.js';
 import { createCollectorHandler, createReconcilerHandler } from '../functions/effects-handlers.js';
-import { systemClock } from '../lib/protocol/index.js';
+import { createDynamo, systemClock } from '../lib/protocol/index.js';
 import { cursorKeyOf, readCursor, silentTelemetry, unsentKeyOf, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
@@ -21,10 +23,18 @@ import { FENCE_PREFIX } from './support/workflow.js';
 let s3: S3Endpoint;
 let t: TestTables;
 const client = () => s3Client({ endpoint: s3.url });
-/** A Lambda-like context with `budgetMs` of work left above the handlers' 10 s reserve. */
-const context = (budgetMs: number) => {
-  const deadline = Date.now() + 10_000 + budgetMs;
-  return { getRemainingTimeInMillis: () => deadline - Date.now() };
+
+/** The budgets' time: it moves only by the steps the work takes (a page listed, a request sent). */
+class StepClock {
+  now = 0;
+  step(ms: number): void {
+    this.now += ms;
+  }
+}
+/** A Lambda-like context with `budgetMs` of work left above the handlers' 10 s reserve, on `clock`. */
+const context = (clock: StepClock, budgetMs: number) => {
+  const deadline = clock.now + 10_000 + budgetMs;
+  return { getRemainingTimeInMillis: () => deadline - clock.now };
 };
 
 beforeAll(async () => {
@@ -76,24 +86,26 @@ describe('the collector, bounded by its budget', () => {
     await t.dynamo.doc.send(new PutCommand({ TableName: t.names.jobs, Item: { pk: `invoice-run#${period}`, status: 'DONE', cursor: 1, totalUnits: 1 } }));
     console.log(`filled ${N} objects and ${pointers.length} pointers in ${Date.now() - filled} ms`);
 
-    // Each page's start time, to bound a run's overrun by one page.
-    const starts: number[] = [];
+    // Each listed page costs PAGE_MS of the budget's clock.
+    const clock = new StepClock();
+    const PAGE_MS = 100;
     const listing = new S3ObjectStore(client(), 'docs');
-    const pages: ObjectPages = { page: (p, a, m) => (starts.push(Date.now()), listing.page(p, a, m)) };
+    const pages: ObjectPages = { page: (p, a, m) => (clock.step(PAGE_MS), listing.page(p, a, m)) };
     const handler = createCollectorHandler({
       doc: t.dynamo.doc, tables: t.names, store: new S3ObjectStore(client(), 'docs'), pages, prefix: 'invoices/',
       refOf: (k) => invoiceProcessor.documents!.refOf(k, t.names), fenceKeyPrefix: FENCE_PREFIX, clock: systemClock, telemetry: silentTelemetry, minAgeMs: 60_000,
     });
-    // Small against any machine's pass (CI did 30,000 in under 3 s): a pass takes several runs whatever the speed.
-    const budgetMs = 300;
+    // Three pages' worth: a run lists the page that spends its budget (the fourth) and stops, so
+    // a pass of 30 pages and more takes several runs.
+    const budgetMs = 3 * PAGE_MS;
     const run = async (): Promise<CollectReport & { ms: number }> => {
-      starts.length = 0;
-      const t0 = Date.now();
-      const r = await handler(undefined, context(budgetMs));
-      const ms = Date.now() - t0;
-      starts.push(Date.now());
-      const longestPage = Math.max(...starts.slice(1).map((s, i) => s - starts[i]!));
-      expect(ms).toBeLessThanOrEqual(budgetMs + longestPage);
+      const t0 = clock.now;
+      const r = await handler(undefined, context(clock, budgetMs));
+      const ms = clock.now - t0;
+      // Over its budget by at most one page.
+      expect(ms).toBeLessThanOrEqual(budgetMs + PAGE_MS);
+      // And a run that stopped for its budget used it: it stopped at the first page past it.
+      if (r.outOfTime) expect(r.pages).toBe(budgetMs / PAGE_MS + 1);
       return { ...r, ms };
     };
     const reports: (CollectReport & { ms: number })[] = [];
@@ -101,7 +113,7 @@ describe('the collector, bounded by its budget', () => {
     while (!reports.at(-1)!.wrapped && reports.length < 1_000);
     const scanned = reports.reduce((n, r) => n + r.scanned, 0);
     const ms = reports.reduce((n, r) => n + r.ms, 0);
-    console.log(`one pass: ${reports.length} runs at a ${budgetMs} ms budget, ${scanned} objects in ${ms} ms: ${(ms / scanned).toFixed(3)} ms per object`);
+    console.log(`one pass: ${reports.length} runs at a budget of ${budgetMs / PAGE_MS} pages, ${scanned} objects in ${ms / PAGE_MS} pages`);
     expect(reports.length).toBeGreaterThan(2);
     expect(reports.slice(0, -1).every((r) => r.outOfTime)).toBe(true);
     // The last run of the pass went on from the first key with the time it had left.
@@ -111,7 +123,7 @@ describe('the collector, bounded by its budget', () => {
     expect((await readCursor(t.dynamo.doc, t.names.jobs, 'invoices/')).passes).toBe(1);
 
     // Two new orphans, one just after the cursor and one before it: each is reached within one pass,
-    // counted in objects listed (not runs, whose size follows the machine's speed of the moment).
+    // counted in objects listed.
     const cursor = (await readCursor(t.dynamo.doc, t.names.jobs, 'invoices/')).after;
     const ahead = cursor === '' ? key(N - 1, 10) : cursor.replace(/\/9\.json$/, '/10.json');
     const behind = key(0, 10);
@@ -137,31 +149,33 @@ describe('the reconciler, bounded by its budget', () => {
   it('works through 200 stuck items across several runs, each in its budget, resuming where the last stopped', { timeout: 240_000 }, async () => {
     const old = Date.now() - 3_600_000;
     const n = 200;
-    // Each run first asks every unsent key for its oldest entry (33 queries in parallel: ~50 ms on a
-    // quiet machine, several hundred on a loaded one), then works items: the budget is a few times
-    // that fixed cost, measured here on a (second) run with nothing due, so every run works some items and
-    // the 200 take several runs whatever the machine's speed of the moment.
-    const idleRun = () => createReconcilerHandler({ doc: t.dynamo.doc, table: `${t.names.outbox}`, clock: systemClock, telemetry: silentTelemetry, email: { send: async () => { throw new TypeError('nothing is due'); } } as unknown as EmailProvider, from: 'x@example.com', pendingAfterMs: 60_000, claimTimeoutMs: 60_000, recordLagMs: 60_000 })(undefined, context(60_000));
-    await idleRun(); // the first also opens the connections
-    const idle = Date.now();
-    await idleRun();
-    const budgetMs = Math.max(200, 2 * (Date.now() - idle) + 100);
+    // Each DynamoDB request of the reconciler costs REQUEST_MS of the budget's clock. A run first
+    // asks every unsent key for its oldest entry (33 queries), then reads and settles items (a
+    // few requests each): a budget of 60 requests works some items and leaves the 200 to several runs.
+    const clock = new StepClock();
+    const REQUEST_MS = 10;
+    const budgetMs = 60 * REQUEST_MS;
+    const counted = createDynamo({ endpoint: inject('dynamoEndpoint') });
+    counted.client.middlewareStack.add((next) => (args) => (clock.step(REQUEST_MS), next(args)), { step: 'initialize', name: 'budgetStep' });
     const items = Array.from({ length: n }, (_, i) => ({ pk: `email#stuck#${i}`, kind: 'email', jobId: 'j', generation: 1, unit: i, updatedAt: old + i, status: 'SENDING', claimToken: 'dead', claimedAt: old + i, attempts: 1, unsent: unsentKeyOf(`email#stuck#${i}`), to: 'c@customers.example', subject: 's', body: 'b', providerEvents: [`SEND:m-${i}`] }));
     for (let i = 0; i < n; i += 25) await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.outbox]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }));
     // The provider's record answers every item: nothing may be sent again.
     let sent = 0;
     const never = { send: async () => void sent++ } as unknown as EmailProvider;
-    const handler = createReconcilerHandler({ doc: t.dynamo.doc, table: t.names.outbox, clock: systemClock, telemetry: silentTelemetry, email: never, from: 'billing@fenced-workflow.example', pendingAfterMs: 60_000, claimTimeoutMs: 60_000, recordLagMs: 60_000 });
+    const handler = createReconcilerHandler({ doc: counted.doc, table: t.names.outbox, clock: systemClock, telemetry: silentTelemetry, email: never, from: 'billing@fenced-workflow.example', pendingAfterMs: 60_000, claimTimeoutMs: 60_000, recordLagMs: 60_000 });
     const reports: ReconcileReport[] = [];
+    let overrun = 0;
     do {
-      const t0 = Date.now();
-      reports.push(await handler(undefined, context(budgetMs)));
-      // Over by at most one item and one index page (a loaded local engine answers a page in up to a second).
-      expect(Date.now() - t0).toBeLessThanOrEqual(budgetMs + 1_000);
-      // Whatever the machine's speed, a run that stopped for its budget made progress first.
+      const t0 = clock.now;
+      reports.push(await handler(undefined, context(clock, budgetMs)));
+      overrun = Math.max(overrun, clock.now - t0 - budgetMs);
+      // A run that stopped for its budget made progress first.
       if (reports.at(-1)!.resumeFrom !== undefined) expect(reports.at(-1)!.fromRecord).toBeGreaterThanOrEqual(1);
     } while (reports.at(-1)!.resumeFrom !== undefined && reports.length < n);
-    console.log(`reconciler: ${n} stuck items in ${reports.length} runs at a ${budgetMs} ms budget`);
+    counted.client.destroy();
+    console.log(`reconciler: ${n} stuck items in ${reports.length} runs at a budget of ${budgetMs / REQUEST_MS} requests, over it by at most ${overrun / REQUEST_MS}`);
+    // Over by at most one item's work and one index page (measured: 3 requests, a read and an update of the item and a page).
+    expect(overrun).toBeLessThanOrEqual(4 * REQUEST_MS);
     expect(reports.length).toBeGreaterThan(1);
     expect(reports.reduce((s, r) => s + r.fromRecord, 0)).toBe(n);
     expect(sent).toBe(0);
