@@ -8,15 +8,16 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createDynamo } from '../../lib/protocol/index.js';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { createDynamo, type Dynamo } from '../../lib/protocol/index.js';
 import { ensureTables, tableNames, type LoadProfile } from '../../lib/workflow/index.js';
 import { recordAwsCalls } from '../local/aws-calls.js';
 import { buildProfile, LoadProfiler, type MeasuredRun } from './call-profile.js';
 import { startDynamoLocal } from '../local/dynamodb-local.js';
-import { startEffects } from '../local/effects-env.js';
+import { startEffects, type Effects } from '../local/effects-env.js';
 import { parseFlags } from '../shared/flags.js';
 import { requireTools } from '../local/prerequisites.js';
-import { invoiceRun, UNIT_SIZE } from './run.js';
+import { invoiceRun, UNIT_SIZE, type HandlersWire } from './run.js';
 import { streamsClient } from '../local/streams.js';
 
 export const PROFILE_HELP = `profile [--write] [--json]: measures the invoice run's write and read units per table, index,
@@ -34,26 +35,51 @@ export const PROFILE_RUNS = [
   { customers: 160, shards: 6 },
 ] as const;
 
+/** Where a profile's runs happen: DynamoDB Local's (profileOnEndpoint), or the simulator's. */
+export interface ProfileEngine {
+  /** Run `i`'s engine: the checker's client and streams, the handlers' wire, the effects; `close` after the run. */
+  open(i: number): Promise<{ dynamo: Dynamo; streams: DynamoDBStreamsClient; wire: string | HandlersWire; effects: Effects; close(): Promise<void> }>;
+}
+
+/** DynamoDB Local at `endpoint`, with the local servers for the effects. */
+export const profileOnEndpoint = (endpoint: string): ProfileEngine => ({
+  async open(i) {
+    const dynamo = createDynamo({ endpoint });
+    const effects = await startEffects({ doc: dynamo.doc, bucket: `profile-${i}` });
+    const streams = streamsClient(endpoint);
+    return {
+      dynamo,
+      streams,
+      wire: endpoint,
+      effects,
+      close: async () => {
+        await effects.close();
+        streams.destroy();
+        dynamo.client.destroy();
+      },
+    };
+  },
+});
+
 /** Measures the profile on an engine at `endpoint` (tables with `prefix`). */
-export async function measureProfile(endpoint: string, prefix: string): Promise<LoadProfile> {
+export const measureProfile = (endpoint: string, prefix: string): Promise<LoadProfile> => measureProfileOn(profileOnEndpoint(endpoint), prefix);
+
+/** Measures the profile with the runs on `engine` (tables with `prefix`). */
+export async function measureProfileOn(engine: ProfileEngine, prefix: string): Promise<LoadProfile> {
   const measured: MeasuredRun[] = [];
   for (const [i, r] of PROFILE_RUNS.entries()) {
     const tables = tableNames(`${prefix}${i}-`);
-    const dynamo = createDynamo({ endpoint });
+    const { dynamo, streams, wire, effects, close } = await engine.open(i);
     // The functions' calls (the checker's and the run's own waits are no function's: not recorded).
     const calls = recordAwsCalls();
-    const effects = await startEffects({ doc: dynamo.doc, bucket: `profile-${i}` });
-    const streams = streamsClient(endpoint);
     try {
       await ensureTables(dynamo.client, tables);
-      const run = await invoiceRun({ dynamo, endpoint, streams, tables, effects, set: '', items: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, calls });
+      const run = await invoiceRun({ dynamo, endpoint: wire, streams, tables, effects, set: '', items: r.customers, workers: 4, shards: r.shards, seed: 1, faults: false, periods: 1, calls });
       const profiler = new LoadProfiler(tables);
       for (const c of calls.records) if (c.service === 'dynamodb') profiler.observe(c);
       measured.push({ run: { items: r.customers, shards: r.shards, units: run.units }, load: profiler.load, agreement: profiler.agreement });
     } finally {
-      await effects.close();
-      streams.destroy();
-      dynamo.client.destroy();
+      await close();
     }
   }
   return buildProfile(measured[0]!, measured[1]!, `npm run -s cli -- profile --write (one period of ${PROFILE_RUNS.map((r) => `${r.customers} customers in ${r.shards} shards`).join(', then ')}; ${UNIT_SIZE} per unit)`);

@@ -27,14 +27,17 @@ import { LEASE_MS, LocalRuntime, slotOf, STALL_MS } from '../local/runtime.js';
 import { RunEffects } from './run-effects.js';
 import { LocalTelemetry } from '../local/telemetry.js';
 import { Timeline } from '../shared/timeline.js';
-import { startFaultProxy } from '../local/fault-proxy.js';
+import { startFaultProxy, type WireExchange } from '../local/fault-proxy.js';
 import { WireCheck } from '../check/wire-check.js';
 
 export interface RunOptions {
   /** The checker's client (direct to the engine). */
   dynamo: Dynamo;
-  /** The engine's endpoint: the run's handlers reach it through a recording proxy (the wire FENCE check). */
-  endpoint: string;
+  /**
+   * Where the run's handlers reach the engine: its endpoint, through a recording proxy (the wire
+   * FENCE check), or a wire of the caller's that tells each exchange the same way (the simulator's).
+   */
+  endpoint: string | HandlersWire;
   streams: DynamoDBStreamsClient;
   tables: TableNames;
   /** Items per run (the invoice sample's customers, the reports' tenants). */
@@ -60,6 +63,22 @@ export interface RunOptions {
   /** How many of the workload's local runs to start (default all three: the profile runs one, as a plan plans one). */
   periods?: number;
 }
+
+/** The handlers' clients on a wire that tells every exchange that reached the engine. */
+export type HandlersWire = (onExchange: (ex: WireExchange) => void) => Promise<{ readonly dynamo: Dynamo; close(): Promise<void> }>;
+
+/** The fault proxy on DynamoDB Local at `endpoint`, with no fault of its own: the handlers' recorded wire. */
+const proxiedWire = (endpoint: string): HandlersWire => async (onExchange) => {
+  const proxy = await startFaultProxy(endpoint, { onExchange });
+  const dynamo = createDynamo({ endpoint: proxy.endpoint });
+  return {
+    dynamo,
+    close: async () => {
+      dynamo.client.destroy();
+      await proxy.close();
+    },
+  };
+};
 
 export interface RunResult {
   jobs: { id: string; status: string; cursor: number; totalUnits: number; requeues: number }[];
@@ -111,19 +130,17 @@ export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsP
 const workloadOf = (opts: RunOptions): Workload<any> => opts.workload ?? workloadNamed(DEFAULT_WORKLOAD);
 
 export async function invoiceRun(opts: RunOptions): Promise<RunResult> {
-  // Every handler's request goes through the proxy, which tells the wire check what the engine
+  // Every handler's request goes through the wire, which tells the wire check what the engine
   // applied; the checker itself reads the engine directly.
   const wire = new WireCheck({ ...opts.tables, fencePrefix: workloadOf(opts).fenceKeyPrefix });
-  const proxy = await startFaultProxy(opts.endpoint, { onExchange: (ex) => wire.observe(ex) });
-  const viaProxy = createDynamo({ endpoint: proxy.endpoint });
+  const handlers = await (typeof opts.endpoint === 'string' ? proxiedWire(opts.endpoint) : opts.endpoint)((ex) => wire.observe(ex));
   // The handlers' clients, and the run's own (the embedded SMTP sink's recorder writes with it):
   // what the checker and the run's waits send there is no function's, and is not recorded.
-  opts.calls?.attach(viaProxy.client).attach(opts.dynamo.client).attach(opts.streams).attach(opts.effects.s3).documentSet(opts.set);
+  opts.calls?.attach(handlers.dynamo.client).attach(opts.dynamo.client).attach(opts.streams).attach(opts.effects.s3).documentSet(opts.set);
   try {
-    return await runThroughProxy(opts, viaProxy, wire);
+    return await runThroughProxy(opts, handlers.dynamo, wire);
   } finally {
-    viaProxy.client.destroy();
-    await proxy.close();
+    await handlers.close();
   }
 }
 

@@ -8,7 +8,7 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The suite's files measured at 30 s or more in a full run on 2 cores (`npx vitest run --reporter=json`). */
-const LONGEST = ['chaos', 'simulate', 'effects-budget', 'ops-loop', 'cli-errors', 'infra/compute', 'runs', 'external-servers', 'property', 'chaos-cli', 'infra/artifact', 'infra/workloads', 'destinations', 'bad-input-fuzz'].map((f) => `/test/${f}.test.ts`);
+const LONGEST = ['chaos', 'simulate', 'profile', 'effects-budget', 'ops-loop', 'cli-errors', 'infra/compute', 'runs', 'external-servers', 'property', 'chaos-cli', 'infra/artifact', 'infra/workloads', 'destinations', 'bad-input-fuzz'].map((f) => `/test/${f}.test.ts`);
 
 const rank = (file: TestSpecification) => {
   const i = LONGEST.findIndex((f) => file.moduleId.endsWith(f));
@@ -20,7 +20,7 @@ export default class FileOrder extends BaseSequencer {
     const sorted = await super.sort(files);
     const timed = files.every((f) => this.ctx.cache.getFileTestResults(`${f.project.name}:${f.moduleId.slice(this.ctx.config.root.length + 1)}`) !== undefined);
     if (timed) return sorted;
-    // Stable: vitest's group order first (its projects run one group after another), then the list.
-    return sorted.sort((a, b) => a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder || rank(a) - rank(b));
+    // Stable: the list's order, the rest as vitest had them.
+    return sorted.sort((a, b) => rank(a) - rank(b));
   }
 }
