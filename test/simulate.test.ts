@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONTROLS } from './chaos/controls.js';
 import { simulateOne } from './sim/run.js';
+import { comparedShapes } from './sim/dynamodb/shape.js';
 import { runTask } from './sim/task.js';
 import { simPlan } from './sim/main.js';
 import { workloadNamed } from '../lib/workloads/index.js';
@@ -41,6 +42,13 @@ describe('the deterministic simulator (bounded)', () => {
     }
     expect(sockets).toBe(0);
   }, 120_000);
+
+  it('refuses, as unsupported, a request shape the fidelity test never compared: the run is void, never a pass', async () => {
+    const withoutQueries = new Set([...comparedShapes()].filter((s) => !s.startsWith('Query ')));
+    const r = await simulateOne(1, 'fenced', { shape: 'small', shapes: withoutQueries });
+    expect(r.ok).toBe(false);
+    expect(r.unsupported.filter((u) => /a request shape the fidelity test never compared against DynamoDB Local: Query /.test(u)).length).toBeGreaterThan(0);
+  }, 60_000);
 
   it('replays a seed exactly: the same history, report and faults, twice', async () => {
     const a = await simulateOne(2, 'fenced', { shape: 'small' });

@@ -6,7 +6,8 @@
  */
 import type { LoadProfile } from '../../lib/workflow/index.js';
 import { measureProfileOn, type ProfileEngine } from '../../cli/demo/profile.js';
-import { DynamoModel } from './dynamodb/model.js';
+import { DynamoModel, type DynamoModelOptions } from './dynamodb/model.js';
+import { comparedShapes } from './dynamodb/shape.js';
 import { simChaosEnv } from './env.js';
 import { inWorld } from './world.js';
 
@@ -16,10 +17,10 @@ export interface SimProfile {
   unsupported: string[];
 }
 
-export async function simProfile(seed: number): Promise<SimProfile> {
+export async function simProfile(seed: number, opts: Pick<DynamoModelOptions, 'onRequest'> & { shapes?: 'compared' | 'any' } = {}): Promise<SimProfile> {
   let model: DynamoModel | undefined;
   const profile = await inWorld(seed, async (w) => {
-    model = new DynamoModel({ now: () => w.wallNow, indexLag: true });
+    model = new DynamoModel({ now: () => w.wallNow, indexLag: true, ...(opts.shapes === 'any' ? {} : { shapes: comparedShapes() }), ...(opts.onRequest ? { onRequest: opts.onRequest } : {}) });
     const env = simChaosEnv(w, model);
     const engine: ProfileEngine = {
       async open(i) {

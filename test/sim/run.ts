@@ -9,7 +9,8 @@ import { chaosRun, scheduleOf, type RunRecord } from '../chaos/harness.js';
 import type { Schedule } from '../chaos/schedule.js';
 import type { Workload } from '../../lib/workflow/index.js';
 import type { AwsCallRecorder } from '../../cli/local/aws-calls.js';
-import { DynamoModel } from './dynamodb/model.js';
+import { DynamoModel, type DynamoModelOptions } from './dynamodb/model.js';
+import { comparedShapes } from './dynamodb/shape.js';
 import { simChaosEnv } from './env.js';
 import { shaper, type Shape } from './shapes.js';
 import { inWorld, SimWorldError, type World } from './world.js';
@@ -44,6 +45,10 @@ export interface SimOptions {
   workload?: Workload<any>;
   /** Record every AWS call of the run's functions (the IAM evaluation of the chaos file). */
   calls?: AwsCallRecorder;
+  /** Told every request the engine receives, in order (the fidelity test's traces). */
+  onRequest?: DynamoModelOptions['onRequest'];
+  /** Which request shapes the model answers (default: those the fidelity test compared; `any`: every one, for a trace). */
+  shapes?: 'compared' | 'any' | ReadonlySet<string>;
 }
 
 /** The schedule a simulated run of `seed` carries out. */
@@ -62,7 +67,7 @@ export async function simulateOne(seed: number, variant: Variant, opts: SimOptio
   try {
     record = await inWorld(seed, async (w) => {
       world = w;
-      model = new DynamoModel({ now: () => w.wallNow, indexLag: true });
+      model = new DynamoModel({ now: () => w.wallNow, indexLag: true, ...(opts.shapes === 'any' ? {} : { shapes: typeof opts.shapes === 'object' ? opts.shapes : comparedShapes() }), ...(opts.onRequest ? { onRequest: opts.onRequest } : {}) });
       return chaosRun(simChaosEnv(w, model), seed, variant, { schedule, keepTables: true, ...(opts.workload ? { workload: opts.workload } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
     });
   } catch (e) {

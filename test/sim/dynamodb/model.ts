@@ -11,6 +11,7 @@ import { batchGetItem, getItem } from './item-reads.js';
 import { singleWrite } from './item-writes.js';
 import { query, scan } from './query-scan.js';
 import type { Db } from './request.js';
+import { requestShapes } from './shape.js';
 import { describeStream, getRecords, getShardIterator, listStreams } from './streams-api.js';
 import type { StreamLog } from './stream-log.js';
 import { createTable, deleteTable, describeTable, listTables, tableOf, type Catalog } from './table-admin.js';
@@ -24,6 +25,13 @@ export interface DynamoModelOptions {
   now?: () => number;
   /** false (default): GSIs are updated with the write; true: index updates queue until propagateIndexes. */
   indexLag?: boolean;
+  /**
+   * The request shapes (shape.ts) the model may answer: those the fidelity test compared against
+   * DynamoDB Local. Any other is unsupported. Absent: every shape (the fidelity test's own model).
+   */
+  shapes?: ReadonlySet<string>;
+  /** Told every request the model receives, in the order it applies them (a trace to replay). */
+  onRequest?: (service: 'dynamodb' | 'streams', operation: string, input: Record<string, unknown>) => void;
 }
 
 /** One index's queue of updates not yet applied, as `propagateIndexes`'s `pick` sees it. */
@@ -42,8 +50,12 @@ export class DynamoModel implements Db {
   private readonly ledger: TokenLedger;
   private readonly dynamodb: Record<string, Operation>;
   private readonly streams: Record<string, Operation>;
+  private readonly shapes: ReadonlySet<string> | undefined;
+  private readonly onRequest: DynamoModelOptions['onRequest'];
 
   constructor(opts: DynamoModelOptions = {}) {
+    this.shapes = opts.shapes;
+    this.onRequest = opts.onRequest;
     const now = opts.now ?? (() => 0);
     let sequence = 0n;
     let indexSeq = 0;
@@ -83,6 +95,9 @@ export class DynamoModel implements Db {
     const op = (service === 'dynamodb' ? this.dynamodb : this.streams)[operation];
     try {
       if (op === undefined || !Object.hasOwn(service === 'dynamodb' ? this.dynamodb : this.streams, operation)) throw new SimUnsupportedError(`${service}.${operation}`);
+      const uncompared = this.shapes === undefined ? undefined : requestShapes(operation, input).find((x) => !this.shapes!.has(x));
+      if (uncompared !== undefined) throw new SimUnsupportedError(`${service}.${operation}: a request shape the fidelity test never compared against DynamoDB Local: ${uncompared}`);
+      this.onRequest?.(service, operation, input);
       return op(input);
     } catch (e) {
       if (e instanceof SimAwsError) throw e;

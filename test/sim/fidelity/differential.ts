@@ -74,7 +74,7 @@ export async function createTables(e: Engine): Promise<void> {
 }
 
 /** Sets sorted, recursively; everything else as it is. */
-function canonical(v: unknown): unknown {
+export function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   if (v === null || typeof v !== 'object') return v;
   const o = v as Record<string, unknown>;
@@ -103,7 +103,7 @@ function outcomeOf(op: Op, out: Record<string, unknown>): Outcome {
   return { ok: canonical(rest) };
 }
 
-function failureOf(e: unknown): Outcome {
+export function failureOf(e: unknown): Outcome {
   const err = e as { name?: string; CancellationReasons?: { Code?: string; Item?: unknown }[]; Item?: unknown };
   return {
     error: err.name ?? 'unknown',
@@ -143,7 +143,7 @@ export async function streamOf(e: Engine): Promise<unknown[]> {
  * key condition's range ends at the last item read) and leave out LastEvaluatedKey, the other not (AWS
  * documents that a page stopped by Limit may carry one with nothing after it). Compared only when both agree.
  */
-function atLimit(op: Op, a: Outcome, b: Outcome): [Outcome, Outcome] {
+export function atLimit(op: Op, a: Outcome, b: Outcome): [Outcome, Outcome] {
   const limit = op.input.Limit;
   if (typeof limit !== 'number' || !('ok' in a) || !('ok' in b)) return [a, b];
   const [x, y] = [a.ok as Record<string, unknown>, b.ok as Record<string, unknown>];
