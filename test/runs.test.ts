@@ -3,7 +3,8 @@
  * starter's run record and shards, the run's DONE as a query of its shards under duplicate and
  * simultaneous completions, and the checker's RUNS invariant with its negative controls (a
  * broken starter's overlapping shards, a run record that counts a shard twice, a completion
- * counter that counts messages instead of shards).
+ * counter that counts messages instead of shards); and `npm start`'s faulted sharded run, in
+ * the simulator's virtual time (test/sim/demo-run.ts).
  */
 import { invoices } from '../lib/workloads/invoices/index.js';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -12,11 +13,9 @@ import { describe, expect, it } from 'vitest';
 import { createDynamo, InvalidInputError, ManualClock } from '../lib/protocol/index.js';
 import { invoiceJobId, invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { assertShardCount, invoiceShards, shardRange, startInvoiceRun } from '../lib/workloads/invoices/shards.js';
-import { createJob, METRIC, readRun, runIdOfJob, runKeyOf, runStatus, RunInputMismatchError, shardJobId } from '../lib/workflow/index.js';
+import { createJob, METRIC, readRun, runIdOfJob, runKeyOf, runStatus, RunInputMismatchError, shardJobId, tableNames } from '../lib/workflow/index.js';
+import { simDemoRun } from './sim/demo-run.js';
 import { createStarterHandler } from '../functions/starter-handler.js';
-import { invoiceRun } from '../cli/demo/run.js';
-import { startEffects } from '../cli/local/effects-env.js';
-import { streamsClient } from '../cli/local/streams.js';
 import { scanAll } from './support/fixtures.js';
 import { startFaultProxy } from '../cli/local/fault-proxy.js';
 import { perTestTables, type TestTables } from './support/tables.js';
@@ -199,25 +198,18 @@ describe('a sharded run on DynamoDB Local', () => {
   });
 });
 
-describe('the faulted run of npm start, sharded', () => {
+describe('the faulted run of npm start, sharded (in virtual time)', () => {
   it('--shards 4: three periods of four shards each, with the pause, the crashes and the duplicate, pass every invariant, RUNS included', async () => {
-    const t = await tables();
-    const streams = streamsClient(t.endpoint);
-    const effects = await startEffects({ doc: t.dynamo.doc });
-    try {
-      const run = await invoiceRun({ dynamo: t.dynamo, endpoint: t.endpoint, streams, tables: t.names, items: 40, workers: 4, seed: 5, shards: 4, effects, set: 'sharded' });
-      expect(run.gaveUp).toBeUndefined();
-      expect(run.jobs).toHaveLength(12);
-      expect(run.runs).toEqual(['2026-09', '2026-10', '2026-11'].map((p) => ({ id: invoiceJobId(p), shards: 4, done: true })));
-      expect(run.faults.map((f) => f.name)).toEqual(expect.arrayContaining(['paused between read and write', 'crash after fence raise, before the first unit']));
-      for (const [name, r] of Object.entries(run.invariants.invariants)) expect(r, name).toEqual({ ok: true, violations: [] });
-      expect(run.invariants.stats).toMatchObject({ records: 240, expectedRecords: 240, figures: { invoices: 120, charges: 120 }, runs: { runs: 3, shards: 12, completeRuns: 3 } });
-      // Every invoice's document referenced once, every email sent once, across all the shards.
-      expect(run.invariants.stats.effects.documents.referenced).toBe(120);
-    } finally {
-      streams.destroy();
-      await effects.close();
-    }
+    const { run, unsupported } = await simDemoRun(5, { tables: tableNames('sharded-'), items: 40, workers: 4, seed: 5, shards: 4, set: 'sharded' });
+    expect(unsupported).toEqual([]);
+    expect(run.gaveUp).toBeUndefined();
+    expect(run.jobs).toHaveLength(12);
+    expect(run.runs).toEqual(['2026-09', '2026-10', '2026-11'].map((p) => ({ id: invoiceJobId(p), shards: 4, done: true })));
+    expect(run.faults.map((f) => f.name)).toEqual(expect.arrayContaining(['paused between read and write', 'crash after fence raise, before the first unit']));
+    for (const [name, r] of Object.entries(run.invariants.invariants)) expect(r, name).toEqual({ ok: true, violations: [] });
+    expect(run.invariants.stats).toMatchObject({ records: 240, expectedRecords: 240, figures: { invoices: 120, charges: 120 }, runs: { runs: 3, shards: 12, completeRuns: 3 } });
+    // Every invoice's document referenced once, every email sent once, across all the shards.
+    expect(run.invariants.stats.effects.documents.referenced).toBe(120);
   }, 60_000);
 });
 
