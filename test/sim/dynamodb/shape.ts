@@ -11,12 +11,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 /** The words an expression keeps: DynamoDB's functions and keywords (any case). */
 const KEPT = new Set(['and', 'or', 'not', 'between', 'in', 'set', 'remove', 'add', 'delete', 'attribute_exists', 'attribute_not_exists', 'attribute_type', 'begins_with', 'contains', 'size', 'if_not_exists', 'list_append']);
 
-/** An expression's skeleton: names and values abstracted, list indexes kept as `[n]`, spacing normalised. */
+/** An expression's skeleton: names, values and list indexes abstracted (`#`, `:`, `[0]`), spacing normalised. */
 export function skeleton(expr: string): string {
   return expr
     .replace(/#[A-Za-z0-9_]+/g, '#')
     .replace(/:[A-Za-z0-9_]+/g, ':')
-    .replace(/\[\d+\]/g, '[n]')
+    .replace(/\[\d+\]/g, '[0]')
     .replace(/[A-Za-z_][A-Za-z0-9_]*/g, (w) => (KEPT.has(w.toLowerCase()) ? w.toUpperCase() : 'a'))
     .replace(/\s*([(),=<>+-]|<>|<=|>=)\s*/g, '$1')
     .replace(/\s+/g, ' ')
