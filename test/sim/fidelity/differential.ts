@@ -95,7 +95,7 @@ const key = (item: unknown) => {
   return { pk: i.pk, sk: i.sk };
 };
 
-function outcomeOf(op: Op, out: Record<string, unknown>): Outcome {
+export function outcomeOf(op: Op, out: Record<string, unknown>): Outcome {
   const { $metadata: _m, ...rest } = out;
   if (op.input.ReturnConsumedCapacity === undefined) delete rest.ConsumedCapacity;
   if (op.op === 'Scan' && Array.isArray(rest.Items)) rest.Items = byKey(rest.Items);

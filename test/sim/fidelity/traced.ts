@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import * as ddb from '@aws-sdk/client-dynamodb';
 import { requestShapes } from '../dynamodb/shape.js';
-import { atLimit, canonical, failureOf, type Outcome } from './differential.js';
+import { atLimit, failureOf, outcomeOf, type Outcome } from './differential.js';
 import type { Op } from './ops.js';
 
 export interface TracedRequest {
@@ -99,13 +99,10 @@ export async function replayStep(client: ddb.DynamoDBClient, r: TracedRequest, p
   const Command = (ddb as unknown as Record<string, new (input: Item) => Parameters<ddb.DynamoDBClient['send']>[0]>)[`${r.operation}Command`];
   try {
     const out = (await client.send(new Command!(renamed(r, prefix)))) as unknown as Item;
-    const { $metadata: _m, ConsumedCapacity: _c, ...rest } = out;
-    if (ADMIN.has(r.operation)) return { ok: { TableStatus: (rest.TableDescription ?? rest.Table) === undefined ? undefined : ((rest.TableDescription ?? rest.Table) as Item).TableStatus } };
-    if (r.operation === 'Scan' && Array.isArray(rest.Items)) rest.Items = [...(rest.Items as unknown[])].sort((a, b) => (JSON.stringify(canonical(a)) < JSON.stringify(canonical(b)) ? -1 : 1));
-    if (r.operation === 'BatchGetItem' && rest.Responses !== undefined) {
-      rest.Responses = Object.fromEntries(Object.entries(rest.Responses as Record<string, unknown[]>).map(([t, items]) => [t.slice(prefix.length), [...items].sort((a, b) => (JSON.stringify(canonical(a)) < JSON.stringify(canonical(b)) ? -1 : 1))]));
-    }
-    return { ok: canonical(rest) };
+    const { ConsumedCapacity: _c, ...rest } = out;
+    if (ADMIN.has(r.operation)) return { ok: { TableStatus: ((rest.TableDescription ?? rest.Table) as Item | undefined)?.TableStatus } };
+    // Both engines get the same prefix: the random sequences' normalisations apply as they are.
+    return outcomeOf({ op: r.operation, input: r.input } as Op, rest);
   } catch (e) {
     return failureOf(e);
   }
