@@ -3,8 +3,10 @@
  * plan pause a worker (a GC pause: resolve later) or crash it (never resolve: nothing after it
  * runs and nothing is released, exactly like a process that died). Each fault fires once.
  */
-import type { Clock } from '../../lib/protocol/index.js';
-import type { WorkerHooks, WorkerPoint } from '../../lib/workflow/index.js';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { Clock, Dynamo } from '../../lib/protocol/index.js';
+import { fenceKeyOf, readJob, type TableNames, type WorkerHooks, type WorkerPoint } from '../../lib/workflow/index.js';
+import { outsideFunctions } from '../local/aws-calls.js';
 import { laneOf } from '../local/telemetry.js';
 import type { Timeline } from '../shared/timeline.js';
 
@@ -38,6 +40,25 @@ export interface PauseProbes {
   /** Is `jobId`'s fence above `generation`? */
   fencedAbove(jobId: string, generation: number): Promise<boolean>;
 }
+
+/**
+ * The pauses' events, read from the tables with the run's own client (`direct`: not through the
+ * handlers' wire, not from the worker). The pause runs inside the worker's invocation, but these
+ * reads are the run's, no function's: a recorder of AWS calls leaves them out.
+ */
+export function tableProbes(direct: Dynamo, tables: TableNames, fencePrefix?: string): PauseProbes {
+  return {
+    unitCommitted: (jobId, unit) => outsideFunctions(async () => ((await readJob(direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit),
+    fencedAbove: (jobId, generation) =>
+      outsideFunctions(async () => {
+        const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId, fencePrefix) }, ConsistentRead: true }))).Item;
+        return typeof fence?.generation === 'number' && fence.generation > generation;
+      }),
+  };
+}
+
+/** What a forced pause waits for, in its timeline label. */
+const UNTIL_TEXT = { 'successor-commits': 'until a successor commits its unit', 'successor-fences': 'until a successor raises the fence' } as const;
 
 export class FaultPlan implements WorkerHooks {
   readonly fired: { name: string; owner: string; at: number }[] = [];
@@ -78,7 +99,8 @@ export class FaultPlan implements WorkerHooks {
       this.onCrash?.(info.owner);
       return new Promise<void>(() => undefined);
     }
-    this.timeline?.add(lane, 'pause', `PAUSE ${fault.action.ms} ms ${bare(fault.name, 'paused')}`);
+    const until = fault.action.until === undefined || this.probes === undefined ? `${fault.action.ms} ms` : UNTIL_TEXT[fault.action.until];
+    this.timeline?.add(lane, 'pause', `PAUSE ${until} ${bare(fault.name, 'paused')}`);
     this.activePauses++;
     this.onPause?.(fault, info);
     try {

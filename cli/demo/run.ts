@@ -19,7 +19,7 @@ import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler } from '../../functions/worker-handler.js';
 import { asFunction, type AwsCallRecorder } from '../local/aws-calls.js';
 import type { Effects } from '../local/effects-env.js';
-import { FaultPlan, type Fault } from './faults.js';
+import { FaultPlan, tableProbes, type Fault } from './faults.js';
 import { deliveryWaitingFor, unitsWaitingFor, type ProgressUpdate } from './progress.js';
 import { checkInvariants, type InvariantReport } from '../check/invariants.js';
 import { LocalQueue } from '../local/queue.js';
@@ -111,14 +111,16 @@ export const UNIT_SIZE = 10;
 // The local runtime's lease and stall limit (cli/local/runtime.ts): ops' local requeue uses them too.
 export { LEASE_MS, STALL_MS };
 
-export function defaultFaults(jobIds: readonly string[], leaseMs: number, unitsPerJob: number): Fault[] {
+export function defaultFaults(jobIds: readonly string[], unitsPerJob: number): Fault[] {
   const [j1, j2 = j1, j3 = j2] = jobIds;
   if (j1 === undefined) return [];
   // Small runs have few units: keep every fault on a unit that exists (and not the last).
   const at = (unit: number) => Math.max(0, Math.min(unit, unitsPerJob - 2));
   return [
-    // Longer than lease expiry + the sweeper's staleness window: a successor takes over meanwhile.
-    { name: 'paused between read and write', point: 'before-commit', jobId: j1, unit: at(2), action: { kind: 'pause', ms: leaseMs * 4 } },
+    // Until a successor has taken the job over and committed this very unit (the article's
+    // incident, forced by that event, not hoped for by timing: on a machine of any speed the
+    // paused write comes after the successor's). The bound only ends a run that stalled anyway.
+    { name: 'paused between read and write', point: 'before-commit', jobId: j1, unit: at(2), action: { kind: 'pause', ms: STALL_MS, until: 'successor-commits' } },
     { name: 'crash after fence raise, before the first unit', point: 'after-fence-raise', jobId: j2!, action: { kind: 'crash' } },
     // Not after a job's LAST commit (one-unit jobs: --customers 10 or fewer): that job is DONE, and
     // its run's completion check then waits for the message's redelivery after the visibility
@@ -156,13 +158,13 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   const queue = new LocalQueue({ clock, visibilityTimeoutMs: invocationTimeoutMs * 2, maxReceiveCount: 5 });
   let runtime: LocalRuntime | undefined;
   // A crash ends its invocation at once.
-  const plan = new FaultPlan([], clock, timeline, (owner) => runtime?.crash(owner));
+  const workload = workloadOf(opts);
+  const plan = new FaultPlan([], clock, timeline, (owner) => runtime?.crash(owner), tableProbes(opts.dynamo, opts.tables, workload.fenceKeyPrefix));
   const mode = opts.leaseMode === 'version-watch' ? { kind: 'version-watch' as const } : { kind: 'wall-clock' as const, maxClockSkewMs: 50 };
   const lease = { epoch: 0, durationMs: LEASE_MS, mode };
   // The handlers' sends are SQS SendMessage calls in AWS: recorded at the port when recording.
   const base = { doc: dynamo.doc, tables: opts.tables, clock, queue: opts.calls?.queue(queue) ?? queue, telemetry };
 
-  const workload = workloadOf(opts);
   const { processor, fenceKeyPrefix } = workload;
   const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, fenceKeyPrefix, ...(opts.http ? { http: opts.http } : {}), ...(processor.documents ? { catalog: processor.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
   const fence = fenceKeyPrefix === undefined ? {} : { fenceKeyPrefix };
@@ -237,7 +239,7 @@ async function startPeriods(opts: RunOptions, starter: ReturnType<typeof createS
   const jobs = await Promise.all(jobIds.map((id) => readJob(opts.dynamo.doc, opts.tables.jobs, id)));
   // The faults hit the first shard of each period (the period's only job without shards), on units every shard has.
   const unitsPerJob = Math.min(...jobs.map((j) => j?.totalUnits ?? 1));
-  const faults = opts.faults === false ? [] : defaultFaults(starts.map((r) => r.jobId), LEASE_MS, unitsPerJob);
+  const faults = opts.faults === false ? [] : defaultFaults(starts.map((r) => r.jobId), unitsPerJob);
   // A duplicate delivery of the first job's message.
   if (jobIds[0] !== undefined && opts.faults !== false) {
     await queue.send({ jobId: jobIds[0], reason: 'start' });

@@ -14,7 +14,7 @@ import { ensureTables, fenceKeyOf, type Workload, fencesOfLease, readJob, runIdO
 import { createStarterHandler, type StarterHandler } from '../../functions/starter-handler.js';
 import { createSweeperHandler } from '../../functions/sweeper-handler.js';
 import { createWorkerHandler, type WorkerHandler } from '../../functions/worker-handler.js';
-import { FaultPlan, type PauseProbes } from '../../cli/demo/faults.js';
+import { FaultPlan, tableProbes } from '../../cli/demo/faults.js';
 import { checkInvariants, overlapsOf, type InvariantReport } from '../../cli/check/invariants.js';
 import { LocalQueue } from '../../cli/local/queue.js';
 import { LocalRuntime, slotOf } from '../../cli/local/runtime.js';
@@ -83,21 +83,6 @@ function injectFaults(proxy: FaultRules, schedule: Schedule): void {
   if (schedule.dropCommitP > 0) proxy.drop({ ...always, target: 'TransactWriteItems', when: () => r() < schedule.dropCommitP });
   if (schedule.renewDelayP > 0) proxy.delay({ ...always, target: 'UpdateItem', when: (q) => isRenewal(q.json) && r() < schedule.renewDelayP }, Math.round(schedule.leaseMs * 0.4));
   if (schedule.delayP > 0) proxy.delay({ ...always, when: () => r() < schedule.delayP }, Math.round(schedule.delayMaxMs * r()));
-}
-
-/**
- * The pauses' events, read from the tables directly (not through the proxy, not from the worker):
- * the pause runs inside the worker's invocation, but these reads are the harness's, no function's.
- */
-function probes(direct: Dynamo, tables: TableNames, fencePrefix: string): PauseProbes {
-  return {
-    unitCommitted: (jobId, unit) => outsideFunctions(async () => ((await readJob(direct.doc, tables.jobs, jobId))?.cursor ?? 0) > unit),
-    fencedAbove: (jobId, generation) =>
-      outsideFunctions(async () => {
-        const fence = (await direct.doc.send(new GetCommand({ TableName: tables.fences, Key: { pk: fenceKeyOf(jobId, fencePrefix) }, ConsistentRead: true }))).Item;
-        return typeof fence?.generation === 'number' && fence.generation > generation;
-      }),
-  };
 }
 
 /** The slot index (0-based) behind an owner or request id `w3-…`. */
@@ -201,7 +186,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
       history.push(`${at()} CRASH ${owner}`);
       runtime?.crash(owner);
     },
-    probes(env.direct, tables, FENCE_PREFIX),
+    tableProbes(env.direct, tables, FENCE_PREFIX),
     (fault, info) => {
       if (!schedule.requeueOnPause || fault !== schedule.faults[0]) return;
       history.push(`${at()} REQUEUE ${info.jobId} while ${info.owner} is stalled`);

@@ -1,6 +1,8 @@
 /**
- * IAM, proven from the calls (#23): a local run of npm start's faulted invoice run records every
- * AWS call each function makes (cli/local/aws-calls.ts), and each distinct one is evaluated with
+ * IAM, proven from the calls (#23): npm start's faulted invoice run, in the simulator's virtual
+ * time (test/sim/demo-run.ts: the same handlers, runtime, faults and clients as on DynamoDB Local,
+ * every wait virtual), records every AWS call each function makes (cli/local/aws-calls.ts), and
+ * each distinct one is evaluated with
  * @cloud-copilot/iam-simulate against the synthesized stack: that function's role's identity
  * policies plus the resource policies (the documents bucket's, the Leases/Fences guard). Every
  * call the code makes must be allowed; every call the design forbids must be denied for every
@@ -17,12 +19,10 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Authorization } from '../../cli/local/aws-authorizations.js';
 import { recordAwsCalls, type AwsCall } from '../../cli/local/aws-calls.js';
-import { startEffects } from '../../cli/local/effects-env.js';
-import { invoiceRun } from '../../cli/demo/run.js';
-import { streamsClient } from '../../cli/local/streams.js';
 import { InvalidInputError } from '../../lib/protocol/index.js';
+import { tableNames } from '../../lib/workflow/index.js';
 import { INVOICE_DOCUMENTS_PREFIX, invoiceWorkload } from '../../lib/workloads/invoices/invoices.js';
-import { perTestTables } from '../support/tables.js';
+import { simDemoRun } from '../sim/demo-run.js';
 import { StackIam, type FunctionRole, type TemplateJson } from './iam-eval.js';
 import { PROJECT_ROOT, templateOf } from './support.js';
 
@@ -37,7 +37,6 @@ vi.mock('../../lib/workloads/index.js', async (importOriginal) => {
   return { ...registry, WORKLOADS, workloadNamed, configuredWorkload };
 });
 
-const { tables, cleanups } = perTestTables(import.meta.filename);
 const OTHER_PREFIX = 'docs-x/';
 /** The registered workload whose documents go under each prefix (the fork above for OTHER_PREFIX). */
 const WORKLOAD_OF: Readonly<Record<string, string>> = { [INVOICE_DOCUMENTS_PREFIX]: 'invoices', [OTHER_PREFIX]: 'invoices-x' };
@@ -45,14 +44,11 @@ const WORKLOAD_OF: Readonly<Record<string, string>> = { [INVOICE_DOCUMENTS_PREFI
 // One stack name for both: the IAM evaluation resolves AWS::StackName as FencedWorkflow.
 const templateFor = (prefix: string): TemplateJson => templateOf({ workload: WORKLOAD_OF[prefix]!, stackName: 'FencedWorkflow' }).template.toJSON() as TemplateJson;
 
-/** npm start's invoice run (faults, documents, outbox sends, reconciler, collector, recorder, sweeper), recorded with `stack`'s names. */
+/** npm start's invoice run (faults, documents, outbox sends, reconciler, collector, recorder, sweeper), recorded with `stack`'s names, in virtual time. */
 async function recordedRun(stack: StackIam, prefix: string, set: string): Promise<AwsCall[]> {
-  const t = await tables();
-  const streams = streamsClient(t.endpoint);
-  const effects = await startEffects({ doc: t.dynamo.doc });
-  cleanups.push(() => streams.destroy(), () => effects.close());
   const calls = recordAwsCalls(stack.arnNames());
-  const run = await invoiceRun({ dynamo: t.dynamo, endpoint: t.endpoint, streams, tables: t.names, items: 20, workers: 2, seed: 3, effects, set, calls, workload: { ...invoices, processor: invoiceWorkload(prefix) } });
+  const { run, unsupported } = await simDemoRun(3, { tables: tableNames(`${set}-`), items: 20, workers: 2, seed: 3, set, calls, workload: { ...invoices, processor: invoiceWorkload(prefix) } });
+  expect(unsupported).toEqual([]);
   expect(run.gaveUp).toBeUndefined();
   expect(run.effects.collected).toBeGreaterThan(0);
   return calls.records;
@@ -90,8 +86,9 @@ beforeAll(async () => {
   otherTemplate = templateFor(OTHER_PREFIX);
   otherStack = new StackIam(otherTemplate);
   const started = Date.now();
-  // Both runs at once: each spends most of its time waiting out leases and pauses.
-  [calls, otherCalls] = await Promise.all([recordedRun(stack, INVOICE_DOCUMENTS_PREFIX, 'iam'), recordedRun(otherStack, OTHER_PREFIX, 'iam-other')]);
+  // One after the other: the simulator runs one world per process.
+  calls = await recordedRun(stack, INVOICE_DOCUMENTS_PREFIX, 'iam');
+  otherCalls = await recordedRun(otherStack, OTHER_PREFIX, 'iam-other');
   runMs = Date.now() - started;
 }, 120_000);
 
