@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../lib/protocol/index.js';
 import { FaultPlan } from '../cli/demo/faults.js';
+import { defaultFaults, LEASE_MS } from '../cli/demo/run.js';
 import { BANDS, GROUPS, labelled, legendEntries, renderSvg, splitDelivery, STYLE, Timeline, type TimelineEvent, type TimelineKind, type TimelineSection } from '../cli/shared/timeline.js';
 import { deltaE, labelsOf, labelTexts, layoutProblems, renderedMisfits, renderPng } from './support/timeline-check.js';
 
@@ -149,6 +150,28 @@ describe('the timeline picture', () => {
     void plan.at('after-commit', { jobId: 'j', owner: 'w1-1-abc/0', unit: 1 });
     void plan.at('before-commit', { jobId: 'j', owner: 'w2-1-abc/0', unit: 2 });
     expect(timeline.events.map((e) => e.text)).toEqual(['CRASH mid-run, after a commit', 'PAUSE 10 ms between read and write']);
+  });
+});
+
+describe("npm start's paused worker", () => {
+  it('stays paused until a successor has committed its unit, however long that takes, then resumes (a timed pause would resume first on a slow machine)', async () => {
+    const pause = defaultFaults(['j1', 'j2', 'j3'], 5).find((f) => f.action.kind === 'pause')!;
+    const clock = new ManualClock();
+    const timeline = new Timeline(() => clock.monotonicNow());
+    let committed = false;
+    const probes = { unitCommitted: async () => committed, fencedAbove: async () => false };
+    const plan = new FaultPlan([pause], clock, timeline, undefined, probes);
+    let resumed = false;
+    const paused = plan.at('before-commit', { jobId: 'j1', owner: 'w1-1-abc/0', unit: pause.unit! }).then(() => (resumed = true));
+    // Thirty leases (the bound is the run's stall watchdog, 40): seven times the pause the run used to take, and the successor has not committed yet.
+    for (let i = 0; i < 30; i++) await clock.advance(LEASE_MS);
+    expect(resumed).toBe(false);
+    expect(plan.activePauses).toBe(1);
+    committed = true;
+    await clock.advance(100);
+    await paused;
+    expect(resumed).toBe(true);
+    expect(timeline.events.map((e) => e.text)).toEqual(['PAUSE until a successor commits its unit between read and write', 'resumed after paused between read and write']);
   });
 });
 

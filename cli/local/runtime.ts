@@ -20,7 +20,7 @@ import { asFunction } from './aws-calls.js';
 export const LEASE_MS = 1_500;
 /**
  * The run gives up waiting for its jobs (then reports what it found) when no unit has committed
- * for this long: far above any recovery the faults need (a pause of 4 leases, a requeue after 2),
+ * for this long: far above any recovery the faults need (a paused worker's successor taking over, a requeue after 2 leases),
  * and independent of the run's size, so --customers 1000000 runs as long as it takes.
  */
 export const STALL_MS = 60_000;
