@@ -8,20 +8,20 @@ import { promisify } from 'node:util';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { Runtime } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import { FencedWorkflow, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
 import { EFFECTS_PER_CUSTOMER, invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
 import { invoices } from '../../lib/workloads/invoices/index.js';
 import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames, unitSizeCap } from '../../lib/workflow/index.js';
 import { ConfigError, MAX_TRANSACTION_ACTIONS, type Generation } from '../../lib/protocol/index.js';
-import { arnOf, logicalId, PROJECT_ROOT, tempDir, templateOf, TEST_SENDER } from './support.js';
+import { appWithoutBundling, arnOf, logicalId, NO_BUNDLING, PROJECT_ROOT, tempDir, templateOf, TEST_SENDER } from './support.js';
 
 const run = promisify(execFile);
 const INVOICE_MAX_UNIT_SIZE = unitSizeCap(invoices);
 
-/** The construct on a stack of its own, the invoice workload's, as a fork instantiates it. */
+/** The construct on a stack of its own, the invoice workload's, as a fork instantiates it (bundling skipped: these cases test settings, not the bundle). */
 const buildWorkflow = (props: Partial<FencedWorkflowProps>) => () =>
-  new FencedWorkflow(new Stack(new App({ outdir: tempDir('fenced-cdk-') })), 'Workflow', { workload: invoices, fenceEpoch: 0, externalEffects: { senderAddress: TEST_SENDER }, ...props });
+  new FencedWorkflow(new Stack(appWithoutBundling()), 'Workflow', { workload: invoices, fenceEpoch: 0, externalEffects: { senderAddress: TEST_SENDER }, ...props });
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -91,8 +91,7 @@ describe('functions', () => {
     expect(build({ leaseDuration: Duration.minutes(2) })).toThrow(/worker.timeout: in version-watch mode the worker's timeout \(120000 ms\) must cover a full lease watch/);
     expect(build({ leaseDuration: Duration.minutes(2), worker: { entry: 'functions/worker.ts', timeout: Duration.minutes(3) } })).not.toThrow();
     expect(build({})).not.toThrow(); // 30 s leases, 2-minute worker
-    // Two whole stacks are built (each bundles its functions): 30 s was too little on a loaded machine.
-  }, 90_000);
+  });
 
   it("the invoice workload's cap is derived from what its processor really writes per customer", () => {
     const input = { period: '2026-01', customers: INVOICE_MAX_UNIT_SIZE, seed: 1, unitSize: INVOICE_MAX_UNIT_SIZE, currency: 'EUR' };
@@ -222,7 +221,7 @@ describe('configuration is checked at synth, with the checks the handlers run', 
   });
 
   it.each([Duration.minutes(1), Duration.seconds(30)])("a fork's reconcileClaimTimeout of %s (not above the sender's 1 minute) is refused at synth", (reconcileClaimTimeout) => {
-    const stack = new Stack(new App({ outdir: tempDir('fenced-cdk-') }));
+    const stack = new Stack(appWithoutBundling());
     const externalEffects = { senderAddress: TEST_SENDER, reconcileClaimTimeout };
     expect(() => new FencedWorkflow(stack, 'Workflow', { workload: invoices, fenceEpoch: 0, externalEffects })).toThrow(
       /reconcileClaimTimeout: \(\d+ ms\) must be above the sender's timeout \(60000 ms\)/,
@@ -234,7 +233,7 @@ describe('configuration is checked at synth, with the checks the handlers run', 
     const tsx = join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx');
     const result = await run(tsx, [app], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, CDK_OUTDIR: tempDir('fenced-cdk-'), CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, sweepIntervalMinutes: 2000 }) },
+      env: { ...process.env, CDK_OUTDIR: tempDir('fenced-cdk-'), CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, sweepIntervalMinutes: 2000, ...NO_BUNDLING }) },
     }).then(
       () => ({ code: 0, stderr: '' }),
       (e: { code: number; stderr: string }) => e,

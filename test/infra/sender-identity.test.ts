@@ -12,7 +12,7 @@ import type { FencedWorkflowStack } from '../../infra/stack.js';
 import { SENDER_DKIM_OUTPUT } from '../../infra/stack.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { tsx } from '../support/spawn.js';
-import { logicalId, permissionsOf, templateOf, tempDir, TEST_SENDER } from './support.js';
+import { logicalId, NO_BUNDLING, permissionsOf, templateOf, tempDir, TEST_SENDER } from './support.js';
 
 const DOMAIN = TEST_SENDER.slice(TEST_SENDER.indexOf('@') + 1);
 const IDENTITY_ARN = `arn:aws:ses:eu-west-1:111122223333:identity/${DOMAIN}`;
@@ -71,7 +71,7 @@ describe('refused at synth, with one line naming the setting', () => {
   it('`cdk synth` with the placeholder exits 1 with that line alone, and writes no template', async () => {
     const outdir = tempDir('fenced-cdk-');
     const result = await tsx('infra/app.ts', [], {
-      env: { ...process.env, CDK_OUTDIR: outdir, CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, senderAddress: 'invoices@example.com', 'aws:cdk:bundling-stacks': [] }) },
+      env: { ...process.env, CDK_OUTDIR: outdir, CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, senderAddress: 'invoices@example.com', ...NO_BUNDLING }) },
     });
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n')).toEqual([

@@ -10,7 +10,7 @@ import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { ENV } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { tsx } from '../support/spawn.js';
-import { logicalId, templateOf, tempDir } from './support.js';
+import { logicalId, NO_BUNDLING, templateOf, tempDir } from './support.js';
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -117,7 +117,7 @@ describe('sendRatePerSecond', () => {
         ...process.env,
         CDK_OUTDIR: tempDir('fenced-cdk-'),
         CDK_VALIDATION: 'false',
-        CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, senderAddress: 'invoices@fenced-workflow.dev', sendRatePerSecond: 'fast', 'aws:cdk:bundling-stacks': [] }),
+        CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, senderAddress: 'invoices@fenced-workflow.dev', sendRatePerSecond: 'fast', ...NO_BUNDLING }),
       },
     });
     expect(result.code).toBe(1);

@@ -64,7 +64,18 @@ export function contextFor(workload: string): Record<string, unknown> {
   return { ...rest, ...(workloadNamed(workload).outbox.email ? { senderAddress } : {}), workload };
 }
 
-/** The app as infra/app.ts builds it. `bundle: false` (default) skips esbuild (~50 ms instead of ~1 s per function). */
+/**
+ * The context that skips esbuild for every stack (~50 ms instead of ~1-2 CPU-s per function): for
+ * a synth that does not test the bundle, including a construct built only to see it refused.
+ */
+export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] } as const;
+
+/** An app of its own (a temp output folder) that skips bundling, for a construct test or a fork's own stack code. */
+export function appWithoutBundling(context: Record<string, unknown> = {}): App {
+  return new App({ outdir: tempDir('fenced-cdk-'), context: { ...context, ...NO_BUNDLING } });
+}
+
+/** The app as infra/app.ts builds it. `bundle: false` (default) skips esbuild (NO_BUNDLING). */
 export function buildApp(opts: BuildOptions = {}): TestApp {
   const outdir = tempDir('fenced-cdk-');
   const workload = opts.workload ?? DEFAULT_WORKLOAD;
@@ -72,7 +83,7 @@ export function buildApp(opts: BuildOptions = {}): TestApp {
     outdir,
     context: {
       ...contextFor(workload),
-      ...(opts.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }),
+      ...(opts.bundle ? {} : NO_BUNDLING),
       ...opts.context,
     },
   });

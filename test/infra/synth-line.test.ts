@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { NO_FINDINGS_LINE } from '../../infra/constructs/checks.js';
 import { tsx } from '../support/spawn.js';
-import { CDK_JSON_CONTEXT, tempDir } from './support.js';
+import { CDK_JSON_CONTEXT, NO_BUNDLING, tempDir } from './support.js';
 
 describe('npm run synth', () => {
   it('says the compliance checks found nothing', async () => {
@@ -14,7 +14,7 @@ describe('npm run synth', () => {
       ...process.env,
       CDK_OUTDIR: tempDir('fenced-synth-'),
       CDK_VALIDATION: 'false',
-      CDK_CONTEXT_JSON: JSON.stringify({ ...CDK_JSON_CONTEXT, 'aws:cdk:bundling-stacks': [] }),
+      CDK_CONTEXT_JSON: JSON.stringify({ ...CDK_JSON_CONTEXT, ...NO_BUNDLING }),
     };
     const r = await tsx('infra/app.ts', [], { env });
     expect(r.code, r.stderr).toBe(0);

@@ -2,14 +2,14 @@
  * State: the synthesized tables ARE lib/workflow/schema.ts, they outlive the stack, and Leases and Fences
  * can neither lose an item nor be replicated to another region.
  */
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FencedWorkflow, TABLE_IDS } from '../../infra/constructs/fenced-workflow.js';
 import { invoices } from '../../lib/workloads/invoices/index.js';
 import { COUNTER_DESTROYING_ACTIONS } from '../../infra/constructs/guards.js';
 import { createTableInput, TABLE_ROLES, TABLES, type TableRole } from '../../lib/workflow/index.js';
-import { arnOf, logicalId, tableIdDrift, tempDir, templateOf, withoutCfnValidation, PINNED_TABLES } from './support.js';
+import { appWithoutBundling, arnOf, logicalId, tableIdDrift, templateOf, withoutCfnValidation, PINNED_TABLES } from './support.js';
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -86,7 +86,7 @@ describe('the deployed tables keep their identity', () => {
   });
 
   it('a renamed construct is caught, with the reason in the failure', () => {
-    const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = appWithoutBundling();
     const stack = new Stack(app, 'FencedWorkflow');
     new FencedWorkflow(stack, 'RenamedWorkflow', { workload: invoices, fenceEpoch: 0, externalEffects: { senderAddress: 'sender@fenced-workflow.dev' } });
     const drift = tableIdDrift(withoutCfnValidation(() => Template.fromStack(stack)).toJSON());
@@ -250,7 +250,7 @@ describe('nobody but the workflow updates a counter: UpdateItem and PartiQL upda
 
 describe('Leases and Fences are never replicated (global tables replicate asynchronously)', () => {
   const synthWithReplicas = (role: TableRole) => {
-    const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = appWithoutBundling();
     const stack = new Stack(app, 'Fork', { env: { account: '111111111111', region: 'eu-west-1' } });
     new FencedWorkflow(stack, 'Workflow', {
       workload: invoices,

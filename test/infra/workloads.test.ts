@@ -5,7 +5,7 @@
  * by name. The reports workload, which sends no email, calls a per-tenant webhook and caps its
  * units at 49 (the invoice run: 24), shows each of those decisions going the other way.
  */
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FencedWorkflow, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
@@ -17,7 +17,7 @@ import { WORKLOADS, workloadNamed } from '../../lib/workloads/index.js';
 import { commonsFromEnv } from '../../functions/commons.js';
 import { tsx } from '../support/spawn.js';
 import { lambdaEnvironment } from './lambda-run.js';
-import { allAllowed, buildApp, contextFor, logicalId, nagViolations, permissionsOf, tempDir, templateOf, TEST_SENDER, withoutCfnValidation } from './support.js';
+import { allAllowed, appWithoutBundling, buildApp, contextFor, NO_BUNDLING, logicalId, nagViolations, permissionsOf, tempDir, templateOf, TEST_SENDER, withoutCfnValidation } from './support.js';
 
 type Props = Record<string, unknown>;
 const reports = workloadNamed('reports');
@@ -53,7 +53,7 @@ function refusal(build: () => unknown): ConfigError {
 
 /** The construct alone on a stack (bundling skipped), as a fork's own stack code builds it. */
 const workflowOf = (workload: Workload<any>, props: Partial<FencedWorkflowProps> = {}) => () => {
-  const app = new App({ outdir: tempDir('fenced-cdk-'), context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = appWithoutBundling();
   return new FencedWorkflow(new Stack(app, 'Fork'), 'Workflow', { workload, fenceEpoch: 0, externalEffects: workload.outbox.email ? { senderAddress: TEST_SENDER } : {}, ...props });
 };
 
@@ -131,7 +131,7 @@ describe('the reports stack: no email, a per-tenant webhook, documents under rep
   });
 
   it('the invoice stack and the reports stack synthesize side by side in one app', () => {
-    const app = new App({ outdir: tempDir('fenced-cdk-'), context: { ...contextFor('invoices'), 'aws:cdk:bundling-stacks': [] } });
+    const app = appWithoutBundling(contextFor('invoices'));
     for (const w of WORKLOADS) new FencedWorkflowStack(app, stackNameFrom(undefined, w.name), { workload: w });
     const assembly = withoutCfnValidation(() => app.synth());
     expect(assembly.stacks.map((s) => s.stackName).sort()).toEqual(['FencedWorkflow', 'FencedWorkflow-reports']);
@@ -216,7 +216,7 @@ describe('settings out of the workload\'s bounds, and descriptors the functions 
 
   it('`cdk synth -c workload=NAME` with an unregistered name exits 1 with one line listing the registered ones', async () => {
     const result = await tsx('infra/app.ts', [], {
-      env: { ...process.env, CDK_OUTDIR: tempDir('fenced-cdk-'), CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, workload: 'payroll', 'aws:cdk:bundling-stacks': [] }) },
+      env: { ...process.env, CDK_OUTDIR: tempDir('fenced-cdk-'), CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, workload: 'payroll', ...NO_BUNDLING }) },
     });
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n')).toEqual(['workload: no workload "payroll" is registered (lib/workloads/index.ts: invoices, reports)']);
@@ -225,7 +225,7 @@ describe('settings out of the workload\'s bounds, and descriptors the functions 
   it('`cdk synth -c workload=reports` names the stack FencedWorkflow-reports and passes the compliance checks', async () => {
     const outdir = tempDir('fenced-cdk-');
     const result = await tsx('infra/app.ts', [], {
-      env: { ...process.env, CDK_OUTDIR: outdir, CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ ...contextFor('reports'), 'aws:cdk:bundling-stacks': [] }) },
+      env: { ...process.env, CDK_OUTDIR: outdir, CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ ...contextFor('reports'), ...NO_BUNDLING }) },
     });
     expect(result.code, result.stderr).toBe(0);
     const { readdirSync } = await import('node:fs');
