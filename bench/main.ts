@@ -23,7 +23,8 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
 import { checkEndpoint } from '../cli/local/endpoint.js';
-import { parseFlags, urlFlag, userErrorLine } from '../cli/shared/flags.js';
+import { runScript, stackOf } from '../cli/shared/entry.js';
+import { parseFlags, urlFlag } from '../cli/shared/flags.js';
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { measureBundle } from './bundle.js';
 import { measureClientCost } from './client.js';
@@ -135,11 +136,11 @@ function settings(quick: boolean) {
 /** Resolves once the text is handed to the OS: the process exits right after. */
 const write = (text: string): Promise<void> => new Promise((resolve) => process.stdout.write(text, () => resolve()));
 
-async function main(argv: string[]): Promise<void> {
+export async function main(argv: string[]): Promise<number> {
   const values = parseBenchFlags(argv);
   if (values === 'help') {
     process.stdout.write(HELP);
-    return;
+    return 0;
   }
   const { endpoint, only } = values;
   if (endpoint !== undefined) await checkEndpoint(endpoint);
@@ -285,6 +286,7 @@ async function main(argv: string[]): Promise<void> {
   } else if (!values.json) {
     await note('(docs/benchmarks.md not rewritten: --write-docs does that, from a full run)');
   }
+  return 0;
 }
 
 /** The committed figures: docs/benchmarks.md and its charts, from one full run. */
@@ -298,20 +300,6 @@ function writeDocs(full: BenchRun): string[] {
   return ['docs/benchmarks.md', 'docs/img/bench-goals.svg', ...(split ? ['docs/img/bench-split.svg'] : [])];
 }
 
-if (process.argv[1]?.endsWith('bench/main.ts')) {
-  main(process.argv.slice(2)).then(
-    // The SDK's kept-alive sockets and the peers' timers are closed; exit anyway, whatever a library left behind.
-    () => process.exit(0),
-    (e: unknown) => {
-      // A bad flag, an endpoint that is not DynamoDB: one line and exit status 2, as the other CLIs.
-      const line = userErrorLine(e);
-      if (line !== undefined) {
-        process.stderr.write(`${line}\n`);
-        process.exit(2);
-      }
-      // A measurement that could not be made (BenchError) is one line; anything else is a bug: its stack.
-      process.stderr.write(`bench failed: ${e instanceof BenchError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-      process.exit(1);
-    },
-  );
-}
+// A bad flag, an endpoint that is not DynamoDB: one line and exit status 2, as the other CLIs. A
+// measurement that could not be made (BenchError) is one line too; anything else is a bug: its stack.
+if (process.argv[1]?.endsWith('bench/main.ts')) runScript(main, { bugLine: (e) => `bench failed: ${e instanceof BenchError ? e.message : stackOf(e)}` });

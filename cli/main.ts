@@ -21,6 +21,7 @@
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { DEMO_HELP, demo, parseDemoFlags } from './demo/demo.js';
 import { connectionProblem } from './local/endpoint.js';
+import { runScript } from './shared/entry.js';
 import { nearestName, userErrorLine } from './shared/flags.js';
 import { opsCommand, OPS_COMMANDS } from './ops/ops.js';
 import { profileCommand } from './demo/profile.js';
@@ -91,12 +92,4 @@ function connectionLine(e: unknown, argv: string[]): string | undefined {
   return problem === undefined ? undefined : `error: ${problem}`;
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('cli/main.ts')) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (e: unknown) => {
-      process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-      process.exit(1);
-    },
-  );
-}
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('cli/main.ts')) runScript(main);

@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { exitStatusOf } from '../cli/shared/entry.js';
 import { checkTools, runCheck, type CheckResult } from './check.js';
 import { defaultTimeoutSec, MODEL_FILES, VARIANTS, type CheckKind, type Expectation, type ModelName, type VariantSpec } from './variants.js';
 
@@ -257,7 +258,7 @@ export function formatTable(report: ModelReport): string {
   return out.join('\n');
 }
 
-async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[]): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -331,15 +332,6 @@ async function main(argv: string[]): Promise<number> {
 }
 
 const invoked = process.argv[1] === undefined ? undefined : pathToFileURL(resolve(process.argv[1])).href;
-if (invoked === import.meta.url) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (e: unknown) => {
-      process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-      process.exitCode = 2;
-    },
-  );
-}
+// exitCode, not exit(): the process ends when the checks' children have.
+if (invoked === import.meta.url) void exitStatusOf(main, process.argv.slice(2), { bugStatus: 2 }).then((status) => (process.exitCode = status));
 

@@ -6,8 +6,8 @@
 import { describe, expect, inject, it } from 'vitest';
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { CONTROLS } from './chaos/controls.js';
-import { chaos, chaosPlan, summaryLines, type ChaosSummary } from './chaos/main.js';
-import { expectOneLineError, tsx } from './support/spawn.js';
+import { chaos, chaosPlan, cli as chaosEntry, summaryLines, type ChaosSummary } from './chaos/main.js';
+import { expectOneLineError, inProcess, tsx } from './support/spawn.js';
 
 /** A summary as chaos() makes it (a run of nothing starts no DynamoDB Local), with some fields set. */
 const summary = async (over: Partial<ChaosSummary>): Promise<ChaosSummary> => ({
@@ -94,6 +94,7 @@ describe('npm run chaos -- --runs 1 --seed S', () => {
   }, 90_000);
 
   it('refuses --runs 0 --no-controls in one line', async () => {
-    expectOneLineError(await tsx('test/chaos/main.ts', ['--runs', '0', '--no-controls']), '--runs: nothing to run');
+    // Its entry in this process: cli-errors.test.ts runs the script as its own process once.
+    expectOneLineError(await inProcess(chaosEntry, ['--runs', '0', '--no-controls']), '--runs: nothing to run');
   });
 });

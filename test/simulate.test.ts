@@ -13,9 +13,9 @@ import { CONTROLS } from './chaos/controls.js';
 import { simulateOne } from './sim/run.js';
 import { comparedShapes } from './sim/dynamodb/shape.js';
 import { runTask } from './sim/task.js';
-import { simPlan } from './sim/main.js';
+import { cli as simulateEntry, simPlan } from './sim/main.js';
 import { workloadNamed } from '../lib/workloads/index.js';
-import { expectOneLineError, tsx } from './support/spawn.js';
+import { expectOneLineError, inProcess, tsx } from './support/spawn.js';
 
 /** Seeds of the bounded run: enough to cross both lease modes, drills, skews and successor crashes. */
 const SEEDS = Array.from({ length: 3 }, (_, i) => 1 + i);
@@ -80,9 +80,10 @@ describe('the deterministic simulator (bounded)', () => {
   }, 60_000);
 
   it('refuses bad input in one line, exit 2, and runs nothing', async () => {
+    // One as its own process (the script's wiring), the others through its entry in this process.
     expectOneLineError(await tsx('test/sim/main.ts', ['--workload', 'nope']), '--workload');
-    expectOneLineError(await tsx('test/sim/main.ts', ['--replay', 'no-such-file.json']), '--replay');
-    expectOneLineError(await tsx('test/sim/main.ts', ['--schedules', 'x']), '--schedules');
+    expectOneLineError(await inProcess(simulateEntry, ['--replay', 'no-such-file.json']), '--replay');
+    expectOneLineError(await inProcess(simulateEntry, ['--schedules', 'x']), '--schedules');
     expect(() => simPlan(['--controls', 'nope'])).toThrow(/--controls: unknown control "nope"/);
   }, 60_000);
 

@@ -16,7 +16,8 @@ import { createDynamo, InvalidInputError } from '../../lib/protocol/index.js';
 import { METRIC } from '../../lib/workflow/index.js';
 import { startDynamoLocal } from '../../cli/local/dynamodb-local.js';
 import { checkEndpoint } from '../../cli/local/endpoint.js';
-import { intFlag as int, parseFlags, urlFlag, userErrorLine } from '../../cli/shared/flags.js';
+import { runScript } from '../../cli/shared/entry.js';
+import { intFlag as int, parseFlags, urlFlag } from '../../cli/shared/flags.js';
 import { streamsClient } from '../../cli/local/streams.js';
 import type { InvariantName } from '../../cli/check/invariants.js';
 import type { EffectsStats } from '../../cli/check/invariants-effects.js';
@@ -304,7 +305,7 @@ export function summaryLines(s: ChaosSummary): string[] {
   return out;
 }
 
-async function cli(argv: string[]): Promise<number> {
+export async function cli(argv: string[]): Promise<number> {
   const { values } = parseFlags({
     args: argv,
     options: {
@@ -387,14 +388,5 @@ async function cli(argv: string[]): Promise<number> {
   return verdict.failures.length === 0 && controlsOk ? 0 : 1;
 }
 
-if (process.argv[1]?.endsWith('test/chaos/main.ts')) {
-  cli(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (e: unknown) => {
-      // A bad flag, an endpoint that is not DynamoDB, no Java: one line, exit 2. Anything else is a bug.
-      const line = userErrorLine(e);
-      process.stderr.write(`${line ?? (e instanceof Error ? (e.stack ?? e.message) : String(e))}\n`);
-      process.exit(line === undefined ? 1 : 2);
-    },
-  );
-}
+// A bad flag, an endpoint that is not DynamoDB, no Java: one line, exit 2. Anything else is a bug.
+if (process.argv[1]?.endsWith('test/chaos/main.ts')) runScript(cli);

@@ -10,7 +10,8 @@ import fc from 'fast-check';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { createDynamo, InvalidInputError, waitersTableInput } from '../../lib/protocol/index.js';
 import { checkEndpoint } from '../../cli/local/endpoint.js';
-import { parseFlags, userErrorLine } from '../../cli/shared/flags.js';
+import { runScript } from '../../cli/shared/entry.js';
+import { parseFlags } from '../../cli/shared/flags.js';
 import { ensureTables, tableNames } from '../../lib/workflow/index.js';
 import { startDynamoLocal, type DynamoLocal } from '../../cli/local/dynamodb-local.js';
 import { coverage, leaseFenceProperty, MAX_COMMANDS, MIN_COMMANDS } from './model.js';
@@ -69,7 +70,7 @@ function parseFuzzFlags(argv: string[]): Flags | 'help' {
   };
 }
 
-async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[]): Promise<number> {
   const flags = parseFuzzFlags(argv);
   if (flags === 'help') {
     process.stdout.write(USAGE + '\n');
@@ -148,12 +149,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    // Bad flags, an endpoint that is not DynamoDB, no Java: one line, exit 2. Anything else is a bug.
-    const line = userErrorLine(e);
-    process.stderr.write(`${line ?? (e instanceof Error ? (e.stack ?? e.message) : String(e))}\n`);
-    process.exit(line === undefined ? 1 : 2);
-  },
-);
+// Bad flags, an endpoint that is not DynamoDB, no Java: one line, exit 2. Anything else is a bug.
+if (process.argv[1]?.endsWith('test/fuzz/main.ts')) runScript(main);

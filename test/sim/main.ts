@@ -13,7 +13,8 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { InvalidInputError } from '../../lib/protocol/index.js';
 import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
-import { intFlag as int, parseFlags, userErrorLine } from '../../cli/shared/flags.js';
+import { runScript } from '../../cli/shared/entry.js';
+import { intFlag as int, parseFlags } from '../../cli/shared/flags.js';
 import { controlAppliesTo, CONTROLS, type Variant } from '../chaos/controls.js';
 import { compareLocal } from './compare-local.js';
 import { runPool } from './pool.js';
@@ -137,13 +138,4 @@ export async function cli(argv: string[]): Promise<number> {
   return summary.ok ? 0 : 1;
 }
 
-if (process.argv[1]?.endsWith('test/sim/main.ts')) {
-  cli(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (e: unknown) => {
-      const line = userErrorLine(e);
-      process.stderr.write(`${line ?? (e instanceof Error ? (e.stack ?? e.message) : String(e))}\n`);
-      process.exit(line === undefined ? 1 : 2);
-    },
-  );
-}
+if (process.argv[1]?.endsWith('test/sim/main.ts')) runScript(cli);
