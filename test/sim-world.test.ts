@@ -95,3 +95,19 @@ describe('the simulated world', () => {
     await expect(inWorld(1, () => inWorld(2, async () => undefined))).rejects.toThrow(/already installed/);
   });
 });
+
+describe('timers the world did not make', () => {
+  it("a real timer cleared while a world is installed is cleared (Node's own fetch clears its parser timeout through the global)", async () => {
+    const realSetTimeout = globalThis.setTimeout;
+    let fired = 0;
+    const timer = realSetTimeout(() => fired++, 20);
+    const interval = setInterval(() => fired++, 20);
+    await inWorld(1, async () => {
+      clearTimeout(timer);
+      clearInterval(interval);
+    });
+    await new Promise((r) => realSetTimeout(r, 80));
+    clearInterval(interval);
+    expect(fired).toBe(0);
+  });
+});

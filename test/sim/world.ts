@@ -183,16 +183,19 @@ export class World {
     if (installed !== undefined) throw new SimWorldError('a simulated world is already installed in this process: one run at a time');
     installed = this;
     const w = this;
-    const cancel = (h: unknown) => {
+    // A handle the world did not make (a real timer armed before the run, e.g. by Node's own fetch)
+    // goes to the real clear: left armed, it would fire after its owner is gone.
+    const canceller = (clear: (h: never) => void) => (h: unknown) => {
       if (h instanceof SimTimeout) h.timer.cancelled = true;
+      else clear(h as never);
     };
     const g = globalThis as Record<string, unknown>;
     g.setTimeout = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => w.schedule(ms ?? 0, fn, args);
-    g.clearTimeout = cancel;
+    g.clearTimeout = canceller(real.clearTimeout);
     g.setInterval = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => w.schedule(Math.max(1, ms ?? 1), fn, args, Math.max(1, ms ?? 1));
-    g.clearInterval = cancel;
+    g.clearInterval = canceller(real.clearInterval);
     g.setImmediate = (fn: (...a: unknown[]) => void, ...args: unknown[]) => w.schedule(0, fn, args);
-    g.clearImmediate = cancel;
+    g.clearImmediate = canceller(real.clearImmediate);
     g.Date = simDate(() => w.wallNow);
     performance.now = () => w.now;
     Math.random = () => w.random();
