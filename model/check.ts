@@ -1,13 +1,15 @@
 /**
  * One model check: `spin -a` (with the variant's -D defines) in a fresh temp dir, `gcc` the
- * verifier, run `./pan`, parse what it reports, and keep the trail (with a readable story of the
- * counterexample and the replay command) when it found an error. model/run.ts schedules these.
+ * verifier (or take the one kept for the same input: verifier-cache.ts), run `pan`, parse what it
+ * reports, and keep the trail (with a readable story of the counterexample and the replay command)
+ * when it found an error. model/run.ts schedules these.
  */
 import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { CheckKind, Expectation, VariantSpec } from './variants.js';
+import { verifierFor, type VerifierCache } from './verifier-cache.js';
 
 export interface CheckResult {
   readonly kind: CheckKind;
@@ -38,6 +40,8 @@ export interface CheckResult {
   defines: string[];
   compileFlags: string[];
   panArgs: string[];
+  /** The verifier was a kept binary (verifier-cache.ts): spin -a and gcc did not run. */
+  verifierCached: boolean;
 }
 
 export class ToolMissingError extends Error {
@@ -78,11 +82,15 @@ function run(cmd: string, args: readonly string[], cwd: string, timeoutMs: numbe
   });
 }
 
-/** The installed spin's version line; throws ToolMissingError when spin or gcc is absent. */
-export async function checkTools(): Promise<string> {
-  const spin = await run('spin', ['-V'], tmpdir(), 10_000);
-  await run('gcc', ['--version'], tmpdir(), 10_000);
-  return spin.stdout.trim() || spin.stderr.trim();
+/**
+ * The installed spin's version line, and both tools' (what a kept verifier was built with);
+ * throws ToolMissingError when spin or gcc is absent.
+ */
+export async function checkTools(): Promise<{ spin: string; tools: string }> {
+  const spinOut = await run('spin', ['-V'], tmpdir(), 10_000);
+  const gcc = await run('gcc', ['--version'], tmpdir(), 10_000);
+  const spin = spinOut.stdout.trim() || spinOut.stderr.trim();
+  return { spin, tools: `${spin}\n${gcc.stdout.split('\n')[0]!.trim()}` };
 }
 
 const num = (re: RegExp, text: string): number => {
@@ -91,7 +99,7 @@ const num = (re: RegExp, text: string): number => {
 };
 
 /** Parses ./pan's report. */
-function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 'timedOut' | 'limitSec' | 'defines' | 'compileFlags' | 'panArgs'> {
+function parsePan(out: string): Omit<CheckResult, 'kind' | 'wallSec' | 'timedOut' | 'limitSec' | 'defines' | 'compileFlags' | 'panArgs' | 'verifierCached'> {
   const errorsMatch = /errors: (\d+)/.exec(out);
   const violation = /^pan:\d+: (.+?) \(at depth \d+\)/m.exec(out)?.[1] ?? /^pan: (invalid end state.*)$/m.exec(out)?.[1];
   const truncated =
@@ -146,6 +154,8 @@ export interface CheckOptions {
   /** The .pml file of the variant's model. */
   readonly modelFile: string;
   readonly trailsDir: string;
+  /** Where compiled verifiers are kept (verifier-cache.ts); without it every check compiles. */
+  readonly cache?: VerifierCache;
 }
 
 /** Copies pan's trail out of the work dir and replays it into the story of the counterexample. */
@@ -192,18 +202,32 @@ export async function runCheck(spec: VariantSpec, kind: CheckKind, opts: CheckOp
     memoryMb: 0,
     complete: false,
     timedOut,
+    verifierCached: false,
   });
   const name = basename(opts.modelFile);
   try {
     copyFileSync(opts.modelFile, join(work, name));
-    const gen = await run('spin', ['-a', ...defines, name], work, left());
-    if (gen.code !== 0 || !existsSync(join(work, 'pan.c'))) return gen.timedOut ? failed(overTime('spin -a'), true) : failed(`spin -a failed: ${(gen.stderr || gen.stdout).trim()}`);
-    const comp = await run('gcc', [...cc, '-o', 'pan', 'pan.c'], work, left());
-    if (comp.code !== 0) return comp.timedOut ? failed(overTime('gcc'), true) : failed(`gcc failed: ${comp.stderr.trim().slice(0, 2000)}`);
-    const verify = await run('./pan', pan, work, left());
+    let refused: CheckResult | undefined;
+    const compile = async (): Promise<string | undefined> => {
+      const gen = await run('spin', ['-a', ...defines, name], work, left());
+      if (gen.code !== 0 || !existsSync(join(work, 'pan.c'))) {
+        refused = gen.timedOut ? failed(overTime('spin -a'), true) : failed(`spin -a failed: ${(gen.stderr || gen.stdout).trim()}`);
+        return undefined;
+      }
+      const comp = await run('gcc', [...cc, '-o', 'pan', 'pan.c'], work, left());
+      if (comp.code !== 0) {
+        refused = comp.timedOut ? failed(overTime('gcc'), true) : failed(`gcc failed: ${comp.stderr.trim().slice(0, 2000)}`);
+        return undefined;
+      }
+      return join(work, 'pan');
+    };
+    const verifier = opts.cache === undefined ? { path: await compile(), cached: false } : await verifierFor(opts.cache, { modelFile: opts.modelFile, defines, compileFlags: cc }, compile);
+    if (verifier.path === undefined) return refused ?? failed('the verifier another check was compiling for the same input did not build');
+    // Run where the model is: pan writes its trail into its working folder.
+    const verify = await run(verifier.path, pan, work, left());
     if (verify.timedOut) return failed(overTime('pan'), true);
     const parsed = parsePan(verify.stdout + verify.stderr);
-    const result: CheckResult = { ...base, ...parsed, wallSec: 0, timedOut: false };
+    const result: CheckResult = { ...base, ...parsed, wallSec: 0, timedOut: false, verifierCached: verifier.cached };
     // A negative control needs its trail; a failing safe model even more so.
     if (parsed.errors > 0) await keepTrail(spec, kind, work, defines, opts, left(), result);
     result.wallSec = (performance.now() - started) / 1000;

@@ -6,12 +6,14 @@
  * the verifier, run `./pan`, parse what it reports (model/check.ts). The safe models must verify
  * (0 errors, complete search), fenced.pml for safety and for the liveness property PROGRESS;
  * every broken variant must be refuted (>= 1 error, a trail). Trails are kept (with a readable
- * story of each counterexample) in a temp dir, or in `--keep-trails DIR`; nothing is written
- * inside the repository.
+ * story of each counterexample) in a temp dir, or in `--keep-trails DIR`. Compiled verifiers are
+ * kept in node_modules/.cache/fenced-model/, keyed by the model's text, the defines, the compile
+ * flags and the tools' versions (model/verifier-cache.ts; `--no-cache` compiles every one).
  *
  *   npm run model                      table on stdout
  *   npm run model -- --json            one JSON object on stdout
  *   npm run model -- --only safe,NO_FENCE --keep-trails /tmp/trails --jobs 1 --timeout 60
+ *   npm run model -- --no-cache        compile every verifier anew
  *
  * Exit status (EXIT): 0 when the safe models verify and every broken variant is refuted; 1 when a
  * check came out otherwise (a counterexample in a safe model, a broken variant not refuted, a
@@ -69,6 +71,8 @@ export interface ModelReport {
   /** The model files checked, by name. */
   models: Partial<Record<ModelName, string>>;
   trailsDir: string;
+  /** Verifiers compiled by this run and reused from the cache (undefined: no cache). */
+  verifiers: { compiled: number; reused: number; cacheDir?: string };
   totalSec: number;
   variants: Record<string, VariantResult>;
   /** 'ok' (exit 0), 'unexpected' (exit 1: some check came out wrong), 'timeout' (exit 3: only time limits hit). */
@@ -76,6 +80,9 @@ export interface ModelReport {
 }
 
 export type Verdict = 'ok' | 'unexpected' | 'timeout';
+
+/** Where `npm run model` and `npm test` keep compiled verifiers: beside vite's, wiped with node_modules. */
+export const DEFAULT_CACHE_DIR = resolve(import.meta.dirname, '..', 'node_modules', '.cache', 'fenced-model');
 
 /** The exit statuses of `npm run model`. */
 export const EXIT = { ok: 0, unexpected: 1, usage: 2, timeout: 3 } as const;
@@ -98,6 +105,8 @@ export interface RunOptions {
   extraDefines?: readonly string[];
   /** 'quick' applies each variant's smaller test bounds (VariantSpec.quick). Default 'full'. */
   profile?: 'full' | 'quick';
+  /** Where compiled verifiers are kept between runs (DEFAULT_CACHE_DIR); null keeps none. */
+  cacheDir?: string | null;
   /** Override a model's file (tests). */
   modelFiles?: Partial<Record<ModelName, string>>;
   onResult?: (v: VariantResult) => void;
@@ -165,7 +174,8 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
   const unknown = (options.only ?? []).filter((n) => !VARIANTS.some((v) => v.name === n));
   if (unknown.length > 0) throw new ModelUsageError(`unknown variant(s): ${unknown.join(', ')}; known: ${VARIANTS.map((v) => v.name).join(', ')}`);
   const specs = options.only === undefined ? VARIANTS : options.only.map((n) => VARIANTS.find((v) => v.name === n)!);
-  const spin = await checkTools();
+  const { spin, tools } = await checkTools();
+  const cacheDir = options.cacheDir === undefined ? DEFAULT_CACHE_DIR : options.cacheDir === null ? undefined : resolve(options.cacheDir);
   const models: Partial<Record<ModelName, string>> = {};
   for (const s of specs) models[s.model] = resolve(options.modelFiles?.[s.model] ?? MODEL_FILES[s.model]);
   const trailsDir = options.trailsDir === undefined ? mkdtempSync(join(tmpdir(), 'model-trails-')) : resolve(options.trailsDir);
@@ -175,6 +185,7 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
     extraDefines: options.extraDefines ?? [],
     profile: options.profile ?? 'full',
     trailsDir,
+    ...(cacheDir === undefined ? {} : { cache: { dir: cacheDir, tools } }),
   };
 
   // Longest first (liveness, then verifications), so two lanes finish together.
@@ -202,12 +213,15 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
 
   const ordered: Record<string, VariantResult> = {};
   for (const s of specs) ordered[s.name] = variants[s.name]!;
+  const checks = Object.values(ordered).flatMap((v) => Object.values(v.checks)).filter((c) => c !== undefined && c.errors >= 0);
+  const reused = checks.filter((c) => c!.verifierCached).length;
   return {
     ok: specs.every((s) => ordered[s.name]?.ok === true),
     profile: cfg.profile,
     spin,
     models,
     trailsDir,
+    verifiers: { compiled: checks.length - reused, reused, ...(cacheDir === undefined ? {} : { cacheDir }) },
     totalSec: Number(((performance.now() - t0) / 1000).toFixed(2)),
     variants: ordered,
     verdict: verdictOf(Object.values(ordered)),
@@ -248,7 +262,7 @@ export function formatTable(report: ModelReport): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((c, i) => (i >= 5 && i <= 11 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
   const out = [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
-  out.push('', `${report.spin}; ${report.profile} bounds; models ${Object.values(report.models).join(', ')}; trails in ${report.trailsDir}; ${report.totalSec} s in all`);
+  out.push('', `${report.spin}; ${report.profile} bounds; models ${Object.values(report.models).join(', ')}; trails in ${report.trailsDir}; verifiers ${report.verifiers.compiled} compiled, ${report.verifiers.reused} reused${report.verifiers.cacheDir === undefined ? '' : ` (kept in ${report.verifiers.cacheDir})`}; ${report.totalSec} s in all`);
   for (const v of Object.values(report.variants)) {
     const c = Object.values(v.checks).find((x) => x?.story !== undefined);
     if (c?.story === undefined) continue;
@@ -272,6 +286,7 @@ export async function main(argv: string[]): Promise<number> {
         timeout: { type: 'string' },
         'mem-limit': { type: 'string' },
         define: { type: 'string', multiple: true },
+        'no-cache': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -283,9 +298,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (values.help) {
     process.stdout.write(
-      'usage: npm run model -- [--json] [--quick] [--keep-trails DIR] [--only safe,NO_FENCE,...] [--jobs N] [--timeout SEC] [--mem-limit MB] [--define NAME=V ...]\n' +
+      'usage: npm run model -- [--json] [--quick] [--keep-trails DIR] [--only safe,NO_FENCE,...] [--jobs N] [--timeout SEC] [--mem-limit MB] [--define NAME=V ...] [--no-cache]\n' +
         `variants: ${VARIANTS.map((v) => v.name).join(', ')}\n` +
         '--timeout SEC: the limit of every check (spin + gcc + pan); default each check its own, sized from its measured states (at least 120 s)\n' +
+        `--no-cache: compile every verifier anew (default: reuse the one kept for the same model text, defines, flags and tools in ${DEFAULT_CACHE_DIR})\n` +
         'exit status: 0 all as expected; 1 a check came out wrong (UNEXPECTED); 2 bad arguments or spin/gcc missing;\n' +
         '  3 TIMEOUT only: some check hit its time limit, which is not a counterexample (rerun with a larger --timeout)\n',
     );
@@ -313,6 +329,7 @@ export async function main(argv: string[]): Promise<number> {
       ...(timeoutSec === undefined ? {} : { timeoutSec }),
       ...(memLimitMb === undefined ? {} : { memLimitMb }),
       ...(values.define === undefined ? {} : { extraDefines: values.define }),
+      ...(values['no-cache'] ? { cacheDir: null } : {}),
     };
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
