@@ -71,7 +71,7 @@ export interface ModelReport {
   /** The model files checked, by name. */
   models: Partial<Record<ModelName, string>>;
   trailsDir: string;
-  /** Verifiers compiled by this run and reused from the cache (undefined: no cache). */
+  /** Verifiers this run compiled and reused from the cache; no cacheDir when it kept none (--no-cache). */
   verifiers: { compiled: number; reused: number; cacheDir?: string };
   totalSec: number;
   variants: Record<string, VariantResult>;
@@ -213,8 +213,8 @@ export async function runModel(options: RunOptions = {}): Promise<ModelReport> {
 
   const ordered: Record<string, VariantResult> = {};
   for (const s of specs) ordered[s.name] = variants[s.name]!;
-  const checks = Object.values(ordered).flatMap((v) => Object.values(v.checks)).filter((c) => c !== undefined && c.errors >= 0);
-  const reused = checks.filter((c) => c!.verifierCached).length;
+  const checks = Object.values(ordered).flatMap((v) => Object.values(v.checks)).filter((c): c is CheckResult => c !== undefined && c.errors >= 0);
+  const reused = checks.filter((c) => c.verifierCached).length;
   return {
     ok: specs.every((s) => ordered[s.name]?.ok === true),
     profile: cfg.profile,
