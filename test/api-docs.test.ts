@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The protocol's public surface is documented: every name lib/protocol/index.ts exports leads
  * (through its re-exports) to a declaration with a doc comment. Shown to fire, too.

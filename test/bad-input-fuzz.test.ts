@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Fuzzed bad input at every edge: queue bodies (the real worker handler on DynamoDB Local, and
  * the LocalQueue + LocalRuntime to the DLQ), job inputs, environment configuration, CLI

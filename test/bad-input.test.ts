@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Bad input is refused before anything is sent: a specific InvalidInputError naming the
  * field, zero DynamoDB requests, and nothing in any table afterwards.

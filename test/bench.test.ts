@@ -1,3 +1,4 @@
+// tier: full
 /**
  * A reduced run of the benchmark's request accounting on the test run's DynamoDB Local: the real
  * worker commits fenced units, SDK middleware counts what it sent, WCU are billed by AWS's rules.

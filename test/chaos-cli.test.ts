@@ -1,3 +1,4 @@
+// tier: full
 /**
  * `npm run chaos` as a person replays a seed: `--runs 1 --seed S` (or `--replay S`) runs that one
  * seed and no controls; `--replay CONTROL@S` the control run an uncaught control printed; a

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * A small fixed chaos set in `npm test` (the long runs are `npm run chaos` on DynamoDB Local and
  * `npm run simulate`): the chaos harness's runs of the real handlers, in the simulator's virtual

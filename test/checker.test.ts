@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The invariant checker has teeth: each case writes, with the library's own requests, a history
  * that breaks exactly one rule the old checker could not see, and the checker must name it. It

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * A person's mistakes, as the commands see them: an endpoint that refuses or is not DynamoDB,
  * an --out path that cannot be written, unknown flags of chaos, bench, fuzz and model. Each is

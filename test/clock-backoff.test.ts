@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Time and contention rules (pure, no DynamoDB): the local deadline counts from the send time
  * with drift and margin; the manual clock wakes sleepers in order and honours AbortSignal;

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The single-record guard (lib/protocol/conditional.ts) on DynamoDB Local: a record that is its
  * own fence. What it protects (the record it is on), what it does not (any other record), and the

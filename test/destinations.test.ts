@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The per-recipient destination (an http item's own path below its target's endpoint: the
  * reports workload's tenant webhooks), run end to end by `npm start -- --workload reports`'s

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The figures the docs quote, against the code that computes them: the planner's cost of a
  * 10,000-customer run (README, docs/deploy.md), every `plan` transcript in the docs, the counts

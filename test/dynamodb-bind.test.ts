@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * DynamoDB Local listens on the loopback interface only: it is an unauthenticated database, and
  * `npm run dynamodb` says 127.0.0.1. Read from the kernel's socket tables (/proc/net/tcp and

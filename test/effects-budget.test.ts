@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Bounded work per invocation: the collector and the reconciler each take a time budget from
  * the Lambda context, work in pages and stop when it is spent; the collector resumes from its

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The external effects' safety cases a hand mutation check found unforced: each test below forces
  * its case (hooks that hold a sender or a provider call, injected clocks, a store wrapper that

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The external effects on real protocols: the local S3 endpoint driven by @aws-sdk/client-s3,
  * a real SMTP sink receiving from nodemailer, the outbox on DynamoDB Local. Each claim names the

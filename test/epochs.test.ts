@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Epochs after a restore: raising the epoch puts every new token above every old one, and
  * sealing raises every fence and lease counter to the new epoch's floor so old tokens are

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The documentation's examples (docs/examples/*.ts), run on DynamoDB Local, and the check that the
  * docs show exactly the code tested here: docs/choosing.md and docs/library.md embed each example

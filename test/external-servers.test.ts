@@ -1,3 +1,4 @@
+// tier: full
 /**
  * `npm start -- --s3-endpoint URL --bucket B --smtp HOST:PORT` against servers the run did not
  * start: an SMTP server of this test's own (smtp-server, none of the project's sink code), the

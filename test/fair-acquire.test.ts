@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The fair acquire (lib/protocol/fair-acquire.ts) on DynamoDB Local. Every interleaving is forced:
  * one ManualClock that moves only when all contenders are parked (test/support/scene.ts), gates

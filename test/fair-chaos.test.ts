@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Chaos on the fair path: seeded fault schedules for contenders that queue with FairAcquirer and,
  * once granted, raise the fence and commit a fenced unit, on DynamoDB Local. Faults: pauses at

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Every external-effect fault the local run (and the chaos harness, which reads the same
  * report) counts as fired took effect, proven from the far side: the server's own record and

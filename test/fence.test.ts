@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The fence, on DynamoDB Local: the article's claims about where the generation is checked.
  */

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Generations as numbers (pure, no DynamoDB): (epoch, sequence) packed into one safe integer so a
  * single numeric comparison orders every token, and every token of a later epoch is greater.

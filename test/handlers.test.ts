@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The Lambda handlers with the events AWS delivers: SQS batches (partial batch responses),
  * EventBridge scheduled events and EventBridge Scheduler payloads; the real handlers on

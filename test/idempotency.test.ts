@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Fencing is not duplicate suppression: within one generation the fence accepts every unit
  * (equal generations pass), so a repeated once-only effect is stopped by its operation key.

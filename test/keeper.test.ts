@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The keeper on DynamoDB Local: renewal when due (and only then), and the verdict that tells
  * protected work to stop. Nothing runs in the background: the test calls keep() as the worker does

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The layers a reader can see (DESIGN.md, "Layers"), held by a test: a fork may replace
  * lib/workloads/ and must not need to touch lib/protocol/, and the protocol can be taken alone.

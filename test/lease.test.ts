@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The lease protocol on DynamoDB Local: the article's claims about who may start, until when,
  * with which token. Interleavings are forced with ManualClocks (time only moves when the test

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The main job end to end, as a user runs it (`npx tsx cli/main.ts --json ...`, a child
  * process against the test run's DynamoDB Local), then the ops CLI against the tables it left.

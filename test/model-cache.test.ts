@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Kept verifiers (model/verifier-cache.ts): a check whose model text, defines, compile flags and
  * tools are unchanged reuses the compiled `pan` and reports what it reported before; a change to

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * A check that hits its time limit is not a counterexample: `npm run model` says TIMEOUT (not a
  * counterexample), names the --timeout to rerun with, and exits 3, not 1 (which means a check

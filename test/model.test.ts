@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The model check (model/fenced.pml, model/effects.pml, model/run.ts) as a test: the safe
  * protocol verifies for safety (FENCE, ONCE, TOKENS, EXCL, end state) and for liveness (PROGRESS

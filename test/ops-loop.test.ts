@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The local ops loop a newcomer follows from the README, run as written: the first sh block of
  * its "Ops CLI" section, read from README.md (so the test breaks when the README drifts), each

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The ops CLI against a deployed stack's `cdk deploy --outputs-file` JSON: which stack's outputs
  * it reads (on DynamoDB Local), and pause/resume of the worker's event source mapping, sent by

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The optimistic version check (lib/protocol/optimistic.ts) on DynamoDB Local: interleaved
  * read-modify-writes are forced inside the change function (it runs between the read and the

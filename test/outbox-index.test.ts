@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The unsent index (schema.ts OUTBOX_INDEX) on DynamoDB Local: its write-sharded key spreads the
  * items, its key set only grows, and a reconciler pass reads only what is due: measured from the

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * Every outbox write accounted for, from the engine's own bill (ReturnConsumedCapacity INDEXES on
  * a test-only middleware, support/consumed-capacity.ts): an email item and an http item, end to

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The capacity planner (lib/workloads/invoices/plan.ts, lib/workflow/capacity.ts, cli/ops/plan.ts):
  * its figures follow from the stated request mix, assumptions and AWS limits (none is a

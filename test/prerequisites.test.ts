@@ -1,3 +1,4 @@
+// tier: full
 /**
  * A machine with only some of the README's prerequisites: `npm test` and `npm start` say at
  * once which tool is missing and the one apt line that installs it (exit 2, no stack trace),
@@ -78,5 +79,19 @@ describe('npm test on a machine without spin and gcc', () => {
     expect(out).toContain('apt-get install -y --no-install-recommends spin gcc');
     expect(out).not.toMatch(/Test Files\s+\d+ passed/);
     console.info(`vitest without spin and gcc: stopped in ${r.ms} ms (vitest start included)`);
+  }, 90_000);
+
+  it('npm run test:quick needs only Java: its setup passes the tools check without spin and gcc and goes on to start DynamoDB Local', async () => {
+    // A java that says 17 and dies at start: the run gets past the tools check (spin and gcc are
+    // not asked for) and stops where DynamoDB Local starts, so no second Java runs here.
+    const dying = path(['sh', 'cat', 'mkdir', 'touch'], {
+      java: `case "$1" in -version) echo 'openjdk version "17.0.1-dies"' >&2; exit 0;; -m) mkdir -p "$5" && touch "$5/LoopbackDynamoDB.class"; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
+    });
+    const r = await vitest(['run', '--project', 'quick', 'test/generation.test.ts'], { env: envWithPath(dying), killAfterMs: 60_000 });
+    const out = r.stdout + r.stderr;
+    expect(r.code, out).not.toBe(0);
+    expect(out).not.toMatch(/needs spin|needs gcc|gcc \(not found/);
+    expect(out).toContain('DynamoDB Local exited');
+    expect(out).toContain('Error: could not open the jar');
   }, 90_000);
 });

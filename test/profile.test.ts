@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The planner's shares are measured, not kept by hand: the committed load profile
  * (lib/workloads/invoices/profile.ts) is what two quiet local runs of the real handlers measure

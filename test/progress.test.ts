@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The invoice run's progress tells how long is left, from the rate so far, from its first line on;
  * the units and the outbox's delivery are stages of their own, and a count that stands still says

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Model-based property test of the lease and fence API on DynamoDB Local (test/fuzz/model.ts):
  * random short sequences of acquire/tryAcquire/fairAcquire, renew, release, raiseFence, commit, retry and

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * docs/external-effects.md's classification tables are the providers' behaviour model's
  * (lib/workflow/adapters/provider-behaviour.ts), rendered: the page cannot say one thing while

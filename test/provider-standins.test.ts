@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The local stand-ins misbehave on cue, and each misbehaviour reaches the sender as the row of
  * the providers' behaviour model it plays (lib/workflow/adapters/provider-behaviour.ts): real

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The sender and the reconciler act on each verdict of the providers' behaviour model
  * (lib/workflow/adapters/provider-behaviour.ts) on DynamoDB Local: throttled and held items are

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The pieces of npm start's report that read wrong before: "1 ambiguous sends", a PASS that
  * covered only part of DELIVERY printed as a plain PASS with a "(not checked: …)" tail,

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Sharded runs (lib/workflow/runs.ts, lib/workloads/invoices/shards.ts) on DynamoDB Local: the
  * starter's run record and shards, the run's DONE as a query of its shards under duplicate and

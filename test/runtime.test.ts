@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The local runtime with many concurrent pollers: `npm start -- --workers 16` must not print
  * Node's MaxListenersExceededWarning (one abort listener per idle poller on the shared stop

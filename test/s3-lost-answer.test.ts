@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * S3's answers as AWS gives them, forced on the local endpoint. A 409 ConditionalRequestConflict
  * (a conditional write raced another write on the key; the SDK does not retry it) is retried by

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The in-memory DynamoDB model (test/sim/dynamodb) under the project's own code: the real SDK
  * clients serialize every request as for AWS, the model answers as DynamoDB does. No DynamoDB

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The in-memory stand-ins (test/sim/effects/) answer the project's real adapters exactly as the
  * local servers do: each case below runs twice, once against the node:http server and once

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Fidelity, proven: random operation sequences (test/sim/fidelity/ops.ts) run against DynamoDB
  * Local and against the in-memory model the simulator uses, through the real SDK, and must give

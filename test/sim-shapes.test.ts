@@ -1,3 +1,4 @@
+// tier: quick
 /** The simulator's shapes keep what each schedule means: a small shape is small, and its restart is still another input. */
 import { describe, expect, it } from 'vitest';
 import { CONTROLS } from './chaos/controls.js';

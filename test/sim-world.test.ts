@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The simulated world's own guarantees: time moves only by its events, everything that draws
  * draws from the seed, and a run that waits on nothing is reported, not waited on.

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The bounded simulation `npm test` runs (the long runs are `npm run simulate`): small schedules
  * of the real protocol in the deterministic simulator pass every invariant; a seed replays to the

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * `status` lists leases, fences and jobs in key order (a scan returns them in hash order), and
  * `status --prefixes` lists the table prefixes present at an endpoint, so that a prefix need

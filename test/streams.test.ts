@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The stream reader the invariant checker relies on: it must see every record, or a violation
  * written after a gap would pass unseen. DynamoDB Streams on AWS may answer empty pages before

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The sweeper on DynamoDB Local: at-least-once safe (overlapping sweeps requeue once), a live
  * worker's progress cancels a requeue, a live lease is left alone, and in version-watch mode

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The timeline picture (cli/shared/timeline.ts) as a reader sees it: every label whole (none cut at
  * 60 characters, none dropped because it would overlap), inside its lane, overlapping no other,

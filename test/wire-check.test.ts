@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The structural FENCE check (cli/check/wire-check.ts) on DynamoDB Local: the requests that reached the
  * engine through the proxy, and their answers. The stream tie (an effect and a fence write with

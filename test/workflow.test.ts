@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The worker protocol end to end on DynamoDB Local, through the real worker and sweeper
  * handlers (SQS events from the LocalQueue). Interleavings are forced: WorkerHooks hold a

@@ -1,3 +1,4 @@
+// tier: quick
 /**
  * The registry and every workload in it, held against its own processor: a descriptor's numbers
  * (its effects per item, which cap the unit size everywhere) and its checks (what the checker
@@ -5,13 +6,13 @@
  * that disagrees with its processor fails here, before a synth or a cold start would.
  * Pure: no engine. The runs themselves: `npm start -- --workload NAME` (test/main-job.test.ts).
  */
-import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, InvalidInputError, makeGeneration } from '../lib/protocol/index.js';
 import { assertWorkload, outboxHttp, shardsOfRun, tableNames, unitSizeCap, type Workload } from '../lib/workflow/index.js';
 import { destinationUrl } from '../lib/workflow/adapters/index.js';
 import { DEFAULT_WORKLOAD, WORKLOADS, workloadFromEnv, workloadNamed } from '../lib/workloads/index.js';
 import { invoices } from '../lib/workloads/invoices/index.js';
+import { runCli } from './support/cli.js';
 import { reports } from '../lib/workloads/reports/index.js';
 
 const tables = tableNames('wl-');
@@ -40,8 +41,10 @@ describe('the registry', () => {
     expect(() => assertWorkload({ ...reports, fenceKeyPrefix: 'x' })).toThrow(/fenceKeyPrefix/);
   });
 
-  it('`npm run cli -- workloads --json` lists each with its cap, effects and commands, read from its descriptor', () => {
-    const out = JSON.parse(execFileSync('npx', ['tsx', 'cli/main.ts', 'workloads', '--json'], { encoding: 'utf8' })) as { name: string; unitSize: { max: number }; email: boolean; run: string }[];
+  it('`npm run cli -- workloads --json` lists each with its cap, effects and commands, read from its descriptor', async () => {
+    const r = await runCli(['workloads', '--json']);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { name: string; unitSize: { max: number }; email: boolean; run: string }[];
     expect(out.map((w) => w.name)).toEqual(WORKLOADS.map((w) => w.name));
     expect(out.slice(0, 2).map((w) => [w.name, w.unitSize.max, w.email, w.run])).toEqual([
       ['invoices', 24, true, 'npm start'],

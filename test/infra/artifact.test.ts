@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The deployable artifact, for EVERY registered workload (lib/workloads/index.ts): synthesize its
  * stack WITH bundling (esbuild, no Docker, one synth per workload), take the bundled functions out

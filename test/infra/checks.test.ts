@@ -1,3 +1,4 @@
+// tier: full
 /**
  * cdk-nag (AwsSolutions + Serverless, v3 Validations API), registered as infra/app.ts registers
  * it: zero unacknowledged findings, and each acknowledgement names one rule on one resource with

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Compute and messaging: runtime and architecture, logs, tracing, configuration handed to the
  * handlers, the work queue and its event source, the schedules and their dead-letter queues.

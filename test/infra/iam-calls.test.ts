@@ -1,3 +1,4 @@
+// tier: full, isolated
 /**
  * IAM, proven from the calls (#23): npm start's faulted invoice run, in the simulator's virtual
  * time (test/sim/demo-run.ts: the same handlers, runtime, faults and clients as on DynamoDB Local,

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Least privilege, per function, on the exact actions it uses; nobody may delete from Leases or
  * Fences. Checked on the effective (action, resource) pairs, so it holds however CDK groups

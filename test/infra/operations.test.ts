@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Operations: the alarms an on-call engineer is paged by, the dashboard, and the outputs the
  * CLI's ops commands read.

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * Disaster recovery support (docs/runbook-dr.md): a restore creates a new table, so the stack
  * can point the functions at a restored Jobs or Records table (context `adoptTables`) while its

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The scale settings of the stack (docs/scale.md): CDK context `shards`, `workerMaxConcurrency`
  * and `warmThroughput`, what they put in the template, the ConfigErrors that refuse a value the

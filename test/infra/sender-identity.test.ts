@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The SES identity the emails are sent as (docs/deploy.md, Sender identity): an email-address
  * identity created by default, a domain identity with Easy DKIM (`senderDomain`), or an existing

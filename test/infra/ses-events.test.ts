@@ -1,3 +1,4 @@
+// tier: full
 /**
  * What SES tells the stack and how fast the stack may ask it: the configuration set's event
  * destination and the recorder's EventBridge rule (the same five SES events, no DELIVERY), and

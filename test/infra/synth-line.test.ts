@@ -1,3 +1,4 @@
+// tier: full
 /**
  * `npm run synth` (cdk synth runs infra/app.ts) ends with one line saying the compliance checks
  * found nothing, instead of ending silently. The app as cdk runs it: its own process, context

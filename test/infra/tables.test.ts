@@ -1,3 +1,4 @@
+// tier: full
 /**
  * State: the synthesized tables ARE lib/workflow/schema.ts, they outlive the stack, and Leases and Fences
  * can neither lose an item nor be replicated to another region.

@@ -1,3 +1,4 @@
+// tier: full
 /**
  * The stack is its workload (lib/workloads/index.ts, `-c workload=NAME`): which effect functions
  * and resources exist, the documents' folder, the http targets' endpoints, the unit-size cap, the

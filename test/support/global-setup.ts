@@ -3,12 +3,12 @@
  * own prefix (test/support/tables.ts), so files run in parallel against one Java process.
  *
  * First, in well under a second: the tools the run needs outside npm (Java 17 for DynamoDB
- * Local, spin and gcc for the model check). A missing one stops the run here, named with its
+ * Local, spin and gcc for the model check, which the quick tier leaves out). A missing one stops the run here, named with its
  * install line, instead of failing one test after minutes of others.
  */
 import type { TestProject } from 'vitest/node';
 import { startDynamoLocal } from '../../cli/local/dynamodb-local.js';
-import { requireTools } from '../../cli/local/prerequisites.js';
+import { requireTools, type Tool } from '../../cli/local/prerequisites.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 
 declare module 'vitest' {
@@ -17,10 +17,16 @@ declare module 'vitest' {
   }
 }
 
+/** Only the quick tier is running (`vitest run --project quick`): it has no model check. */
+const quickOnly = (project: TestProject) => project.vitest.projects.every((p) => p.name === 'quick');
+
+/** Java for DynamoDB Local always; spin and gcc when the model check (the full tier) runs. */
+const toolsFor = (project: TestProject): Tool[] => (quickOnly(project) ? ['java'] : ['java', 'spin', 'gcc']);
+
 export default async function setup(project: TestProject) {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   try {
-    requireTools(['java', 'spin', 'gcc'], 'npm test');
+    requireTools(toolsFor(project), quickOnly(project) ? 'npm run test:quick' : 'npm test');
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     // One line and out: nothing has started yet, and a stack trace would bury the install line.
