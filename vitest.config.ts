@@ -10,7 +10,7 @@ const tiers = tiersOf(import.meta.dirname);
 
 /** What every project's files share (the root's globalSetup is not here: it runs once, for all). */
 const shared = {
-  setupFiles: ['test/support/own-database.ts'],
+  setupFiles: ['test/support/own-database.ts', 'test/support/temp-dirs-cleanup.ts'],
   testTimeout: 30_000,
   hookTimeout: 60_000,
   env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { InvalidInputError } from '../lib/protocol/index.js';
 import { OUTPUTS } from '../infra/outputs.js';
 import { opsCommand, tablesFromOutputs } from '../cli/ops/ops.js';
-import { tempDir } from './infra/support.js';
+import { tempDir } from './support/temp-dir.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
 let t: TestTables;

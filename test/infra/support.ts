@@ -2,13 +2,13 @@
  * Shared by the infra tests: the app as `cdk synth` builds it (cdk.json context, the same nag
  * packs), with bundling skipped unless a test asks for it, and readers for IAM and acknowledgements.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, CfnElement, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { afterAll } from 'vitest';
+import { inject } from 'vitest';
+import { tempDir } from '../support/temp-dir.js';
 import { addComplianceChecks } from '../../infra/constructs/checks.js';
 import { stackNameFrom } from '../../infra/context.js';
 import { FencedWorkflowStack } from '../../infra/stack.js';
@@ -26,16 +26,17 @@ export const CDK_JSON_CONTEXT: Record<string, unknown> = {
   senderAddress: TEST_SENDER,
 };
 
-const tempDirs: string[] = [];
-// Registered on the importing test file's root suite (this module is imported during collection).
-afterAll(() => {
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+export { tempDir } from '../support/temp-dir.js';
 
-/** A temporary directory removed when the test process exits. */
-export function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(dir);
+/**
+ * The cloud-assembly folder of every synth with bundling in this worker process, inside the run's
+ * scratch folder (global-setup.ts removes it). CDK's asset cache and its staging key on the
+ * output folder, so in one shared folder the production construct's own bundling builds each
+ * function once per process, as one `cdk synth` does, however many stacks use it.
+ */
+function bundledOutdir(): string {
+  const dir = join(inject('scratchDir'), `bundled-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
   return dir;
 }
 
@@ -77,7 +78,7 @@ export function appWithoutBundling(context: Record<string, unknown> = {}): App {
 
 /** The app as infra/app.ts builds it. `bundle: false` (default) skips esbuild (NO_BUNDLING). */
 export function buildApp(opts: BuildOptions = {}): TestApp {
-  const outdir = tempDir('fenced-cdk-');
+  const outdir = opts.bundle ? bundledOutdir() : tempDir('fenced-cdk-');
   const workload = opts.workload ?? DEFAULT_WORKLOAD;
   const app = new App({
     outdir,

@@ -6,6 +6,9 @@
  * Local, spin and gcc for the model check, which the quick tier leaves out). A missing one stops the run here, named with its
  * install line, instead of failing one test after minutes of others.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDynamoLocal } from '../../cli/local/dynamodb-local.js';
 import { requireTools, type Tool } from '../../cli/local/prerequisites.js';
@@ -14,6 +17,8 @@ import { ConfigError } from '../../lib/protocol/index.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     dynamoEndpoint: string;
+    /** A folder for the whole run, removed when it ends (a worker process is killed, so its own exit hooks never run). */
+    scratchDir: string;
   }
 }
 
@@ -39,7 +44,10 @@ export default async function setup(project: TestProject) {
   // database made the last files of a run two to four times slower than alone.
   const local = await startDynamoLocal({ sharedDb: false });
   project.provide('dynamoEndpoint', local.endpoint);
+  const scratch = mkdtempSync(join(tmpdir(), 'fenced-test-run-'));
+  project.provide('scratchDir', scratch);
   return async () => {
+    rmSync(scratch, { recursive: true, force: true });
     await local.stop();
   };
 }
