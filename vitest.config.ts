@@ -27,9 +27,13 @@ export default defineConfig({
     // shared one slowed down as the run went on and two at a time starved the longest files.)
     maxWorkers: 2,
     sequence: { sequencer: FileOrder },
+    // One module registry per worker for the quick and full tiers (isolate: false): a file's
+    // imports are loaded once, not once per file (the suite's summed import time 51 s -> 21 s).
+    // Each file still gets its own database and temp folders: the setup files run before every
+    // file. A file that vi.mock()s a module needs a registry of its own: `// tier: full, isolated`.
     projects: [
       { test: { ...shared, name: 'quick', include: tiers.quick, isolate: false } },
-      { test: { ...shared, name: 'full', include: [...tiers.full, ...tiers.undeclared] } },
+      { test: { ...shared, name: 'full', include: [...tiers.full, ...tiers.undeclared], isolate: false } },
       { test: { ...shared, name: 'isolated', include: tiers.isolated } },
     ],
   },
