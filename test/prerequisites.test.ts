@@ -4,9 +4,10 @@
  * once which tool is missing and the one apt line that installs it (exit 2, no stack trace),
  * instead of failing after minutes of other tests or a 91 s launch timeout.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../cli/main.js';
 import { javaMajor, missingTools, requireTools } from '../cli/local/prerequisites.js';
-import { barePath, envWithPath, expectOneLineError, tsx, vitest } from './support/spawn.js';
+import { barePath, envWithPath, expectOneLineError, inProcess, tsx, vitest, type Ran } from './support/spawn.js';
 
 const cleanups: (() => void)[] = [];
 afterAll(() => cleanups.forEach((c) => c()));
@@ -16,6 +17,19 @@ function path(keep: string[], scripts: Record<string, string> = {}): string {
   return p.path;
 }
 
+
+/**
+ * `npm start -- --customers 1` through cli/main.ts's entry in this process, on a PATH of that
+ * folder alone (the first case runs it as its own process, to prove the same refusal there).
+ */
+async function startOnPath(dir: string): Promise<Ran> {
+  vi.stubEnv('PATH', dir);
+  try {
+    return await inProcess(main, ['demo', '--customers', '1']);
+  } finally {
+    vi.unstubAllEnvs();
+  }
+}
 
 describe('the prerequisites check', () => {
   it('names every missing tool and the one apt line that installs them', () => {
@@ -47,7 +61,7 @@ describe('npm start on a machine without Java 17', () => {
 
   it('with Java 11: exit 2 at once, naming the version found', async () => {
     const java11 = path(['sh', 'cat'], { java: `echo 'openjdk version "11.0.2" 2019-01-15' >&2` });
-    const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(java11), killAfterMs: 25_000 });
+    const r = await startOnPath(java11);
     expectOneLineError(r, 'Java 17 (version 11 at', '17 or later needed', 'openjdk-17-jre-headless');
   }, 30_000);
 
@@ -56,7 +70,7 @@ describe('npm start on a machine without Java 17', () => {
     const dying = path(['sh', 'cat', 'mkdir', 'touch'], {
       java: `case "$1" in -version) echo 'openjdk version "17.0.1-dies"' >&2; exit 0;; -m) mkdir -p "$5" && touch "$5/LoopbackDynamoDB.class"; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
     });
-    const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(dying), killAfterMs: 25_000 });
+    const r = await startOnPath(dying);
     expectOneLineError(r, 'DynamoDB Local exited', 'Error: could not open the jar');
   }, 30_000);
 
@@ -64,7 +78,7 @@ describe('npm start on a machine without Java 17', () => {
     const noCompiler = path(['sh', 'cat'], {
       java: `case "$1" in -version) echo 'openjdk version "17.0.1-nocompiler"' >&2; exit 0;; -m) echo 'Error: Module jdk.compiler not found' >&2; exit 1;; esac\nexit 1`,
     });
-    const r = await tsx('cli/main.ts', ['demo', '--customers', '1'], { env: envWithPath(noCompiler), killAfterMs: 25_000 });
+    const r = await startOnPath(noCompiler);
     expectOneLineError(r, 'jdk.compiler', 'Module jdk.compiler not found');
   }, 30_000);
 });

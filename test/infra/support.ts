@@ -9,6 +9,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { inject } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
+import { synthesizeApp } from '../../infra/app.js';
 import { addComplianceChecks } from '../../infra/constructs/checks.js';
 import { stackNameFrom } from '../../infra/context.js';
 import { FencedWorkflowStack } from '../../infra/stack.js';
@@ -106,6 +107,19 @@ export function withoutCfnValidation<T>(f: () => T): T {
     if (saved === undefined) delete process.env.CDK_VALIDATION;
     else process.env.CDK_VALIDATION = saved;
   }
+}
+
+/**
+ * `cdk synth -c ...` in this process: infra/app.ts's entry with `context` as the only context
+ * (as CDK_CONTEXT_JSON gives it), an output folder of its own and no CloudFormation validation.
+ * Its exit status, the lines it wrote and the folder. test/infra/synth-line.test.ts runs the app
+ * as cdk does, its own process, to prove the wiring.
+ */
+export function synthAsCdk(context: Record<string, unknown>): { status: number; lines: string[]; outdir: string } {
+  const outdir = tempDir('fenced-cdk-');
+  const lines: string[] = [];
+  const status = withoutCfnValidation(() => synthesizeApp(new App({ outdir, context }), (line) => lines.push(line)));
+  return { status, lines, outdir };
 }
 
 /** The stack's template, for property assertions. */

@@ -16,9 +16,9 @@ import { ConfigError } from '../../lib/protocol/index.js';
 import { ENV, unitSizeCap, type Workload } from '../../lib/workflow/index.js';
 import { WORKLOADS, workloadNamed } from '../../lib/workloads/index.js';
 import { commonsFromEnv } from '../../functions/commons.js';
-import { tsx } from '../support/spawn.js';
 import { lambdaEnvironment } from './lambda-run.js';
-import { allAllowed, appWithoutBundling, buildApp, contextFor, NO_BUNDLING, logicalId, nagViolations, permissionsOf, tempDir, templateOf, TEST_SENDER, withoutCfnValidation } from './support.js';
+import { allAllowed, appWithoutBundling, buildApp, contextFor, NO_BUNDLING, logicalId, nagViolations, permissionsOf, synthAsCdk, templateOf, TEST_SENDER, withoutCfnValidation } from './support.js';
+import { NO_FINDINGS_LINE } from '../../infra/constructs/checks.js';
 
 type Props = Record<string, unknown>;
 const reports = workloadNamed('reports');
@@ -215,23 +215,19 @@ describe('settings out of the workload\'s bounds, and descriptors the functions 
     expect(refusal(workflowOf({ ...reports, name: 'payroll' })).message).toBe('workload: "payroll" is not registered (lib/workloads/index.ts: invoices, reports): the functions find their workload there by name');
   });
 
-  it('`cdk synth -c workload=NAME` with an unregistered name exits 1 with one line listing the registered ones', async () => {
-    const result = await tsx('infra/app.ts', [], {
-      env: { ...process.env, CDK_OUTDIR: tempDir('fenced-cdk-'), CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ fenceEpoch: 0, workload: 'payroll', ...NO_BUNDLING }) },
-    });
-    expect(result.code).toBe(1);
-    expect(result.stderr.trim().split('\n')).toEqual(['workload: no workload "payroll" is registered (lib/workloads/index.ts: invoices, reports)']);
-  }, 60_000);
+  it('`cdk synth -c workload=NAME` with an unregistered name exits 1 with one line listing the registered ones', () => {
+    const r = synthAsCdk({ fenceEpoch: 0, workload: 'payroll', ...NO_BUNDLING });
+    expect(r.status).toBe(1);
+    expect(r.lines).toEqual(['workload: no workload "payroll" is registered (lib/workloads/index.ts: invoices, reports)']);
+  });
 
   it('`cdk synth -c workload=reports` names the stack FencedWorkflow-reports and passes the compliance checks', async () => {
-    const outdir = tempDir('fenced-cdk-');
-    const result = await tsx('infra/app.ts', [], {
-      env: { ...process.env, CDK_OUTDIR: outdir, CDK_VALIDATION: 'false', CDK_CONTEXT_JSON: JSON.stringify({ ...contextFor('reports'), ...NO_BUNDLING }) },
-    });
-    expect(result.code, result.stderr).toBe(0);
+    const r = synthAsCdk({ ...contextFor('reports'), ...NO_BUNDLING });
+    expect(r.status, r.lines.join('\n')).toBe(0);
+    expect(r.lines).toEqual([NO_FINDINGS_LINE]);
     const { readdirSync } = await import('node:fs');
-    expect(readdirSync(outdir)).toContain('FencedWorkflow-reports.template.json');
-  }, 120_000);
+    expect(readdirSync(r.outdir)).toContain('FencedWorkflow-reports.template.json');
+  });
 });
 
 describe('a registered workload needs nothing else of the stack', () => {
