@@ -134,10 +134,8 @@ describe('the standalone servers and the refusals', () => {
       [['demo', ...where, '--smtp', `127.0.0.1:${await freePort()}`], 'did not greet as an SMTP server', 'smtp-sink'],
       [['demo', ...where, '--s3-endpoint', `http://127.0.0.1:${await freePort()}`], 'did not answer HeadBucket', 's3-endpoint'],
     ];
-    // In process (main() returns the exit code); one as a real process, that the code reaches the shell.
+    // In process (main() returns the exit code): test/cli-errors.test.ts runs cli/main.ts's refusal as a real process.
     for (const [args, ...mentions] of cases) expectOneLineError({ ...(await runCli(args)), ms: 0 }, ...mentions);
-    const [deadSmtp, ...deadSmtpSays] = cases[7]!;
-    expectOneLineError(await tsx('cli/main.ts', deadSmtp, { killAfterMs: 30_000 }), ...(deadSmtpSays as string[]));
     const { client } = createDynamo({ endpoint });
     for (const set of [prefix, `${prefix}incident-`, `${prefix}incident-unsafe-`]) {
       for (const TableName of Object.values(tableNames(set))) await expect(client.send(new DescribeTableCommand({ TableName }))).rejects.toMatchObject({ name: 'ResourceNotFoundException' });

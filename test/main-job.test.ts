@@ -215,7 +215,7 @@ describe('status after raise-epoch', () => {
 
 describe('npm run cli with no command', () => {
   it('prints the help and runs nothing', async () => {
-    const r = await tsx('cli/main.ts', [], { killAfterMs: 20_000 });
+    const r = await cli([]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('Commands: demo, dynamodb, status, requeue');
     expect(r.stdout).not.toContain('Starting DynamoDB Local');
