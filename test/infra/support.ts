@@ -96,7 +96,7 @@ export function buildApp(opts: BuildOptions = {}): TestApp {
 
 /**
  * Runs `synth` without CDK's built-in CloudFormation schema validation (a WebAssembly engine,
- * 2-5 s per synth on these machines). checks.test.ts synthesizes once with it, as `cdk synth` does.
+ * 2-5 s per synth on these machines). synth-line.test.ts synthesizes once with it, as `cdk synth` does.
  */
 export function withoutCfnValidation<T>(f: () => T): T {
   const saved = process.env.CDK_VALIDATION;
