@@ -346,6 +346,17 @@ describe('the SES v2 endpoint plays SES\'s errors through SesEmailProvider on th
     expect(ses.fired['5xx-after']).toBe(1);
   });
 
+  it('cut2xx: a 200 whose body cannot be read (truncated, or the connection reset mid-body) is ambiguous, never "not taken": the message WAS taken', async () => {
+    for (const how of ['truncated', 'reset'] as const) {
+      const m = mail(`cut-${how}@customers.example`);
+      ses.cut2xx(1, how);
+      const r = await email.send(m);
+      expect({ how, kind: r.kind }).toEqual({ how, kind: 'ambiguous' });
+      expect(accepted(m)).toHaveLength(1);
+    }
+    expect(ses.fired['2xx-cut']).toBe(2);
+  });
+
   it('fail5xxBefore: 503 ServiceUnavailable is ambiguous (a 5xx proves nothing), and nothing was taken', async () => {
     const m = mail('b5@customers.example');
     ses.fail5xxBefore(1);

@@ -22,6 +22,9 @@
  * and after it was taken:
  *   fail5xxAfter(n)   the message is accepted (in `sent`, relayed, its Send event published) and
  *                     the answer is 500 InternalFailure: what the caller cannot tell from a refusal
+ *   cut2xx(n)         the message is accepted and the answer is 200 with its body cut short:
+ *                     'truncated' (a JSON body that ends early, its length as sent) or 'reset'
+ *                     (the full length announced, half of it sent, the connection closed)
  *   bounce(pred) / complain(pred): an accepted message to a matching recipient draws a Bounce
  *                     (Permanent, General) or a Complaint event `feedbackDelayMs` after its Send.
  * Every event is in `events` (EventBridge's shape, `sesEvent`) and goes to `onEvent`; `fired`
@@ -43,10 +46,12 @@ export interface SesSend {
   readonly tags: Readonly<Record<string, string>>;
 }
 
-export const SES_FAULTS = ['throttled', '5xx-after', '5xx-before', 'paused', 'sandbox', 'bounced', 'complained'] as const;
+export const SES_FAULTS = ['throttled', '5xx-after', '5xx-before', '2xx-cut', 'paused', 'sandbox', 'bounced', 'complained'] as const;
 export type SesFault = (typeof SES_FAULTS)[number];
 
 export type SesEventType = 'Send' | 'Delivery' | 'Bounce' | 'Complaint';
+/** How a 2xx body is cut: a JSON body that ends early, or a connection closed mid-body. */
+export type CutBody = 'truncated' | 'reset';
 export type SesEventBridgeEvent = ReturnType<typeof sesEvent>;
 
 export interface SesEndpointOptions {
@@ -67,6 +72,8 @@ export interface SesEndpoint extends EmailFaultPlan {
   fail5xxAfter(n: number): void;
   /** The next n SendEmail calls answer 503 ServiceUnavailable (nothing taken). */
   fail5xxBefore(n: number): void;
+  /** The next n SendEmail calls are accepted and answered 200 with a body that cannot be read. */
+  cut2xx(n: number, how?: CutBody): void;
   readonly fired: Readonly<Record<SesFault, number>>;
   /** Every event published, in order. */
   readonly events: readonly SesEventBridgeEvent[];
@@ -136,6 +143,8 @@ export async function startSesEndpoint(relay: { host: string; port: number }, op
   const throttled = new Countdown();
   const after = new Countdown();
   const before = new Countdown();
+  const cut = new Countdown();
+  let cutHow: CutBody = 'truncated';
   const paused = new Window();
   let verified: ((addr: string) => boolean) | undefined;
   let bounces: ((to: string) => boolean) | undefined;
@@ -177,6 +186,13 @@ export async function startSesEndpoint(relay: { host: string; port: number }, op
         res.end(JSON.stringify(body));
       };
       const error = (e: { status: number; type: string; message: string }) => answer(e.status, { message: e.message }, e.type);
+      const cutAnswer = (body: string) => {
+        const half = body.slice(0, Math.floor(body.length / 2));
+        const length = Buffer.byteLength(cutHow === 'truncated' ? half : body);
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(length), 'x-amzn-requestid': randomUUID() });
+        if (cutHow === 'truncated') return void res.end(half);
+        res.write(half, () => req.socket.destroy());
+      };
       if (req.method !== 'POST' || req.url !== '/v2/email/outbound-emails') return answer(404, { message: `no route ${req.method} ${req.url}` }, 'NotFoundException');
       const r = JSON.parse(Buffer.concat(chunks).toString('utf8')) as SendEmailRequest;
       const simple = r.Content?.Simple;
@@ -196,6 +212,7 @@ export async function startSesEndpoint(relay: { host: string; port: number }, op
       // Accepted: SES answers now and delivers afterwards (the relay's outcome never reaches the caller).
       // A 500 after acceptance still delivers it and publishes its events.
       if (after.take()) fired['5xx-after']++, error(SES_ERROR.internal);
+      else if (cut.take()) fired['2xx-cut']++, cutAnswer(JSON.stringify({ MessageId: s.messageId }));
       else answer(200, { MessageId: s.messageId });
       published(s, recipients);
       relays.push(smtp.send({
@@ -225,6 +242,10 @@ export async function startSesEndpoint(relay: { host: string; port: number }, op
     throttle: (n) => throttled.arm(n),
     fail5xxAfter: (n) => after.arm(n),
     fail5xxBefore: (n) => before.arm(n),
+    cut2xx: (n, how = 'truncated') => {
+      cutHow = how;
+      cut.arm(n);
+    },
     pause: (ms) => paused.for(ms),
     pausedWhile: (p) => paused.while(p),
     sandbox: (v) => void (verified = v),

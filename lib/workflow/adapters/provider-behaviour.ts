@@ -36,6 +36,7 @@ export const SES_MODEL: ProviderModel = {
   rateLimit: "the account's MaxSendRate (GetAccount SendQuota; 1/s in the sandbox) and its daily quota",
   rows: [
     { answer: '200 with a MessageId', verdict: 'accepted', source: SES_ERRORS },
+    { answer: '2xx whose body cannot be read (cut or truncated)', verdict: 'ambiguous', source: `${SDK}; a deserialization error keeps the answer's status: a success may have taken the message` },
     { answer: 'TooManyRequestsException, LimitExceededException, Throttling (maximum sending rate, daily quota)', verdict: 'throttled', source: SES_ERRORS },
     { answer: 'SendingPausedException, AccountSuspendedException', verdict: 'held', source: `${SES_ERRORS} ("Account is paused")` },
     { answer: 'MessageRejected "Email address is not verified" (an unverified sender, or any unverified recipient in the sandbox)', verdict: 'held', source: SES_ERRORS },
@@ -119,6 +120,9 @@ export function classifySes(e: unknown): SendResult {
   const status = err?.$metadata?.httpStatusCode;
   if (status === undefined) return classifyNoAnswer(e, 'ses');
   const reason = text(e);
+  // A 2xx that could not be read (a body cut or truncated: the SDK's deserialization error keeps
+  // the status): SES answered success, so it may well have taken the message. Never "not taken".
+  if (status >= 200 && status < 300) return { kind: 'ambiguous', reason: `a ${status} answer that could not be read: ${reason}` };
   const name = err.name ?? '';
   if (SES_THROTTLED.has(name)) return { kind: 'throttled', reason, ...(QUOTA.test(reason) ? { retryAfterMs: QUOTA_WAIT_MS } : {}) };
   if (SES_HELD.has(name) || (name === 'MessageRejected' && NOT_VERIFIED.test(reason))) return { kind: 'held', reason };
