@@ -17,6 +17,13 @@ function path(keep: string[], scripts: Record<string, string> = {}): string {
   return p.path;
 }
 
+/**
+ * A java that says 17 and dies at start. Its compiler "builds" the loopback launcher (an empty
+ * class file in the -d folder, $5), then the jar dies.
+ */
+const DYING_JAVA = {
+  java: `case "$1" in -version) echo 'openjdk version "17.0.1-dies"' >&2; exit 0;; -m) mkdir -p "$5" && touch "$5/LoopbackDynamoDB.class"; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
+};
 
 /**
  * `npm start -- --customers 1` through cli/main.ts's entry in this process, on a PATH of that
@@ -66,10 +73,7 @@ describe('npm start on a machine without Java 17', () => {
   }, 30_000);
 
   it('a java that dies at start is reported with what it printed, without waiting for ListTables', async () => {
-    // Its compiler "builds" the loopback launcher (an empty class file in the -d folder, $5), then the jar dies.
-    const dying = path(['sh', 'cat', 'mkdir', 'touch'], {
-      java: `case "$1" in -version) echo 'openjdk version "17.0.1-dies"' >&2; exit 0;; -m) mkdir -p "$5" && touch "$5/LoopbackDynamoDB.class"; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
-    });
+    const dying = path(['sh', 'cat', 'mkdir', 'touch'], DYING_JAVA);
     const r = await startOnPath(dying);
     expectOneLineError(r, 'DynamoDB Local exited', 'Error: could not open the jar');
   }, 30_000);
@@ -98,9 +102,7 @@ describe('npm test on a machine without spin and gcc', () => {
   it('npm run test:quick needs only Java: its setup passes the tools check without spin and gcc and goes on to start DynamoDB Local', async () => {
     // A java that says 17 and dies at start: the run gets past the tools check (spin and gcc are
     // not asked for) and stops where DynamoDB Local starts, so no second Java runs here.
-    const dying = path(['sh', 'cat', 'mkdir', 'touch'], {
-      java: `case "$1" in -version) echo 'openjdk version "17.0.1-dies"' >&2; exit 0;; -m) mkdir -p "$5" && touch "$5/LoopbackDynamoDB.class"; exit 0;; esac\necho 'Error: could not open the jar' >&2\nexit 1`,
-    });
+    const dying = path(['sh', 'cat', 'mkdir', 'touch'], DYING_JAVA);
     const r = await vitest(['run', '--project', 'quick', 'test/generation.test.ts'], { env: envWithPath(dying), killAfterMs: 60_000 });
     const out = r.stdout + r.stderr;
     expect(r.code, out).not.toBe(0);

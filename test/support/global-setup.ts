@@ -3,8 +3,8 @@
  * own prefix (test/support/tables.ts), so files run in parallel against one Java process.
  *
  * First, in well under a second: the tools the run needs outside npm (Java 17 for DynamoDB
- * Local, spin and gcc for the model check, which the quick tier leaves out). A missing one stops the run here, named with its
- * install line, instead of failing one test after minutes of others.
+ * Local; spin and gcc for the model check, which the quick tier leaves out). A missing one stops
+ * the run here, named with its install line, instead of failing one test after minutes of others.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
