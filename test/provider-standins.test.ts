@@ -8,6 +8,8 @@
  * fault was counted where it fired.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SESv2Client } from '@aws-sdk/client-sesv2';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -189,6 +191,28 @@ describe.each(PAYMENT_TRANSPORTS)('the payment provider stand-in plays each HTTP
       expect(forgetful.payments.records.get(c.idempotencyKey)!.savedError).toBeUndefined();
     } finally {
       await forgetful.close();
+    }
+  });
+});
+
+describe('FetchHttpProvider never follows a redirect for an effect', () => {
+  it('a 302 to the POST is refused for good with the location in the reason, and nothing is re-sent (a followed redirect is a GET without the body whose 200 read as taken)', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      req.resume();
+      if (req.method === 'POST') return void res.writeHead(302, { location: '/elsewhere' }).end();
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"ch_from_a_get"}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const http = new FetchHttpProvider(`http://127.0.0.1:${(server.address() as AddressInfo).port}/charges`);
+      const r = await http.post(call());
+      expect(r).toMatchObject({ kind: 'rejected', permanent: true, reason: expect.stringContaining('/elsewhere') });
+      expect(seen).toEqual(['POST /charges']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });

@@ -58,6 +58,9 @@ export class FetchHttpProvider implements HttpProvider {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': call.idempotencyKey, ...call.headers },
         body: canonicalJson(call.body),
+        // Never followed: fetch would re-send the POST as a GET without its body, and read the
+        // GET's 200 as the effect taken.
+        redirect: 'manual',
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {
@@ -73,6 +76,6 @@ export class FetchHttpProvider implements HttpProvider {
       }
       return { kind: 'accepted', providerMessageId: id };
     }
-    return classifyHttpStatus(res.status, text, { replayed: res.headers.get('idempotent-replayed') === 'true', retryAfter: res.headers.get('retry-after'), now: Date.now() });
+    return classifyHttpStatus(res.status, text, { replayed: res.headers.get('idempotent-replayed') === 'true', retryAfter: res.headers.get('retry-after'), location: res.headers.get('location'), now: Date.now() });
   }
 }

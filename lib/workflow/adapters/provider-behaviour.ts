@@ -76,6 +76,7 @@ export const HTTP_MODEL: ProviderModel = {
   rows: [
     { answer: '2xx (a replay of the key\'s first 2xx included)', verdict: 'accepted', source: STRIPE_IDEM },
     { answer: '429 (Retry-After honoured)', verdict: 'throttled', source: STRIPE_ERR },
+    { answer: '3xx (a redirect; never followed: fetch would re-send the POST as a GET without its body)', verdict: 'rejected (permanent)', source: 'RFC 9110 15.4: a 301/302 to a POST may be re-sent as a GET, a 303 must be; the redirect target never saw the effect\'s request' },
     { answer: '409 (a request with this key is in flight)', verdict: 'rejected', source: STRIPE_IDEM },
     { answer: '401, 403, or an error code account_inactive / account_invalid (the key or the account disabled)', verdict: 'held', source: STRIPE_ERR },
     { answer: 'another 4xx (400 idempotency_error, 402, 404)', verdict: 'rejected (permanent)', source: STRIPE_ERR },
@@ -169,8 +170,10 @@ export function retryAfterMs(header: string | null | undefined, now: number): nu
 }
 
 /** An HTTP provider's answer other than 2xx. `replayed`: the provider says this is its saved answer for the key. */
-export function classifyHttpStatus(status: number, body: string, opts: { replayed: boolean; retryAfter?: string | null; now: number }): SendResult {
+export function classifyHttpStatus(status: number, body: string, opts: { replayed: boolean; retryAfter?: string | null; location?: string | null; now: number }): SendResult {
   const reason = `HTTP ${status}: ${body.slice(0, 300)}`;
+  // A redirect is never followed for an effect: the request went nowhere it was meant to.
+  if (status >= 300 && status < 400) return { kind: 'rejected', permanent: true, reason: `HTTP ${status}: a redirect to ${opts.location ?? '(no location)'}, not followed for an effect` };
   if (status === 429) {
     const after = retryAfterMs(opts.retryAfter, opts.now);
     return { kind: 'throttled', reason, ...(after === undefined ? {} : { retryAfterMs: after }) };
