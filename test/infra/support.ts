@@ -27,7 +27,7 @@ export const CDK_JSON_CONTEXT: Record<string, unknown> = {
   senderAddress: TEST_SENDER,
 };
 
-export { tempDir } from '../support/temp-dir.js';
+export { tempDir };
 
 /**
  * The cloud-assembly folder of every synth with bundling in this worker process, inside the run's

@@ -9,6 +9,7 @@
 import { Stack } from 'aws-cdk-lib';
 import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { NO_FINDINGS_LINE } from '../../infra/constructs/checks.js';
 import { FencedWorkflow, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
 import { stackNameFrom } from '../../infra/context.js';
 import { FencedWorkflowStack, OUTPUTS } from '../../infra/stack.js';
@@ -18,7 +19,6 @@ import { WORKLOADS, workloadNamed } from '../../lib/workloads/index.js';
 import { commonsFromEnv } from '../../functions/commons.js';
 import { lambdaEnvironment } from './lambda-run.js';
 import { allAllowed, appWithoutBundling, buildApp, contextFor, NO_BUNDLING, logicalId, nagViolations, permissionsOf, synthAsCdk, templateOf, TEST_SENDER, withoutCfnValidation } from './support.js';
-import { NO_FINDINGS_LINE } from '../../infra/constructs/checks.js';
 
 type Props = Record<string, unknown>;
 const reports = workloadNamed('reports');
