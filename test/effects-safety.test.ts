@@ -211,12 +211,17 @@ describe('the http path has no claim: the Idempotency-Key is what keeps the effe
     expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', attempts: 1, providerMessageId: ledger(pk)!.chargeId });
   });
 
-  it('an answer lost (ambiguous) leaves the item PENDING with nothing written; the reconciler resends with the same key: one effect, SENT', async () => {
-    const pk = 'payment#lost-answer';
+  // The answer lost whole, or a 200 whose body is cut (a JSON body cut in half; half of it and a reset).
+  const spoiled = [
+    ['lost', () => payments.loseResponses(1)],
+    ['a 200 cut in half', () => payments.cut2xx(1, 'truncated')],
+    ['a 200 reset mid-body', () => payments.cut2xx(1, 'reset')],
+  ] as const;
+  it.each(spoiled)('an answer %s (ambiguous) leaves the item PENDING with nothing written; the reconciler resends with the same key: one effect, SENT with its charge id', async (how, spoil) => {
+    const pk = `payment#spoiled-${how.replace(/ /g, '-')}`;
     const i = await item(pk);
-    payments.loseResponses(1);
+    spoil();
     expect(await deliver(deps(new ManualClock({ wall: T0 }), { httpResends: 0 }), i)).toBe('ambiguous');
-    expect(payments.lostKeys.at(-1)).toBe(messageIdentity.idempotencyKey(t.names.outbox, pk));
     expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'PENDING', attempts: 0 });
     expect((await changes(pk)).filter((c) => c.event === 'MODIFY')).toEqual([]);
     // Not before its threshold (the sender may still be at it), then with the same key.

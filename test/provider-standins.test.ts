@@ -74,6 +74,18 @@ describe.each(PAYMENT_TRANSPORTS)('the payment provider stand-in plays each HTTP
     expect(payments.fired).toMatchObject({ '5xx-after': 1, 'replayed-5xx': 2 });
   });
 
+  it('cut2xx: a 200 whose body cannot be read (a JSON body cut in half, or half of it and a reset) is ambiguous, not "taken" with no id; the resend with the key replays the charge: accepted with its id, one charge', async () => {
+    for (const how of ['truncated', 'reset'] as const) {
+      const c = call();
+      payments.cut2xx(1, how);
+      expect({ how, kind: (await http.post(c)).kind }).toEqual({ how, kind: 'ambiguous' });
+      const r = payments.records.get(c.idempotencyKey)!;
+      expect(await http.post(c)).toEqual({ kind: 'accepted', providerMessageId: r.chargeId });
+      expect(r.charges).toHaveLength(1);
+    }
+    expect(payments.fired['2xx-cut']).toBe(2);
+  });
+
   it('fail5xxAfter (not saved): the charge is made and answered 500, ambiguous; the resend replays the charge\'s 200, accepted with its id', async () => {
     const c = call();
     const before = payments.fired['5xx-after'];

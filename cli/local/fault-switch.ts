@@ -45,6 +45,13 @@ export class Window {
   }
 }
 
+/**
+ * How a stand-in cuts a 2xx answer's body: `truncated` (a whole HTTP answer whose body is the
+ * first half of the real one: it does not parse) or `reset` (the headers promise the whole body,
+ * half of it comes, then the connection is reset).
+ */
+export type CutBody = 'truncated' | 'reset';
+
 /** A counter per kind of answer a fault gave, all at zero. */
 export function counters<K extends string>(kinds: readonly K[]): Record<K, number> {
   return Object.fromEntries(kinds.map((k) => [k, 0])) as Record<K, number>;

@@ -8,7 +8,7 @@
  * `handle` runs without an await: a key's check and its record are one step.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { Countdown, counters, Window } from './fault-switch.js';
+import { Countdown, counters, Window, type CutBody } from './fault-switch.js';
 
 export interface KeyRecord {
   readonly key: string;
@@ -33,7 +33,7 @@ export interface KeyRecord {
 }
 
 /** The kinds of answer the fault plan gives, each counted in `fired`. */
-export const PAYMENT_FAULTS = ['throttled', '5xx-after', '5xx-before', 'paused', 'replayed-5xx'] as const;
+export const PAYMENT_FAULTS = ['throttled', '5xx-after', '5xx-before', '2xx-cut', 'paused', 'replayed-5xx'] as const;
 export type PaymentFault = (typeof PAYMENT_FAULTS)[number];
 
 export interface PaymentsOptions {
@@ -68,6 +68,8 @@ export interface PaymentsStandIn {
   fail5xxAfter(n: number, opts?: { saved?: boolean }): void;
   /** The next n requests answer 503 without performing (like down, counted). */
   fail5xxBefore(n: number): void;
+  /** The next n 200 answers (a charge performed, or a replay of one) have their body cut (`how`, default truncated): the charge stands. */
+  cut2xx(n: number, how?: CutBody): void;
   /** The account is disabled for `ms` from now (0: enabled again): 403 account_inactive, nothing performed. */
   pause(ms: number): void;
   /** The account is disabled while `p()` holds, whatever pause() says. */
@@ -84,7 +86,8 @@ export interface PaymentsCall {
   readonly body: Buffer;
 }
 
-export type PaymentsAnswer = { readonly lost: false; readonly status: number; readonly headers: Record<string, string>; readonly body: string } | { readonly lost: true; readonly key: string };
+/** An answer to write (its body cut as `cut` says, when set), or "lost": performed, the connection to be cut before any answer. */
+export type PaymentsAnswer = { readonly lost: false; readonly status: number; readonly headers: Record<string, string>; readonly body: string; readonly cut?: CutBody } | { readonly lost: true; readonly key: string };
 
 const BANK_ERROR = { error: { type: 'api_error', message: 'An error occurred with our connection to the bank.' } };
 
@@ -107,6 +110,8 @@ export class PaymentsCore implements PaymentsStandIn {
   // Each armed 500-after remembers whether it saves its 500, in the order they were armed.
   private readonly after: boolean[] = [];
   private readonly before = new Countdown();
+  private readonly cut = new Countdown();
+  private cutHow: CutBody = 'truncated';
   private readonly paused: Window;
 
   constructor(opts: PaymentsOptions = {}) {
@@ -134,11 +139,15 @@ export class PaymentsCore implements PaymentsStandIn {
   };
   readonly fail5xxAfter = (n: number, o: { saved?: boolean } = {}) => void this.after.push(...Array.from({ length: Math.max(0, Math.floor(n)) }, () => o.saved ?? true));
   readonly fail5xxBefore = (n: number) => this.before.arm(n);
+  readonly cut2xx = (n: number, how: CutBody = 'truncated') => {
+    this.cut.arm(n);
+    this.cutHow = how;
+  };
   readonly pause = (ms: number) => this.paused.for(ms);
   readonly pausedWhile = (p: () => boolean) => this.paused.while(p);
 
   handle(call: PaymentsCall): PaymentsAnswer {
-    const json = (status: number, body: unknown, headers: Record<string, string> = {}): PaymentsAnswer => ({ lost: false, status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const json = (status: number, body: unknown, headers: Record<string, string> = {}): PaymentsAnswer & { lost: false } => ({ lost: false, status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
     const { path } = call;
     if (call.method === 'GET' && path === '/_record') return json(200, [...this.records.values()]);
     // Any POST path: one fixed endpoint (`/charges`) or a recipient's own below it (a tenant's webhook); the record keeps the path.
@@ -173,7 +182,9 @@ export class PaymentsCore implements PaymentsStandIn {
       this.fired['replayed-5xx']++;
       return json(r.savedError, BANK_ERROR, { 'idempotent-replayed': 'true' });
     }
-    return json(200, { id: r.chargeId, object: 'charge' }, replayed ? { 'idempotent-replayed': 'true' } : {});
+    const charged = json(200, { id: r.chargeId, object: 'charge' }, replayed ? { 'idempotent-replayed': 'true' } : {});
+    // The charge stands (performed or replayed); only its answer is spoiled on the way.
+    return this.cut.take() ? (this.fired['2xx-cut']++, { ...charged, cut: this.cutHow }) : charged;
   }
 
   /** The key's record, counted for this request: new, forgotten and performed again, or remembered (a replay). */

@@ -23,6 +23,9 @@
  *   throttle(n)       429 with Retry-After, nothing performed (Stripe's rate limiter runs
  *                     before its idempotency layer, so the key is not stored)
  * and after it was performed:
+ *   cut2xx(n, how)    the next n 200s (a charge made or replayed) have their body cut: a JSON
+ *                     body cut in half (`truncated`), or half of it and a reset connection
+ *                     (`reset`). The charge stands; only its answer is spoiled.
  *   fail5xxAfter(n)   the charge is made and answered 500. Saved (Stripe's behaviour, the
  *                     default): the 500 is the key's answer, replayed with `Idempotent-Replayed:
  *                     true` to every later request until the key is forgotten; not saved: a
@@ -35,6 +38,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { writeCutAnswer } from './cut-answer.js';
 import { PaymentsCore, type PaymentsOptions, type PaymentsStandIn } from './payments-core.js';
 
 export { PAYMENT_FAULTS, type KeyRecord, type PaymentFault, type PaymentsStandIn } from './payments-core.js';
@@ -61,6 +65,7 @@ export async function startPaymentsProvider(opts: PaymentsServerOptions = {}): P
         req.socket.destroy();
         return void core.onResponseLost?.(answer.key);
       }
+      if (answer.cut !== undefined) return writeCutAnswer(req, res, answer.status, answer.headers, answer.body, answer.cut);
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);
     });

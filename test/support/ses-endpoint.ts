@@ -33,7 +33,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Countdown, counters, Window, type EmailFaultPlan } from '../../cli/local/fault-switch.js';
+import { writeCutAnswer } from '../../cli/local/cut-answer.js';
+import { Countdown, counters, Window, type CutBody, type EmailFaultPlan } from '../../cli/local/fault-switch.js';
 import { SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
 import type { SendEmailRequest } from '../sim/effects/ses-handler.js';
 
@@ -50,8 +51,7 @@ export const SES_FAULTS = ['throttled', '5xx-after', '5xx-before', '2xx-cut', 'p
 export type SesFault = (typeof SES_FAULTS)[number];
 
 export type SesEventType = 'Send' | 'Delivery' | 'Bounce' | 'Complaint';
-/** How a 2xx body is cut: a JSON body that ends early, or a connection closed mid-body. */
-export type CutBody = 'truncated' | 'reset';
+export type { CutBody } from '../../cli/local/fault-switch.js';
 export type SesEventBridgeEvent = ReturnType<typeof sesEvent>;
 
 export interface SesEndpointOptions {
@@ -186,13 +186,6 @@ export async function startSesEndpoint(relay: { host: string; port: number }, op
         res.end(JSON.stringify(body));
       };
       const error = (e: { status: number; type: string; message: string }) => answer(e.status, { message: e.message }, e.type);
-      const cutAnswer = (body: string) => {
-        const half = body.slice(0, Math.floor(body.length / 2));
-        const length = Buffer.byteLength(cutHow === 'truncated' ? half : body);
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(length), 'x-amzn-requestid': randomUUID() });
-        if (cutHow === 'truncated') return void res.end(half);
-        res.write(half, () => req.socket.destroy());
-      };
       if (req.method !== 'POST' || req.url !== '/v2/email/outbound-emails') return answer(404, { message: `no route ${req.method} ${req.url}` }, 'NotFoundException');
       const r = JSON.parse(Buffer.concat(chunks).toString('utf8')) as SendEmailRequest;
       const simple = r.Content?.Simple;
@@ -212,7 +205,7 @@ export async function startSesEndpoint(relay: { host: string; port: number }, op
       // Accepted: SES answers now and delivers afterwards (the relay's outcome never reaches the caller).
       // A 500 after acceptance still delivers it and publishes its events.
       if (after.take()) fired['5xx-after']++, error(SES_ERROR.internal);
-      else if (cut.take()) fired['2xx-cut']++, cutAnswer(JSON.stringify({ MessageId: s.messageId }));
+      else if (cut.take()) fired['2xx-cut']++, writeCutAnswer(req, res, 200, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID() }, JSON.stringify({ MessageId: s.messageId }), cutHow);
       else answer(200, { MessageId: s.messageId });
       published(s, recipients);
       relays.push(smtp.send({

@@ -4,12 +4,12 @@
  * refused) and the outbox identity headers.
  *
  * The answer's verdict is the providers' behaviour model's (provider-behaviour.ts, HTTP_MODEL):
- * 2xx accepted; 429 throttled (Retry-After honoured); 409 not taken now; 401/403 held; another
+ * 2xx accepted (a body cut on the way maybe taken); 429 throttled (Retry-After honoured); 409 not taken now; 401/403 held; another
  * 4xx refused for good; a 5xx or no answer maybe taken (a resend with the key is harmless),
  * and a 5xx the provider replays as its saved answer for the key final (UNKNOWN).
  */
 import type { HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
-import { classifyHttpStatus, classifyNoAnswer } from './provider-behaviour.js';
+import { classifyHttp2xx, classifyHttpStatus, classifyNoAnswer } from './provider-behaviour.js';
 import { InvalidInputError } from '../../protocol/index.js';
 
 /**
@@ -66,16 +66,8 @@ export class FetchHttpProvider implements HttpProvider {
     } catch (e) {
       return classifyNoAnswer(e, this.url);
     }
-    const text = await res.text().catch(() => '');
-    if (res.ok) {
-      let id = res.headers.get('request-id') ?? '';
-      try {
-        id = String((JSON.parse(text) as { id?: unknown }).id ?? id);
-      } catch {
-        // not JSON: the header's id, if any
-      }
-      return { kind: 'accepted', providerMessageId: id };
-    }
-    return classifyHttpStatus(res.status, text, { replayed: res.headers.get('idempotent-replayed') === 'true', retryAfter: res.headers.get('retry-after'), location: res.headers.get('location'), now: Date.now() });
+    const text = await res.text().catch(() => undefined);
+    if (res.ok) return classifyHttp2xx(res.status, text, { json: /\bjson\b/i.test(res.headers.get('content-type') ?? ''), requestId: res.headers.get('request-id') });
+    return classifyHttpStatus(res.status, text ?? '', { replayed: res.headers.get('idempotent-replayed') === 'true', retryAfter: res.headers.get('retry-after'), location: res.headers.get('location'), now: Date.now() });
   }
 }

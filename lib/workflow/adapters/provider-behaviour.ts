@@ -75,6 +75,7 @@ export const HTTP_MODEL: ProviderModel = {
   rateLimit: "the provider's (Stripe: 100 operations/s in live mode, 25 in test mode); 429 with Retry-After past it",
   rows: [
     { answer: '2xx (a replay of the key\'s first 2xx included)', verdict: 'accepted', source: STRIPE_IDEM },
+    { answer: '2xx whose body cannot be read (cut, or a JSON body that does not parse)', verdict: 'ambiguous', source: `${STRIPE_IDEM}: the provider took it and its answer is lost; resent with the same key, its first answer is replayed whole` },
     { answer: '429 (Retry-After honoured)', verdict: 'throttled', source: STRIPE_ERR },
     { answer: '3xx (a redirect; never followed: fetch would re-send the POST as a GET without its body)', verdict: 'rejected (permanent)', source: 'RFC 9110 15.4: a 301/302 to a POST may be re-sent as a GET, a 303 must be; the redirect target never saw the effect\'s request' },
     { answer: '409 (a request with this key is in flight)', verdict: 'rejected', source: STRIPE_IDEM },
@@ -167,6 +168,24 @@ export function retryAfterMs(header: string | null | undefined, now: number): nu
   if (Number.isFinite(s)) return Math.max(0, s * 1000);
   const at = Date.parse(header);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * An HTTP provider's 2xx: taken, with the provider's id (the JSON body's `id`, else the
+ * `Request-Id` header). `body` undefined: the body could not be read (cut); a JSON body that does
+ * not parse was cut too. Either is maybe taken, never "taken" with no id: the resend with the key
+ * gets the first answer replayed whole.
+ */
+export function classifyHttp2xx(status: number, body: string | undefined, opts: { json: boolean; requestId: string | null }): SendResult {
+  if (body === undefined) return { kind: 'ambiguous', reason: `HTTP ${status}: the answer's body could not be read` };
+  let id = opts.requestId ?? '';
+  if (!opts.json) return { kind: 'accepted', providerMessageId: id };
+  try {
+    id = String((JSON.parse(body) as { id?: unknown } | null)?.id ?? id);
+  } catch {
+    return { kind: 'ambiguous', reason: `HTTP ${status}: a JSON answer that does not parse: ${body.slice(0, 300)}` };
+  }
+  return { kind: 'accepted', providerMessageId: id };
 }
 
 /** An HTTP provider's answer other than 2xx. `replayed`: the provider says this is its saved answer for the key. */

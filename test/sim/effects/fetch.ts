@@ -2,7 +2,8 @@
  * A WHATWG `fetch` over the payment provider stand-in's core (cli/local/payments-core.ts) in
  * memory, for FetchHttpProvider's `fetchFn`: the same code the node:http provider runs, a real
  * `Response` back. A lost answer (loseResponses) is performed and then fails as a cut connection
- * (SimNetworkError ECONNRESET: maybe taken, resent with its key). Only the provider's origin is
+ * (SimNetworkError ECONNRESET: maybe taken, resent with its key); a cut 2xx (cut2xx) is a
+ * `Response` whose body is cut the same two ways the node:http provider cuts it. Only the provider's origin is
  * served: any other URL is refused loudly (Unanswered).
  */
 import type { PaymentsCore } from '../../../cli/local/payments-core.js';
@@ -25,6 +26,12 @@ export function simFetch(core: PaymentsCore, unanswered: Unanswered, origin = SI
       core.onResponseLost?.(answer.key);
       throw new SimNetworkError('ECONNRESET', 'payments', what);
     }
-    return new Response(answer.body, { status: answer.status, headers: answer.headers });
+    const head = { status: answer.status, headers: answer.headers };
+    if (answer.cut === undefined) return new Response(answer.body, head);
+    // A cut body (cut2xx): its first half as the whole answer, or its first half and then the connection reset.
+    const half = answer.body.slice(0, Math.floor(answer.body.length / 2));
+    if (answer.cut === 'truncated') return new Response(half, head);
+    const reset = new SimNetworkError('ECONNRESET', 'payments', what);
+    return new Response(new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(half)), c.error(reset)) }), head);
   };
 }
