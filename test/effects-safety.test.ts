@@ -113,7 +113,8 @@ describe('the outbox claim: a sender whose claim was taken over changes nothing'
     // The reconciler, past the claim timeout by its clock, takes the claim over and is held in its resend.
     const resend = gate();
     const heldSmtp: EmailProvider = { name: 'held smtp', send: async (m) => (resend.arrive(), await resend.released, smtp().send(m)) };
-    const reconciling = reconcile({ ...deps(new ManualClock({ wall: T0 + 10_000 }), { email: heldSmtp }), pendingAfterMs: 60_000, claimTimeoutMs: 5_000, recordLagMs: 0 });
+    // A 5 s claim covers a send of at most 1 s: the takeover may send (claimCoversSend).
+    const reconciling = reconcile({ ...deps(new ManualClock({ wall: T0 + 10_000 }), { email: heldSmtp, sendTimeoutMs: 1_000 }), pendingAfterMs: 60_000, claimTimeoutMs: 5_000, recordLagMs: 0 });
     await resend.reached;
     const takenOver = (await readOutboxItem(t.dynamo.doc, t.names.outbox, pk))!;
     expect(takenOver).toMatchObject({ status: 'SENDING', attempts: 2, ambiguousSends: 1 });

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../lib/protocol/index.js';
 import {
   claim,
+  deferClaimed,
   handleOutboxRecords,
   deliver,
   METRIC,
@@ -290,6 +291,24 @@ describe('the record: bounces and complaints kept, any acceptance event settles 
     expect(await read(a.pk)).toMatchObject({ status: 'SENT', providerMessageId: 'm-a' });
     expect(await read(b.pk)).toMatchObject({ status: 'FAILED' });
   });
+
+  it('a PENDING email whose record came after its claim was given back (a throttled takeover) is settled by the record: no claim is granted on it, nothing sent again (red before: claimed and sent again)', async () => {
+    const a = await item('email');
+    const b = await item('email');
+    for (const [x, event] of [[a, 'SEND'], [b, 'REJECT']] as const) {
+      // Sent (the provider took it), the answer lost; the takeover's resend throttled: PENDING, deferred. Then the late record.
+      expect(await claim(t.dynamo.doc, t.names.outbox, x.pk, 'resend', T0)).toBe(true);
+      expect(await deferClaimed(t.dynamo.doc, t.names.outbox, x.pk, 'resend', { notBefore: T0 })).toBe(true);
+      await recordProviderEvent(t.dynamo.doc, t.names.outbox, x.pk, event, `m-${event}`);
+      expect(await claim(t.dynamo.doc, t.names.outbox, x.pk, 'again', T0)).toBe(false);
+    }
+    const p = scripted([], only(a.pk, b.pk));
+    await reconcile(deps(new ManualClock({ wall: T0 }), p));
+    expect(p.calls).toBe(0);
+    expect(await read(a.pk)).toMatchObject({ status: 'SENT', providerMessageId: 'm-SEND' });
+    expect(await read(b.pk)).toMatchObject({ status: 'FAILED', failureReason: expect.stringContaining('m-REJECT') });
+    for (const x of [a, b]) expect(await read(x.pk)).not.toHaveProperty('unsent');
+  });
 });
 
 describe("claims: fresh before each send, and a takeover yields to a record that came after the read (red before: neither checked)", () => {
@@ -301,6 +320,31 @@ describe("claims: fresh before each send, and a takeover yields to a record that
     expect(await deliver(d, a)).toBe('released');
     expect(p.calls).toBe(0);
     expect(await read(a.pk)).toMatchObject({ status: 'PENDING' });
+  });
+
+  it("a takeover is stamped when it is written, not when its run began: a run that outlived the claim timeout leaves an overlapping run no live claim to take (red before: one email sent twice)", async () => {
+    const clock = new ManualClock({ wall: T0 + 400_000 });
+    const a = await item('email');
+    const b = await item('email');
+    for (const x of [a, b]) expect(await claim(t.dynamo.doc, t.names.outbox, x.pk, 'dead', T0)).toBe(true);
+    const p = scripted([], only(a.pk, b.pk));
+    const answer = p.send;
+    const sent: string[] = [];
+    let overlapping: Promise<unknown> | undefined;
+    const d = (): ReconcilerDeps => deps(clock, p, { recordLagMs: 60_000 });
+    p.send = async (m) => {
+      const pk = m.headers['X-Outbox-Id'] ?? '';
+      if (pk !== a.pk && pk !== b.pk) return answer(m);
+      sent.push(pk);
+      // The first send is slow: the run outlives the claim timeout. The next run starts while the second is being sent.
+      if (sent.length === 1) clock.advance(400_000);
+      else if (overlapping === undefined) await (overlapping = reconcile(d()));
+      return answer(m);
+    };
+    await reconcile(d());
+    expect(overlapping).toBeDefined();
+    expect([...sent].sort()).toEqual([a.pk, b.pk].sort());
+    for (const x of [a, b]) expect(await read(x.pk)).toMatchObject({ status: 'SENT', attempts: 2 });
   });
 
   it("the reconciler's takeover fails when the item's record arrived after its read", async () => {

@@ -19,6 +19,7 @@ import { sequence, type Op } from './sim/fidelity/ops.js';
 import { replay, slice, TRACED_NORMALISATIONS, type TracedRequest } from './sim/fidelity/traced.js';
 import { comparedShapes, COMPARED_SHAPES_FILE, requestShapes, writeComparedShapes } from './sim/dynamodb/shape.js';
 import { simulateOne } from './sim/run.js';
+import { recordAfterRelease } from './sim/fidelity/outbox-record.js';
 
 const endpoint = inject('dynamoEndpoint');
 const client = new DynamoDBClient({ endpoint, region: 'us-east-1', ...localCredentials(), maxAttempts: 1 });
@@ -62,6 +63,8 @@ const TRACED: [string, Traced][] = [
   ['checkThenAct, seed 6, shape small', (onRequest) => simulateOne(6, 'checkThenAct', { shape: 'small', shapes: 'any', onRequest })],
   ['heldAsFailed, seed 103, shape chaos', (onRequest) => simulateOne(103, 'heldAsFailed', { shape: 'chaos', shapes: 'any', onRequest })],
   ['counterReset, seed 3, shape small', (onRequest) => simulateOne(3, 'counterReset', { shape: 'small', shapes: 'any', onRequest })],
+  // The outbox alone: what a schedule sends only when SES's record comes after a claim was given back.
+  ['an email record that came after its claim was given back (the outbox alone)', recordAfterRelease],
 ];
 
 describe('the in-memory DynamoDB model against DynamoDB Local', () => {

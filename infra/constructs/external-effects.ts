@@ -183,11 +183,12 @@ export class ExternalEffects extends Construct {
     const timeout = Duration.minutes(1);
     const fn = (name: EffectFunctionName, entry: string, description: string, env: Record<string, string>, service: string, extra: { deadLetterQueue?: Queue } = {}) =>
       fencedFunction(this, name, { entry, description, timeout, memorySize: 256, environment: { ...env, POWERTOOLS_SERVICE_NAME: service }, ...extra });
-    // Both senders get the same claim timeout and the sender's life: each refuses at cold start a
-    // claim timeout not above that life (functions/effects-commons.ts), the sender checks its claim
-    // is still fresh before each send, the reconciler takes over only claims older than it.
+    // Both senders get the same claim timeout and one life (`timeout`, SENDER_TIMEOUT_MS): each
+    // refuses at cold start a claim timeout not above that life (functions/effects-commons.ts),
+    // each checks its claim is still fresh before each send, the reconciler takes over only claims
+    // older than it.
     const reconcileClaimTimeout = props.reconcileClaimTimeout ?? Duration.minutes(5);
-    validateEffects({ senderTimeout: timeout, reconcileClaimTimeout, ...(props.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.sendRatePerSecond } : {}) });
+    validateEffects({ senderTimeout: timeout, reconcilerTimeout: timeout, reconcileClaimTimeout, ...(props.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.sendRatePerSecond } : {}) });
     const sending = {
       ...mail,
       ...http,

@@ -106,13 +106,17 @@ export const SEND_RATE_PER_SECOND = { min: 0.001, max: 10_000 } as const;
  * The outbox's settings: the reconciler's claim timeout above the sender's timeout (a sender
  * lives that long, so a shorter claim timeout would let the reconciler take a live sender's claim
  * and both send; both functions refuse it at cold start, this refuses it at synth), within the
- * bounds the functions read it with, and the send rate within SEND_RATE_PER_SECOND.
+ * bounds the functions read it with, and the send rate within SEND_RATE_PER_SECOND. The
+ * reconciler's own timeout is below the claim timeout too: each of its claims is stamped when
+ * written and checked before its send, and a run that cannot outlive a claim is one more bound.
  */
-export function validateEffects(s: { senderTimeout: Duration; reconcileClaimTimeout: Duration; sendRatePerSecond?: number }): void {
+export function validateEffects(s: { senderTimeout: Duration; reconcilerTimeout: Duration; reconcileClaimTimeout: Duration; sendRatePerSecond?: number }): void {
   const claimMs = s.reconcileClaimTimeout.toMilliseconds();
   const senderMs = s.senderTimeout.toMilliseconds();
+  const reconcilerMs = s.reconcilerTimeout.toMilliseconds();
   if (!Number.isSafeInteger(claimMs) || claimMs < 1_000 || claimMs > 86_400_000) throw new ConfigError('reconcileClaimTimeout', `must be 1 s to 1 day, got ${claimMs} ms`);
   if (claimMs <= senderMs) throw new ConfigError('reconcileClaimTimeout', `(${claimMs} ms) must be above the sender's timeout (${senderMs} ms): a live sender's claim would be taken over`);
+  if (claimMs <= reconcilerMs) throw new ConfigError('reconcileClaimTimeout', `(${claimMs} ms) must be above the reconciler's timeout (${reconcilerMs} ms): a run could outlive its own claims`);
   const rate = s.sendRatePerSecond;
   if (rate === undefined) return;
   const { min, max } = SEND_RATE_PER_SECOND;

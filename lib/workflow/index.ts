@@ -82,6 +82,7 @@ export {
   recordAmbiguous,
   recordProviderEvent,
   release as releaseClaim,
+  settleByRecord,
   takeOver,
   type EmailPayload,
   type HttpPayload,

@@ -11,6 +11,7 @@ import { Runtime } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Duration, Stack } from 'aws-cdk-lib';
 import { FencedWorkflow, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
+import { validateEffects } from '../../infra/constructs/settings.js';
 import { EFFECTS_PER_CUSTOMER, invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
 import { invoices } from '../../lib/workloads/invoices/index.js';
 import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames, unitSizeCap } from '../../lib/workflow/index.js';
@@ -227,6 +228,12 @@ describe('configuration is checked at synth, with the checks the handlers run', 
     expect(() => new FencedWorkflow(stack, 'Workflow', { workload: invoices, fenceEpoch: 0, externalEffects })).toThrow(
       /reconcileClaimTimeout: \(\d+ ms\) must be above the sender's timeout \(60000 ms\)/,
     );
+  });
+
+  it("a reconciler timeout not below the claim timeout is refused (a run could outlive its own claims); one below it is taken", () => {
+    const settings = (reconcilerTimeout: Duration) => () => validateEffects({ senderTimeout: Duration.minutes(1), reconcilerTimeout, reconcileClaimTimeout: Duration.minutes(5) });
+    for (const d of [Duration.minutes(5), Duration.minutes(6)]) expect(settings(d)).toThrow(new RegExp(`must be above the reconciler's timeout \\(${d.toMilliseconds()} ms\\)`));
+    expect(settings(Duration.minutes(4))).not.toThrow();
   });
 
   it('a bad setting stops `cdk synth` with one line naming it, no stack trace', async () => {

@@ -32,6 +32,12 @@
  * the claim's condition and the reconciler honour, and `heldReason` while it is held:
  *
  *   SENDING ──deferClaimed(token)──> PENDING (notBefore)   PENDING ──deferUnclaimed──> PENDING (notBefore)
+ *
+ * The provider's record of a send (an SES event on the item) may come after the claim that sent
+ * it was given back (a takeover's resend throttled). No claim is granted on an item that carries
+ * one: the record settles it.
+ *
+ *   PENDING (a record on it) ──settleByRecord──> SENT, or FAILED (a Reject)
  */
 import { createHash } from 'node:crypto';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -162,15 +168,30 @@ async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c:
 
 const byToken = (token: string) => ({ condition: '#status = :sending AND #claimToken = :token', values: { ':sending': 'SENDING', ':token': token }, names: [O.status, O.claimToken] });
 
-/** PENDING → SENDING with a fresh claim token. false: someone else claimed it, it is done, or it is deferred past `now` (throttled, held). */
+/**
+ * PENDING → SENDING with a fresh claim token. false: someone else claimed it, it is done, it is
+ * deferred past `now` (throttled, held), or the provider's record of an earlier send is on it (a
+ * record that came after that send's claim was given back): the record settles it (settleByRecord), never a resend.
+ */
 export function claim(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, now: number): Promise<boolean> {
   return change(doc, table, pk, {
     set: { [O.status]: 'SENDING', [O.claimToken]: token, [O.claimedAt]: now },
     add: { [O.attempts]: 1 },
-    condition: '#status = :pending AND (attribute_not_exists(#notBefore) OR #notBefore <= :now)',
+    condition: '#status = :pending AND attribute_not_exists(#providerEvents) AND (attribute_not_exists(#notBefore) OR #notBefore <= :now)',
     values: { ':pending': 'PENDING', ':now': now },
-    names: [O.status, O.notBefore],
+    names: [O.status, O.providerEvents, O.notBefore],
   });
+}
+
+/**
+ * PENDING → SENT (the provider's record shows it took the message) or FAILED (its record shows a
+ * Reject), for an item no claim holds: its record came after the claim that sent it was given
+ * back. false: already settled, or claimed (then the claim's holder settles it).
+ */
+export function settleByRecord(doc: DynamoDBDocumentClient, table: string, pk: string, record: { providerMessageId: string; now: number } | { rejected: string }): Promise<boolean> {
+  const recorded = { condition: '#status = :pending AND attribute_exists(#providerEvents)', values: { ':pending': 'PENDING' }, names: [O.status, O.providerEvents] };
+  if ('rejected' in record) return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: record.rejected.slice(0, 500) }, remove: [O.unsent], ...recorded });
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: record.providerMessageId, [O.sentAt]: record.now }, remove: [O.unsent, O.heldReason], ...recorded });
 }
 
 /**

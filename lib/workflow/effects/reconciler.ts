@@ -20,6 +20,8 @@
  *     http                                      → taken over and sent again: the provider
  *                                                 replays its first answer for the key (UNKNOWN
  *                                                 instead past its key retention less the margin)
+ *   PENDING email with the provider's record of an earlier send (it came after that send's claim
+ *     was given back: a takeover's resend throttled) → SENT, or FAILED on a Reject; never resent
  *   PENDING http past its provider's key retention less the margin (sender.ts): UNKNOWN, unsent
  *   PENDING deferred (throttled, held: `notBefore`): left until its time
  *
@@ -27,7 +29,9 @@
  * work is the next run's (`resumeFrom`), not a string of refusals.
  *
  * Every change is conditional on the claim it saw: a sender that wakes up changes nothing, and
- * two reconcilers cannot both take one item over.
+ * two reconcilers cannot both take one item over. A takeover is stamped with the time it is
+ * written (not the run's start) and checked to outlive one more send before it sends, so a long
+ * run never holds a claim an overlapping run may take as dead.
  *
  * One run is bounded by its time: the index is read key by key (its partition key is
  * write-sharded: unsent-index.ts), each in pages of `pageSize` entries, oldest first, only the
@@ -41,9 +45,9 @@
 import { randomUUID } from 'node:crypto';
 import { METRIC } from '../ports.js';
 import { unsentKeys } from '../schema.js';
-import { markFailed, markSent, markUnknown, readOutboxItem, takeOver, type OutboxItem } from './outbox.js';
+import { markFailed, markSent, markUnknown, readOutboxItem, release, settleByRecord, takeOver, type OutboxItem } from './outbox.js';
 import { recordedDelivery } from './providers.js';
-import { DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, PAST_RETENTION, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
+import { claimCoversSend, DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, PAST_RETENTION, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
 import { entriesBefore, oldestPerKey, type Position } from './unsent-index.js';
 
 export interface ReconcilerDeps extends SenderDeps {
@@ -97,7 +101,15 @@ async function resolveStale(deps: ReconcilerDeps, item: OutboxItem, now: number)
   const settled = item.kind === 'email' ? await fromRecord(deps, item, now) : await pastRetention(deps, item, now);
   if (settled !== undefined) return settled;
   const token = randomUUID();
-  if (!(await takeOver(deps.doc, deps.table, item.pk, item, token, now))) return 'waiting';
+  // Stamped with the time of the write, not the run's start: a run that has lasted longer than the
+  // claim timeout would otherwise hand an overlapping run a claim that looks dead while it sends.
+  const claimedAt = deps.clock.wallNow();
+  if (!(await takeOver(deps.doc, deps.table, item.pk, item, token, claimedAt))) return 'waiting';
+  if (!claimCoversSend(deps, claimedAt)) {
+    await release(deps.doc, deps.table, item.pk, token);
+    deps.telemetry.event('outbox-claim-stale', { table: deps.table, pk: item.pk, ageMs: deps.clock.wallNow() - claimedAt });
+    return 'waiting';
+  }
   deps.telemetry.event('outbox-resend', { table: deps.table, pk: item.pk, kind: item.kind, attempts: item.attempts + 1 });
   const outcome: DeliveryOutcome = await settle(deps, item, token, await sendItem(deps, item));
   return outcome === 'sent' ? 'resent' : WAIT.has(outcome) ? 'wait' : outcome === 'unknown' ? 'unknown' : 'waiting';
@@ -110,20 +122,32 @@ async function giveUp(deps: ReconcilerDeps, item: OutboxItem, why: string): Prom
   return 'unknown';
 }
 
-/** An email's stale claim, settled from the provider's record, left for the record, or given up; undefined: resend it. */
-async function fromRecord(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict | undefined> {
-  const seen = item.claimToken!;
+/** How a record's verdict is written: under the stale claim seen, or on an unclaimed PENDING item. */
+interface RecordMarks {
+  sent(providerMessageId: string): Promise<boolean>;
+  failed(reason: string): Promise<boolean>;
+}
+
+/** An email the provider's record settles: SENT (it took the message) or FAILED (a Reject); undefined: no such record. */
+async function byRecord(deps: ReconcilerDeps, item: OutboxItem, mark: RecordMarks): Promise<Verdict | undefined> {
   const record = recordedDelivery(item.providerEvents);
   if (record.sent) {
-    await markSent(deps.doc, deps.table, item.pk, seen, record.providerMessageId, now);
+    await mark.sent(record.providerMessageId);
     deps.telemetry.event('outbox-reconciled', { table: deps.table, pk: item.pk, from: 'provider record', providerMessageId: record.providerMessageId });
     return 'fromRecord';
   }
-  if (record.rejected !== undefined) {
-    if (await markFailed(deps.doc, deps.table, item.pk, seen, record.rejected)) deps.telemetry.count(METRIC.outboxFailed);
-    deps.telemetry.event('outbox-failed', { table: deps.table, pk: item.pk, reason: record.rejected });
-    return 'fromRecord';
-  }
+  if (record.rejected === undefined) return undefined;
+  if (await mark.failed(record.rejected)) deps.telemetry.count(METRIC.outboxFailed);
+  deps.telemetry.event('outbox-failed', { table: deps.table, pk: item.pk, reason: record.rejected });
+  return 'fromRecord';
+}
+
+/** An email's stale claim, settled from the provider's record, left for the record, or given up; undefined: resend it. */
+async function fromRecord(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict | undefined> {
+  const seen = item.claimToken!;
+  const { doc, table } = deps;
+  const recorded = await byRecord(deps, item, { sent: (id) => markSent(doc, table, item.pk, seen, id, now), failed: (why) => markFailed(doc, table, item.pk, seen, why) });
+  if (recorded !== undefined) return recorded;
   if (deps.recordLagMs === undefined) return giveUp(deps, item, 'the email provider keeps no record this reconciler can ask');
   // The record may still be on its way: nothing is decided before its lag has passed.
   if (now - (item.claimedAt ?? 0) < deps.recordLagMs) return 'waiting';
@@ -145,6 +169,12 @@ async function pastRetention(deps: ReconcilerDeps, item: OutboxItem, now: number
 
 /** One due item, as the table has it now: delivered, resolved, or left. */
 async function judge(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict> {
+  // The provider's record of an earlier send came after its claim was given back: it settles the item, whatever its deferral.
+  if (item.status === 'PENDING' && item.providerEvents !== undefined) {
+    const { doc, table } = deps;
+    const recorded = await byRecord(deps, item, { sent: (id) => settleByRecord(doc, table, item.pk, { providerMessageId: id, now }), failed: (why) => settleByRecord(doc, table, item.pk, { rejected: why }) });
+    if (recorded !== undefined) return recorded;
+  }
   if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) {
     if (item.notBefore !== undefined && now < item.notBefore) return 'waiting';
     // deliver() refuses an http item past its provider's key retention (UNKNOWN, never resent).

@@ -1,0 +1,33 @@
+/**
+ * A traced run of the outbox alone, for the request shapes no simulated schedule is sure to send:
+ * an email's provider record that comes after the claim that sent it was given back (a takeover's
+ * resend throttled, then SES's late SEND or Reject). The claim refused on the recorded item, and
+ * the reconciler settling it from the record, SENT and FAILED, on the model that traces them.
+ */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { ManualClock } from '../../../lib/protocol/index.js';
+import { claim, deferClaimed, ensureTables, reconcile, recordProviderEvent, silentTelemetry, tableNames, unsentKeyOf, type EmailProvider } from '../../../lib/workflow/index.js';
+import { simDynamo } from '../dynamodb/clients.js';
+import { DynamoModel, type DynamoModelOptions } from '../dynamodb/model.js';
+
+const T0 = Date.UTC(2026, 6, 1);
+
+export async function recordAfterRelease(onRequest: NonNullable<DynamoModelOptions['onRequest']>): Promise<void> {
+  const { client, doc } = simDynamo(new DynamoModel({ onRequest }));
+  const table = tableNames('record-').outbox;
+  try {
+    await ensureTables(client, tableNames('record-'));
+    for (const [pk, event] of [['email#sent', 'SEND'], ['email#rejected', 'REJECT']] as const) {
+      const item = { pk, kind: 'email', jobId: 'j', generation: 1, unit: 0, updatedAt: T0 - 3_600_000, status: 'PENDING', attempts: 0, unsent: unsentKeyOf(pk), to: 'c@customers.example', subject: 's', body: 'b' };
+      await doc.send(new PutCommand({ TableName: table, Item: item }));
+      await claim(doc, table, pk, 'resend', T0);
+      await deferClaimed(doc, table, pk, 'resend', { notBefore: T0 });
+      await recordProviderEvent(doc, table, pk, event, `m-${event}`);
+      await claim(doc, table, pk, 'again', T0);
+    }
+    const never: EmailProvider = { name: 'never asked', send: async () => ({ kind: 'rejected', permanent: false, reason: 'not to be sent' }) };
+    await reconcile({ doc, table, clock: new ManualClock({ wall: T0 }), telemetry: silentTelemetry, email: never, from: 'billing@fenced-workflow.example', pendingAfterMs: 1_000, claimTimeoutMs: 300_000, recordLagMs: 600_000 });
+  } finally {
+    client.destroy();
+  }
+}
