@@ -380,4 +380,16 @@ describe("DELIVERY's provider rules have teeth (from the items and the stand-ins
     expect(await run(failed, { refusedForGood: new Set() })).toEqual(['payment#1: FAILED (HTTP 403), but its provider never refused it for good: given up for a state that lifts']);
     expect(await run(failed, { refusedForGood: new Set(['payment#1']) })).toEqual([]);
   });
+  it("a delivery write that changes what the unit wrote for the provider (an http item's request or path) is a violation; a status change is not (red before: request and path unread)", async () => {
+    const created = { pk: 'payment#1', kind: 'http', jobId: 'j', generation: 1, unit: 0, updatedAt: 1, status: 'PENDING', target: 'payments', request: { customerId: 'c1', amountCents: 100 } };
+    const change = (newImage: Record<string, unknown>) => ({ event: 'MODIFY' as const, key: 'payment#1', sequence: 2n, shard: 's', oldImage: created, newImage });
+    const found = async (newImage: Record<string, unknown>) => {
+      const out: string[] = [];
+      await checkDelivery(invoices, 'tbl', [{ ...newImage, status: 'SENT' }], [change(newImage)], new Set(), [], {}, (_, m) => void out.push(m));
+      return out.filter((m) => m.includes('what the unit wrote'));
+    };
+    expect(await found({ ...created, request: { customerId: 'c1', amountCents: 200 } })).toEqual(['payment#1: delivery changed what the unit wrote (request)']);
+    expect(await found({ ...created, path: '/tenants/t-2/reports' })).toEqual(['payment#1: delivery changed what the unit wrote (path)']);
+    expect(await found({ ...created, status: 'SENT', providerMessageId: 'ch_1' })).toEqual([]);
+  });
 });

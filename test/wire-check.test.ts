@@ -6,6 +6,7 @@
  * raised in a request of its own stamped alike; these tests hold that the wire can, and that the
  * real commit path passes it.
  */
+import { BatchExecuteStatementCommand, ExecuteStatementCommand, ExecuteTransactionCommand } from '@aws-sdk/client-dynamodb';
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFencedUnit, commitFencedUnit, createDynamo, makeGeneration, raiseFence, upsert, onceOnly, type Dynamo, type FencedUnit, type Generation } from '../lib/protocol/index.js';
@@ -124,6 +125,40 @@ describe('the structural FENCE check, from the wire', () => {
     expect(r.violations).toEqual([
       "email#2026-09#c9: generation 1 applied by a PutItem, not in a transaction with invoices#wire-outbox's action conditioned on generation <= 1",
       "email#2026-09#c9: an outbox item's generation changed by a UpdateItem after its creation",
+    ]);
+  });
+
+  it("what the unit wrote on an outbox item stays as written: its request or path changed (a nested SET included), or its tie changed under placeholders named #add and #set, is flagged (red before: none of the four)", async () => {
+    const pk = 'payment#2026-09#c8';
+    // Created unobserved (the direct client): only the changes after it are on this wire.
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item: { pk, kind: 'http', jobId: 'wire-meaning', generation: g1, unit: 0, updatedAt: 1, status: 'PENDING', attempts: 0, target: 'payments', request: { amountCents: 100 } } }));
+    const update = (expr: string, names: Record<string, string>, values: Record<string, unknown>) => via.doc.send(new UpdateCommand({ TableName: t.names.outbox, Key: { pk }, UpdateExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values }));
+    const r = await wireOf(async () => {
+      await update('SET #r.#a = :x', { '#r': 'request', '#a': 'amountCents' }, { ':x': 200 });
+      await update('SET #p = :p', { '#p': 'path' }, { ':p': '/tenants/other' });
+      await update('SET #add = :g', { '#add': 'generation' }, { ':g': g2 });
+      await update('SET #set = :u ADD #n :one', { '#set': 'updatedAt', '#n': 'attempts' }, { ':u': 2, ':one': 1 });
+    });
+    expect(r.violations).toEqual(['request', 'path', 'generation', 'updatedAt'].map((a) => `${pk}: an outbox item's ${a} changed by a UpdateItem after its creation`));
+  });
+
+  it('a write by PartiQL (ExecuteStatement, BatchExecuteStatement, ExecuteTransaction) to a fence or effects table is named, whatever it writes; a PartiQL read is not (red before: effectWritesChecked 0, no violation)', async () => {
+    await putJob(t, 'wire-partiql');
+    const { records, outbox, fences } = t.names;
+    const r = await wireOf(async () => {
+      await raiseFence({ doc: via.doc }, fenceOf(t, 'wire-partiql'), g2);
+      // The split-fence incident's stale effect, written by PartiQL after the raise to 2.
+      await via.client.send(new ExecuteStatementCommand({ Statement: `INSERT INTO "${records}" VALUE {'pk': 'invoice#2026-09#c0#wire-partiql', 'jobId': 'wire-partiql', 'generation': 1}` }));
+      await via.client.send(new BatchExecuteStatementCommand({ Statements: [{ Statement: `UPDATE "${records}" SET amountCents = 1 WHERE pk = 'invoice#2026-09#c0#wire-partiql'` }] }));
+      await via.client.send(new ExecuteTransactionCommand({ TransactStatements: [{ Statement: `DELETE FROM "${outbox}" WHERE pk = 'nothing#there'` }] }));
+      await via.client.send(new ExecuteStatementCommand({ Statement: `UPDATE "${fences}" SET generation = 0 WHERE pk = '${fenceOf(t, 'wire-partiql').resource}'` }));
+      await via.client.send(new ExecuteStatementCommand({ Statement: `SELECT * FROM "${records}" WHERE pk = 'invoice#2026-09#c0#wire-partiql'` }));
+    });
+    expect(r.violations).toEqual([
+      `${records}: written by a ExecuteStatement, which no effect or fence is written with and this check cannot read`,
+      `${records}: written by a BatchExecuteStatement, which no effect or fence is written with and this check cannot read`,
+      `${outbox}: written by a ExecuteTransaction, which no effect or fence is written with and this check cannot read`,
+      `${fences}: written by a ExecuteStatement, which no effect or fence is written with and this check cannot read`,
     ]);
   });
 

@@ -175,7 +175,8 @@ function prematureTakeovers(outboxStream: readonly StreamChange[], claimTimeoutM
   return premature;
 }
 
-const WRITTEN_BY_UNIT = ['kind', 'jobId', 'generation', 'unit', 'updatedAt', 'to', 'subject', 'body', 'target'];
+/** What the unit wrote on an outbox item: immutable after its creation (its tie, and every field its provider sees). */
+const WRITTEN_BY_UNIT = ['kind', 'jobId', 'generation', 'unit', 'updatedAt', 'to', 'subject', 'body', 'target', 'request', 'path'];
 
 /** DELIVERY over the outbox items, the Outbox stream, the fence writes and the providers' records. */
 export async function checkDelivery(

@@ -11,8 +11,15 @@
  *      `attribute_not_exists(generation)`);
  *   2. no effect of generation g was applied when it was sent after a write that raised the same
  *      fence above g had been answered (the engine's order, as the proxy saw it);
- *   3. nothing else changes an effect: no delete of one, no change of an outbox item's tie
- *      (`generation`, `updatedAt`, `jobId`) after its creation.
+ *   3. nothing else changes an effect: no delete of one, no change after its creation of what
+ *      the unit wrote on an outbox item (its tie `generation`, `updatedAt`, `jobId`, and every
+ *      field the provider sees: `to`, `subject`, `body`, `target`, `request`, `path`).
+ *
+ * Every write operation DynamoDB has is read or refused: PutItem, UpdateItem, DeleteItem,
+ * BatchWriteItem and TransactWriteItems are read as above; a PartiQL write (ExecuteStatement,
+ * BatchExecuteStatement, ExecuteTransaction) or a DeleteTable that names a fence or effects table
+ * is itself a violation: no effect or fence is ever written that way, and this check cannot read
+ * one.
  *
  * A transaction replayed under a ClientRequestToken the engine already applied applies nothing
  * (DynamoDB's idempotency): it is counted as a replay, not as a second write. Locally only: on
@@ -54,7 +61,10 @@ interface WireAction {
   ExpressionAttributeValues?: Attributes;
 }
 
-const TIE = ['generation', 'updatedAt', 'jobId'];
+/** What the unit wrote on an outbox item: its tie to the fence write and everything its provider sees. */
+const WRITTEN_BY_UNIT = ['generation', 'updatedAt', 'jobId', 'kind', 'unit', 'to', 'subject', 'body', 'target', 'request', 'path'];
+/** PartiQL's writes: a statement's verb and the table it names (quoted or not). */
+const PARTIQL_WRITE = /^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_.-]+))/i;
 const MAX_LISTED = 20;
 /** The fence a job's effects are guarded by, as the table contract names it (`<prefix><jobId>`, the workload's prefix): the checker's one spelling of it. */
 export const fenceKeyOfJob = (jobId: string, prefix = 'fence#'): string => `${prefix}${jobId}`;
@@ -65,14 +75,17 @@ const numberOf = (v: AttributeValue | undefined): number | undefined => (v?.N ==
 function assignments(a: WireAction): Map<string, string | undefined> {
   const out = new Map<string, string | undefined>();
   const names = a.ExpressionAttributeNames ?? {};
-  const clauses = (a.UpdateExpression ?? '').split(/\b(SET|REMOVE|ADD|DELETE)\b/i);
+  // A clause keyword stands alone: `#add` or `#set` is a placeholder name, not a clause.
+  const clauses = (a.UpdateExpression ?? '').split(/(?:^|\s)(SET|REMOVE|ADD|DELETE)(?=\s)/i);
   for (let i = 1; i < clauses.length; i += 2) {
     const verb = clauses[i]!.toUpperCase();
     for (const part of (clauses[i + 1] ?? '').split(',')) {
       const [lhs = '', rhs] = part.split('=').map((x) => x.trim());
       const path = lhs.split(/\s+/)[0] ?? '';
       if (path === '') continue;
-      const name = names[path] ?? path;
+      // A nested path (`#request.#amount`, `#l[0]`) changes its top-level attribute.
+      const head = path.split(/[.[]/)[0]!;
+      const name = names[head] ?? head;
       out.set(name, verb === 'SET' && rhs !== undefined && /^:\w+$/.test(rhs) ? rhs : undefined);
     }
   }
@@ -122,6 +135,17 @@ function actionsOf(operation: string, request: Record<string, unknown>): WireAct
   return kind === undefined ? [] : [{ ...(request as unknown as WireAction), kind }];
 }
 
+/** The tables a PartiQL write or a DeleteTable names (a SELECT writes nothing). */
+function statementTables(operation: string, request: Record<string, unknown>): string[] {
+  if (operation === 'DeleteTable') return [String(request.TableName)];
+  const statements: unknown[] =
+    operation === 'ExecuteStatement' ? [request.Statement] : operation === 'BatchExecuteStatement' ? ((request.Statements as { Statement?: unknown }[] | undefined) ?? []).map((s) => s.Statement) : operation === 'ExecuteTransaction' ? ((request.TransactStatements as { Statement?: unknown }[] | undefined) ?? []).map((s) => s.Statement) : [];
+  return statements.flatMap((s) => {
+    const m = typeof s === 'string' ? PARTIQL_WRITE.exec(s) : null;
+    return m === null ? [] : [m[2] ?? m[3] ?? m[4]!];
+  });
+}
+
 const keyOf = (a: WireAction): string => String((a.Item ?? a.Key)?.pk?.S ?? '?');
 
 /** The structural check, fed one exchange at a time (so a long run keeps summaries, not bodies). */
@@ -147,6 +171,7 @@ export class WireCheck {
     } catch {
       return; // not a DynamoDB JSON request: nothing this check reads
     }
+    for (const table of statementTables(ex.operation, request)) if (this.checked(table)) this.add(`${table}: written by a ${ex.operation}, which no effect or fence is written with and this check cannot read`);
     const actions = actionsOf(ex.operation, request);
     if (actions.length === 0) return;
     if (ex.operation === 'TransactWriteItems') {
@@ -176,7 +201,7 @@ export class WireCheck {
     if (a.kind === 'Delete') return this.add(`${key}: an effect deleted by a ${ex.operation}`);
     if (a.kind === 'ConditionCheck') return;
     if (a.TableName === outbox && a.kind === 'Update') {
-      const touched = [...assignments(a).keys()].filter((n) => TIE.includes(n));
+      const touched = [...assignments(a).keys()].filter((n) => WRITTEN_BY_UNIT.includes(n));
       if (touched.length > 0) this.add(`${key}: an outbox item's ${touched.join(', ')} changed by a ${ex.operation} after its creation`);
       return;
     }
@@ -193,6 +218,12 @@ export class WireCheck {
     const byGen = this.applied.get(fence) ?? new Map<number, { sentAt: number; key: string }>();
     if ((byGen.get(g)?.sentAt ?? -Infinity) < ex.sentAt) byGen.set(g, { sentAt: ex.sentAt, key });
     this.applied.set(fence, byGen);
+  }
+
+  /** The tables this check guards: a write to them it cannot read is a violation. */
+  private checked(table: string): boolean {
+    const { fences, records, outbox } = this.tables;
+    return table === fences || table === records || table === outbox;
   }
 
   private add(msg: string): void {
