@@ -39,6 +39,7 @@ import {
 } from '../lib/workflow/index.js';
 import { classifyHttpStatus, classifySes, classifySmtp } from '../lib/workflow/adapters/index.js';
 import { checkDelivery } from '../cli/check/invariants-effects.js';
+import { fenceKeyOfJob } from '../cli/check/wire-check.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
 let t: TestTables;
@@ -391,5 +392,49 @@ describe("DELIVERY's provider rules have teeth (from the items and the stand-ins
     expect(await found({ ...created, request: { customerId: 'c1', amountCents: 200 } })).toEqual(['payment#1: delivery changed what the unit wrote (request)']);
     expect(await found({ ...created, path: '/tenants/t-2/reports' })).toEqual(['payment#1: delivery changed what the unit wrote (path)']);
     expect(await found({ ...created, status: 'SENT', providerMessageId: 'ch_1' })).toEqual([]);
+  });
+});
+
+describe('DELIVERY checks what each effect says against its job\'s input, on the item and in the provider\'s own record (red before: all four mutants passed)', () => {
+  const table = 'tbl';
+  const job = { pk: 'invoice-run#2026-09', status: 'DONE', input: { period: '2026-09', customers: 2, seed: 5, unitSize: 10, currency: 'EUR' } };
+  const expected = [...invoices.checks.outbox(invoices.processor.parseInput(job.input))];
+  const itemOf = (e: (typeof expected)[number]): Record<string, unknown> =>
+    e.kind === 'email'
+      ? { pk: e.id, kind: 'email', jobId: job.pk, generation: 1, updatedAt: 7, status: 'SENT', to: e.to, subject: `Your invoice: ${e.says.join(' ')}`, body: e.says.join(' ') }
+      : { pk: e.id, kind: 'http', jobId: job.pk, generation: 1, updatedAt: 7, status: 'SENT', target: e.target, request: e.request, ...(e.path === undefined ? {} : { path: e.path }) };
+  const mailOf = (i: Record<string, unknown>) => ({ raw: [`Message-ID: ${messageIdentity.messageId(table, String(i.pk))}`, `X-Outbox-Id: ${String(i.pk)}`, `X-Outbox-Table: ${table}`, `To: ${String(i.to)}`, `Subject: ${String(i.subject)}`, '', String(i.body), ''].join('\r\n') });
+  const ledgerOf = (i: Record<string, unknown>) => ({ key: messageIdentity.idempotencyKey(table, String(i.pk)), outboxId: String(i.pk), outboxTable: table, path: '/charges', body: JSON.stringify(i.request), requests: 1, charges: ['ch'] });
+  /** DELIVERY over items the committed unit created (each tied to its fence write), with the provider's record of what it received. */
+  const delivery = async (mutate: (items: Record<string, unknown>[]) => Record<string, unknown>[]) => {
+    const items = mutate(expected.map(itemOf));
+    const stream = items.map((i, n) => ({ event: 'INSERT' as const, key: String(i.pk), sequence: BigInt(n), shard: 's', newImage: i }));
+    const ties = new Set([`${fenceKeyOfJob(job.pk, invoices.fenceKeyPrefix)}\u00001\u00007`]);
+    const found: string[] = [];
+    const sources = { mails: items.filter((i) => i.kind === 'email').map(mailOf), payments: items.filter((i) => i.kind === 'http').map(ledgerOf) };
+    await checkDelivery(invoices, table, items, stream, ties, [job], sources, (_, m) => void found.push(m));
+    return found;
+  };
+  const payment = (items: Record<string, unknown>[]) => items.find((i) => i.kind === 'http')!;
+  const email = (items: Record<string, unknown>[]) => items.find((i) => i.kind === 'email')!;
+
+  it('the effects as the input says: nothing', async () => expect(await delivery((items) => items)).toEqual([]));
+
+  it('a payment of twice the amount: on the item, and in what the provider received', async () => {
+    const found = await delivery((items) => (Object.assign(payment(items), { request: { ...(payment(items).request as object), amountCents: 2 * Number((payment(items).request as { amountCents: number }).amountCents) } }), items));
+    expect(found).toEqual([expect.stringMatching(/^payment#2026-09#cust-\d+: request.amountCents is \d+, its input says \d+$/), expect.stringMatching(/^payment#2026-09#cust-\d+: the provider received it request.amountCents is \d+, its input says \d+$/)]);
+  });
+
+  it("an email to another customer: on the item, and in what the provider received", async () => {
+    const found = await delivery((items) => (Object.assign(email(items), { to: 'cust-0000001@customers.example' }), items));
+    expect(found.filter((m) => m.includes('addressed to'))).toHaveLength(2);
+  });
+
+  it('a call to another destination than the input says', async () => {
+    expect(await delivery((items) => (Object.assign(payment(items), { path: '/tenants/someone-else' }), items))).toContainEqual(expect.stringMatching(/to destination "\/tenants\/someone-else", its input says \(none\)$/));
+  });
+
+  it('an extra call no input demands', async () => {
+    expect(await delivery((items) => [...items, { ...payment(items), pk: `${String(payment(items).pk)}#again` }])).toEqual([expect.stringMatching(/#again: an effect its job's input does not demand \(an extra call\)$/)]);
   });
 });

@@ -65,7 +65,7 @@ describe.each(WORKLOADS.map((w) => [w.name, w] as const))('the %s workload again
     expect(unitSizeCap(w) * w.effectsPerItem).toBeLessThanOrEqual(98);
   });
 
-  it("its checks' expected records and outbox ids are exactly the ones its processor writes, once-only where the processor says so", () => {
+  it("its checks' expected records and outbox items are exactly the ones its processor writes, once-only where the processor says so, each saying what its processor's item says", () => {
     const written = Array.from({ length: w.processor.totalUnits(input) }, (_, u) => unitOf(w, input, u)).flat();
     const records = written.filter((e) => e.table === tables.records);
     const expected = [...w.checks.records(input)];
@@ -77,7 +77,21 @@ describe.each(WORKLOADS.map((w) => [w.name, w] as const))('the %s workload again
       for (const [f, v] of Object.entries(r.fields)) expect(e.item[f]).toBe(v);
       expect(w.checks.groupOfRecord(r.pk)).toBe(w.checks.groupOfInput(input));
     }
-    expect([...w.checks.outbox(input)].sort()).toEqual(written.filter((e) => e.table === tables.outbox).map((e) => e.item.pk).sort());
+    const outbox = written.filter((e) => e.table === tables.outbox);
+    const expectedOutbox = [...w.checks.outbox(input)];
+    expect(expectedOutbox.map((e) => e.id).sort()).toEqual(outbox.map((e) => e.item.pk).sort());
+    // What each item says is what the input says (the descriptor's meaning, and the processor's).
+    for (const e of expectedOutbox) {
+      const item = outbox.find((x) => x.item.pk === e.id)!.item;
+      expect(item.kind).toBe(e.kind);
+      if (e.kind === 'email') {
+        expect(item.to).toBe(e.to);
+        for (const s of e.says) expect(`${String(item.subject)}\n${String(item.body)}`).toContain(s);
+      } else {
+        expect({ target: item.target, path: item.path }).toEqual({ target: e.target, path: e.path });
+        expect(item.request).toMatchObject(e.request);
+      }
+    }
   });
 
   it('its shards tile the run and each is the run cut to its range', () => {

@@ -21,7 +21,8 @@
 import { fenceKeyOfJob } from './wire-check.js';
 import { GetObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { simpleParser } from 'mailparser';
-import { messageIdentity, type Workload } from '../../lib/workflow/index.js';
+import { isDeepStrictEqual } from 'node:util';
+import { messageIdentity, type ExpectedEffect, type Workload } from '../../lib/workflow/index.js';
 import type { StreamChange } from '../local/streams.js';
 
 export interface EffectsSources {
@@ -33,7 +34,7 @@ export interface EffectsSources {
    * The payment provider's record: per key, its charges (more than one: performed again after the
    * key was forgotten) and when each request came (`at`, the provider's clock).
    */
-  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; path?: string | undefined; requests: number; charges?: readonly string[]; at?: readonly number[] }[];
+  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; path?: string | undefined; body?: string | undefined; requests: number; charges?: readonly string[]; at?: readonly number[] }[];
   /** How long the payment provider keeps a key (its declared retention): a request for a key older than this is a resend past retention. */
   paymentsKeyRetentionMs?: number;
   /**
@@ -138,20 +139,59 @@ export async function checkDocs(w: Workload<any>, s3: EffectsSources['s3'], reco
   return stats;
 }
 
-/** The outbox ids a finished job's input demands (Workload.checks.outbox: a shard's range, or the whole run). */
-export function expectedOutboxIds(w: Workload<any>, jobs: readonly Item[]): Set<string> {
-  const ids = new Set<string>();
+/**
+ * The outbox items the jobs' inputs demand, by id, each with what it must say
+ * (Workload.checks.outbox: a shard's range, or the whole run): of the finished jobs (`done`: each
+ * must exist), or of every job whose input reads (`any`: no committed unit may create another).
+ */
+export function expectedEffects(w: Workload<any>, jobs: readonly Item[], which: 'done' | 'any'): Map<string, ExpectedEffect> {
+  const out = new Map<string, ExpectedEffect>();
   for (const job of jobs) {
-    if (job.status !== 'DONE') continue;
-    let input: unknown;
-    try {
-      input = w.processor.parseInput(job.input);
-    } catch {
-      continue;
-    }
-    for (const id of w.checks.outbox(input)) ids.add(id);
+    if (which === 'done' && job.status !== 'DONE') continue;
+    if (!readable(w, job.input)) continue;
+    for (const e of w.checks.outbox(w.processor.parseInput(job.input))) out.set(e.id, e);
   }
-  return ids;
+  return out;
+}
+
+/** Whether a job's stored input is one its workload reads (a job that never started may hold another). */
+function readable(w: Workload<any>, input: unknown): boolean {
+  try {
+    w.processor.parseInput(input);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The outbox ids the finished jobs' inputs demand. */
+export const expectedOutboxIds = (w: Workload<any>, jobs: readonly Item[]): Set<string> => new Set(expectedEffects(w, jobs, 'done').keys());
+
+const same = (a: unknown, b: unknown): boolean => isDeepStrictEqual(a, b);
+const shown = (v: unknown): string => (v === undefined ? '(none)' : JSON.stringify(v));
+
+/** How an email (its recipient, its subject and body) differs from what its input says. */
+function emailDiffers(e: Extract<ExpectedEffect, { kind: 'email' }>, to: unknown, text: string): string[] {
+  const out = to === e.to ? [] : [`addressed to ${shown(to)}, its input says ${e.to}`];
+  for (const s of e.says) if (!text.includes(s)) out.push(`does not say ${JSON.stringify(s)}, as its input does`);
+  return out;
+}
+
+/** How an http call (its target, its destination, its request) differs from what its input says. */
+function callDiffers(e: Extract<ExpectedEffect, { kind: 'http' }>, call: { target?: unknown; path: unknown; request: unknown }): string[] {
+  const out: string[] = [];
+  if ('target' in call && call.target !== e.target) out.push(`for target ${shown(call.target)}, its input says ${e.target}`);
+  if (call.path !== e.path) out.push(`to destination ${shown(call.path)}, its input says ${shown(e.path)}`);
+  const request = (call.request ?? {}) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(e.request)) if (!same(request[k], v)) out.push(`request.${k} is ${shown(request[k])}, its input says ${shown(v)}`);
+  return out;
+}
+
+/** An outbox item's own fields against what its input says. */
+function itemDiffers(i: Item, e: ExpectedEffect): string[] {
+  if (i.kind !== e.kind) return [`a ${String(i.kind)} item, its input says ${e.kind}`];
+  if (e.kind === 'email') return emailDiffers(e, i.to, `${String(i.subject)}\n${String(i.body)}`);
+  return callDiffers(e, { target: i.target, path: i.path, request: i.request });
 }
 
 /**
@@ -205,6 +245,14 @@ export async function checkDelivery(
   }
   const byId = new Map(outbox.map((i) => [String(i.pk), i]));
   for (const id of expectedOutboxIds(w, jobs)) if (!byId.has(id)) add('DELIVERY', `${id}: the finished job's outbox item is missing`);
+  // What each item a committed unit created says, against its job's input: none its input does not demand.
+  const demanded = expectedEffects(w, jobs, 'any');
+  const read = new Set(jobs.filter((j) => readable(w, j.input)).map((j) => String(j.pk)));
+  for (const i of outbox.filter((x) => created.has(String(x.pk)) && read.has(String(x.jobId)))) {
+    const e = demanded.get(String(i.pk));
+    if (e === undefined) add('DELIVERY', `${String(i.pk)}: an effect its job's input does not demand (an extra call)`);
+    else for (const d of itemDiffers(i, e)) add('DELIVERY', `${String(i.pk)}: ${d}`);
+  }
   for (const i of outbox) {
     const s = i.status;
     if (s === 'FAILED' || s === 'UNKNOWN') {
@@ -212,8 +260,8 @@ export async function checkDelivery(
     } else if (s !== 'SENT') add('DELIVERY', `${String(i.pk)}: ends ${String(s)}, not delivered`);
   }
   const premature = prematureTakeovers(outboxStream, sources.claimTimeoutMs, add);
-  const emails = await checkMails(table, outbox, byId, created, premature, sources.mails, add);
-  const payments = checkPayments(table, outbox, created, sources, add);
+  const emails = await checkMails(table, outbox, byId, created, premature, sources.mails, demanded, add);
+  const payments = checkPayments(table, outbox, created, sources, demanded, add);
   return { emails, payments, providers: checkProviderFaults(table, outbox, byId, sources, add) };
 }
 
@@ -256,6 +304,7 @@ async function checkMails(
   created: ReadonlySet<string>,
   premature: ReadonlyMap<string, number>,
   mails: EffectsSources['mails'],
+  demanded: ReadonlyMap<string, ExpectedEffect>,
   add: Add,
 ): Promise<EffectsStats['emails']> {
   const items = outbox.filter((i) => i.kind === 'email');
@@ -278,6 +327,10 @@ async function checkMails(
     if (typeof id !== 'string') continue;
     received.set(id, (received.get(id) ?? 0) + 1);
     if (parsed.messageId !== messageIdentity.messageId(table, id)) add('DELIVERY', `${id}: delivered with Message-ID ${String(parsed.messageId)}, not the one its identity derives`);
+    // What the provider received, against what the input says (the recipient, the text).
+    const e = demanded.get(id);
+    const to = (Array.isArray(parsed.to) ? parsed.to : parsed.to === undefined ? [] : [parsed.to]).flatMap((a) => a.value.map((v) => v.address));
+    if (e?.kind === 'email') for (const d of emailDiffers(e, to.length === 1 ? to[0] : to.join(', '), `${parsed.subject ?? ''}\n${parsed.text ?? ''}`)) add('DELIVERY', `${id}: the provider received it ${d}`);
   }
   for (const [id, n] of received) {
     const item = byId.get(id);
@@ -291,6 +344,14 @@ async function checkMails(
   for (const i of items) if (i.status === 'SENT' && !received.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: SENT, but the provider never received it`);
   return stats;
 }
+
+const parsedBody = (body: string): unknown => {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+};
 
 /** The provider's ledger alone: a key performed more than once, or asked for past its retention. */
 function pastRetention(mine: NonNullable<EffectsSources['payments']>, retentionMs: number | undefined, add: Add): number {
@@ -307,7 +368,7 @@ function pastRetention(mine: NonNullable<EffectsSources['payments']>, retentionM
   return late;
 }
 
-function checkPayments(table: string, outbox: readonly Item[], created: ReadonlySet<string>, sources: EffectsSources, add: Add): EffectsStats['payments'] {
+function checkPayments(table: string, outbox: readonly Item[], created: ReadonlySet<string>, sources: EffectsSources, demanded: ReadonlyMap<string, ExpectedEffect>, add: Add): EffectsStats['payments'] {
   const records = sources.payments;
   const items = outbox.filter((i) => i.kind === 'http');
   const mine = (records ?? []).filter((r) => r.outboxTable === table);
@@ -324,6 +385,11 @@ function checkPayments(table: string, outbox: readonly Item[], created: Readonly
   for (const r of mine) {
     const want = r.outboxId === undefined ? undefined : byId.get(r.outboxId)?.path;
     if (typeof want === 'string' && r.path !== undefined && r.path !== want) add('DELIVERY', `${String(r.outboxId)}: delivered to ${r.path}, its destination is ${want}`);
+    // What the provider received (its first request's body), against the input. Its path is the
+    // line above's: the item's own, which the item's check holds to the input's.
+    const e = r.outboxId === undefined ? undefined : demanded.get(r.outboxId);
+    if (e?.kind !== 'http' || r.body === undefined) continue;
+    for (const d of callDiffers(e, { path: e.path, request: parsedBody(r.body) })) add('DELIVERY', `${String(r.outboxId)}: the provider received it ${d}`);
   }
   const resentPastRetention = pastRetention(mine, sources.paymentsKeyRetentionMs, add);
   // Counted from the items' own reason: what the operator's alarm shows.

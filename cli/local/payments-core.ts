@@ -16,6 +16,8 @@ export interface KeyRecord {
   readonly outboxTable: string | undefined;
   /** The path the key was first POSTed to: a per-recipient destination's own. */
   readonly path?: string;
+  /** The body the key was first POSTed with (what the provider acted on): the checker compares it with the input. */
+  readonly body?: string;
   bodyHash: string;
   /** The charge the key now replays (the last one performed). */
   chargeId: string;
@@ -196,7 +198,7 @@ export class PaymentsCore implements PaymentsStandIn {
     if (r === undefined) {
       replayed = false;
       const id = chargeId();
-      r = { key, path: call.path, outboxId: call.header('x-outbox-id'), outboxTable: call.header('x-outbox-table'), bodyHash, chargeId: id, charges: [id], at: [], storedAt: t, requests: 0, refused: 0 };
+      r = { key, path: call.path, body: call.body.toString('utf8'), outboxId: call.header('x-outbox-id'), outboxTable: call.header('x-outbox-table'), bodyHash, chargeId: id, charges: [id], at: [], storedAt: t, requests: 0, refused: 0 };
       this.records.set(key, r);
     } else if (t - r.storedAt >= this.retention) {
       // Forgotten: a new request like any other, performed again (a saved error forgotten with it).

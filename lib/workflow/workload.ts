@@ -70,6 +70,17 @@ export interface ExpectedRecord {
  * The checker's view of the workload (cli/check/): what "every input was processed once" means,
  * recomputed from a job's input alone, never through the processor's code path.
  */
+/**
+ * What one outbox item must say, recomputed from the job's input alone (never through the
+ * processor): for an email its recipient and the text its subject and body must carry (an amount,
+ * a period); for an http call its target, its destination (`path` below the target's endpoint;
+ * absent: the endpoint itself) and the request fields that matter (compared deeply; fields not
+ * listed are free). DELIVERY compares the item, and what the provider itself received, with it.
+ */
+export type ExpectedEffect =
+  | { readonly id: string; readonly kind: 'email'; readonly to: string; readonly says: readonly string[] }
+  | { readonly id: string; readonly kind: 'http'; readonly target: string; readonly path?: string; readonly request: Readonly<Record<string, unknown>> };
+
 export interface WorkloadChecks<Input> {
   /** Records are counted per group (a period, a day) once every job of the group is DONE. */
   groupOfInput(input: Input): string;
@@ -79,8 +90,8 @@ export interface WorkloadChecks<Input> {
   isOnce(pk: string): boolean;
   /** Every record a DONE job (a shard: its range) must have written. */
   records(input: Input): Iterable<ExpectedRecord>;
-  /** The outbox ids a DONE job must have created. */
-  outbox(input: Input): Iterable<string>;
+  /** Every outbox item a DONE job must have created, and what each must say: recomputed from the input alone, never through the processor. */
+  outbox(input: Input): Iterable<ExpectedEffect>;
   /** Records that point to a document; the document must hold these fields equal to its record's. */
   readonly documents?: { pointsTo(pk: string): boolean; readonly sameFields: readonly string[] };
   /** The report's own figures from the final records (e.g. charges and their total). */

@@ -6,9 +6,10 @@
  */
 import { createHash } from 'node:crypto';
 import { describeValue, InvalidInputError } from '../../protocol/index.js';
-import type { ExpectedRecord, StartRequest, Workload } from '../../workflow/index.js';
+import type { ExpectedEffect, ExpectedRecord, StartRequest, Workload } from '../../workflow/index.js';
 import {
   amountCents,
+  customerAddress,
   customerId,
   customerRange,
   DEFAULT_UNIT_SIZE,
@@ -55,15 +56,21 @@ function runOf(req: StartRequest): { runId: string; input: InvoiceRunInput } {
 function* expectedRecords(input: InvoiceRunInput): Iterable<ExpectedRecord> {
   const { from, to } = customerRange(input);
   for (let i = from; i < to; i++) {
-    const fields = { amountCents: amountCents(input.seed, i) };
+    const fields = { customerId: customerId(i), amountCents: amountCents(input.seed, i), currency: input.currency };
     yield { pk: `invoice#${input.period}#${customerId(i)}`, once: false, fields };
     yield { pk: `charge#${input.period}#${customerId(i)}`, once: true, fields };
   }
 }
 
-function* expectedOutbox(input: InvoiceRunInput): Iterable<string> {
+/** Per customer: the invoice email to the customer's own address, saying the period and the amount; the payment of that amount, for that customer. */
+function* expectedOutbox(input: InvoiceRunInput): Iterable<ExpectedEffect> {
   const { from, to } = customerRange(input);
-  for (let i = from; i < to; i++) for (const kind of ['email', 'payment']) yield `${kind}#${input.period}#${customerId(i)}`;
+  for (let i = from; i < to; i++) {
+    const id = customerId(i);
+    const cents = amountCents(input.seed, i);
+    yield { id: `email#${input.period}#${id}`, kind: 'email', to: customerAddress(id), says: [input.period, `${(cents / 100).toFixed(2)} ${input.currency}`] };
+    yield { id: `payment#${input.period}#${id}`, kind: 'http', target: PAYMENTS_TARGET, request: { customerId: id, amountCents: cents, currency: input.currency, reference: `invoice#${input.period}#${id}` } };
+  }
 }
 
 const RECORD_KEY = /^(invoice|charge)#(\d{4}-\d{2})#/;

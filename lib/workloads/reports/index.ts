@@ -7,9 +7,9 @@
  * the invoice run's 24), and has no once-only record of its own: the outbox item is its only
  * once-only effect.
  */
-import type { ExpectedRecord, StartRequest, Workload } from '../../workflow/index.js';
+import type { ExpectedEffect, ExpectedRecord, StartRequest, Workload } from '../../workflow/index.js';
 import { describeValue, InvalidInputError } from '../../protocol/index.js';
-import { DEFAULT_UNIT_SIZE, EFFECTS_PER_TENANT, MAX_TENANTS, parseReportInput, reportJobId, reportProcessor, tenantId, tenantRange, usageOf, WEBHOOKS_TARGET, type ReportRunInput } from './reports.js';
+import { DEFAULT_UNIT_SIZE, EFFECTS_PER_TENANT, MAX_TENANTS, parseReportInput, reportJobId, reportProcessor, tenantId, tenantRange, usageOf, WEBHOOKS_TARGET, webhookPath, type ReportRunInput } from './reports.js';
 
 /** The day a run started at `time` reports on: the previous UTC day. */
 export const previousDay = (time: Date): string => new Date(Date.UTC(time.getUTCFullYear(), time.getUTCMonth(), time.getUTCDate() - 1)).toISOString().slice(0, 10);
@@ -30,9 +30,13 @@ function* records(input: ReportRunInput): Iterable<ExpectedRecord> {
   for (let i = from; i < to; i++) yield { pk: `report#${input.day}#${tenantId(i)}`, once: false, fields: { requests: usageOf(input.seed, i), tenant: tenantId(i) } };
 }
 
-function* outbox(input: ReportRunInput): Iterable<string> {
+/** Per tenant: one call to the tenant's own webhook, with the day and its usage. */
+function* outbox(input: ReportRunInput): Iterable<ExpectedEffect> {
   const { from, to } = tenantRange(input);
-  for (let i = from; i < to; i++) yield `webhook#${input.day}#${tenantId(i)}`;
+  for (let i = from; i < to; i++) {
+    const tenant = tenantId(i);
+    yield { id: `webhook#${input.day}#${tenant}`, kind: 'http', target: WEBHOOKS_TARGET, path: webhookPath(tenant), request: { tenant, day: input.day, requests: usageOf(input.seed, i) } };
+  }
 }
 
 export const reports: Workload<ReportRunInput> = {
