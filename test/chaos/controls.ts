@@ -8,6 +8,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   asGeneration,
+  type Effect,
   buildFencedUnit,
   decodeCancellation,
   isConditionalCheckFailed,
@@ -20,7 +21,22 @@ import { fencedProtocol, messageIdentity, type EmailProvider, type HttpProvider,
 import type { Effects } from '../../cli/local/effects-env.js';
 import type { FaultPoint } from '../../cli/demo/faults.js';
 
-export const CONTROLS = ['leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount', 'sendFromWorker', 'documentInPlace', 'resendPastRetention', 'heldAsFailed'] as const;
+export const CONTROLS = [
+  'leaseOnly',
+  'checkThenAct',
+  'separateFenceWrite',
+  'counterReset',
+  'fenceBypass',
+  'claimOnSweeperCount',
+  'sendFromWorker',
+  'documentInPlace',
+  'resendPastRetention',
+  'heldAsFailed',
+  'amountDoubled',
+  'wrongRecipient',
+  'wrongDestination',
+  'extraCall',
+] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
 /**
@@ -39,6 +55,44 @@ export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGR
   documentInPlace: 'DOCS',
   resendPastRetention: 'DELIVERY',
   heldAsFailed: 'DELIVERY',
+  amountDoubled: 'DELIVERY',
+  wrongRecipient: 'DELIVERY',
+  wrongDestination: 'DELIVERY',
+  extraCall: 'DELIVERY',
+};
+
+/**
+ * The processor's mistakes in what its effects say (the meaning controls): every protocol step
+ * is the real one, and the unit's outbox items are rewritten before its commit. Written for any
+ * workload: they read only what every outbox item has (an email's `to`, an http call's `request`
+ * and `path`), never one workload's fields.
+ */
+type Rewrite = (outbox: readonly Effect[]) => Effect[];
+const withItem = (e: Effect, over: Record<string, unknown>): Effect => ({ ...e, item: { ...e.item, ...over } });
+const isKind = (kind: 'email' | 'http') => (e: Effect) => e.item.kind === kind;
+/** Each item of `kind` given the next one's value of `field` (the last the first's); where that changes nothing, `fallback` of its own. */
+function rotate(outbox: readonly Effect[], kind: 'email' | 'http', field: string, fallback: (own: unknown) => unknown): Effect[] {
+  const mine = outbox.filter(isKind(kind));
+  return outbox.map((e) => {
+    const k = mine.indexOf(e);
+    if (k < 0) return e;
+    const next = mine[(k + 1) % mine.length]!.item[field];
+    return withItem(e, { [field]: next !== e.item[field] ? next : fallback(e.item[field]) });
+  });
+}
+const doubled = (v: unknown): unknown => (typeof v === 'number' ? 2 * v : v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, doubled(x)])) : v);
+const MEANING: Record<'amountDoubled' | 'wrongRecipient' | 'wrongDestination' | 'extraCall', Rewrite> = {
+  // Every number a call carries (an amount, a count) twice what the input says.
+  amountDoubled: (outbox) => outbox.map((e) => (isKind('http')(e) ? withItem(e, { request: doubled(e.item.request) }) : e)),
+  // Each email to another recipient of the unit (alone in its unit: to an address of nobody's).
+  wrongRecipient: (outbox) => rotate(outbox, 'email', 'to', (to) => `someone-else.${String(to)}`),
+  // Each call to another item's destination (all alike: below a path of nobody's).
+  wrongDestination: (outbox) => rotate(outbox, 'http', 'path', (path) => `${typeof path === 'string' ? path : ''}/misrouted`),
+  // The unit's first call made twice, under an id of its own (an extra charge).
+  extraCall: (outbox) => {
+    const first = outbox.find(isKind('http'));
+    return first === undefined ? [...outbox] : [...outbox, withItem(first, { pk: `${String(first.item.pk)}#again` })];
+  },
 };
 
 /**
@@ -124,6 +178,16 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
     await inside('inside-commit', { jobId: ownerOf(unit), owner: '', generation: unit.generation, unit: unit.token.unit });
   };
   switch (variant) {
+    case 'amountDoubled':
+    case 'wrongRecipient':
+    case 'wrongDestination':
+    case 'extraCall': {
+      const table = env.outboxTable ?? '';
+      return {
+        ...fencedProtocol,
+        commitUnit: (ctx, unit, opts) => fencedProtocol.commitUnit(ctx, { ...unit, effects: [...unit.effects.filter((e) => e.table !== table), ...MEANING[variant](unit.effects.filter((e) => e.table === table))] }, opts),
+      };
+    }
     case 'fenced':
     // The worker's protocol is the real one: this control's mistake is the sender's (senderProviders).
     case 'resendPastRetention':
@@ -254,6 +318,12 @@ export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox
       return w.outbox.http.length > 0;
     case 'heldAsFailed':
       return w.outbox.email || w.outbox.http.length > 0;
+    case 'wrongRecipient':
+      return w.outbox.email;
+    case 'amountDoubled':
+    case 'wrongDestination':
+    case 'extraCall':
+      return w.outbox.http.length > 0;
     default:
       return true;
   }

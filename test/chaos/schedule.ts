@@ -223,6 +223,12 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
     case 'sendFromWorker':
     case 'documentInPlace':
       return base;
+    // The meaning controls are wrong in every unit, the incident's or not: any finished run shows them.
+    case 'amountDoubled':
+    case 'wrongRecipient':
+    case 'wrongDestination':
+    case 'extraCall':
+      return base;
     case 'counterReset':
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
     // An http item must outlive its key retention: forced, the outage lasts until the provider has
