@@ -26,6 +26,9 @@ export function documentsFromEnv(env: Env, tracer?: Tracer): DocumentTarget & { 
  * the reconciler take a live sender's claim and both send. Refused at start-up, before any run,
  * by the sender and the reconciler alike (the stack passes both the same two values).
  */
+/** The longest one send takes (every provider client is held to it), and what a claim must outlive before it is sent under. */
+const SEND_TIMEOUT_MS = 10_000;
+
 function claimTimeoutFromEnv(env: Env): number {
   const claimTimeoutMs = integer(env, ENV.reconcileClaimTimeoutMs, 300_000, 1_000, 86_400_000);
   const senderTimeoutMs = integer(env, ENV.senderTimeoutMs, 60_000, 1_000, 900_000);
@@ -49,7 +52,7 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
     keyRetentionMarginMs: integer(env, ENV.keyRetentionMarginMs, DEFAULT_KEY_RETENTION_MARGIN_MS, 1_000, 86_400_000),
     ...(email === undefined ? {} : { from: required(env, ENV.senderAddress) }),
     claimTimeoutMs: claimTimeoutFromEnv(env),
-    sendTimeoutMs: 10_000,
+    sendTimeoutMs: SEND_TIMEOUT_MS,
     ...(rate === undefined ? {} : { pacer: new Pacer(commons.clock, rate) }),
     backoff: { throttleBaseMs: integer(env, ENV.throttleBackoffMs, 1_000, 10, 3_600_000), heldRetryMs: integer(env, ENV.heldRetryMs, 300_000, 1_000, 86_400_000) },
   };
@@ -66,12 +69,12 @@ function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): {
   for (const t of workload.outbox.http) {
     const names = httpTargetEnv(t.target);
     const url = httpUrl(env, names.url, { optional: true });
-    if (url !== undefined) http[t.target] = new FetchHttpProvider(url, 10_000, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? 86_400_000, 60_000, 31 * 86_400_000) });
+    if (url !== undefined) http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? 86_400_000, 60_000, 31 * 86_400_000) });
   }
   if (!workload.outbox.email) return { http };
   const ses = SesEmailProvider.client();
   tracer?.captureAWSv3Client(ses);
-  return { email: new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet)), http };
+  return { email: new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet), undefined, SEND_TIMEOUT_MS), http };
 }
 
 /** The reconciler: the sender's providers and checks, and its own thresholds. */

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { SESv2Client } from '@aws-sdk/client-sesv2';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -224,6 +224,50 @@ describe('FetchHttpProvider never follows a redirect for an effect', () => {
       expect(seen).toEqual(['POST /charges']);
     } finally {
       server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe("every provider client ends one send within the timeout the claim arithmetic assumes (red before: SES and a slow SMTP server held the send without end)", () => {
+  it('SES: a request the server takes and never answers is aborted at the timeout, maybe taken (ambiguous)', async () => {
+    const server = createServer((req) => void req.resume()); // takes the request, never answers
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const client = new SESv2Client({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, region: 'us-east-1', credentials: { accessKeyId: 'AKIDLOCALSTANDIN', secretAccessKey: 'local' }, maxAttempts: 1 });
+    try {
+      const email = new SesEmailProvider(client, 'standins', async () => {}, 300);
+      expect(await email.send(mail('silent@customers.example'))).toMatchObject({ kind: 'ambiguous' });
+    } finally {
+      client.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("SMTP: a server that answers the message data one byte at a time and never ends its reply (each phase's idle timeout never fires) is cut off at the timeout, maybe taken", async () => {
+    const trickles: NodeJS.Timeout[] = [];
+    const server = createNetServer((socket) => {
+      socket.write('220 slow.example ESMTP\r\n');
+      let data = false;
+      socket.on('data', (chunk: Buffer) => {
+        for (const line of chunk.toString('latin1').split('\r\n').filter((l) => l !== '')) {
+          if (data) {
+            // The end of the message data: a reply that never ends, one byte every 20 ms.
+            if (line === '.') trickles.push(setInterval(() => socket.write('2'), 20));
+          } else if (/^(EHLO|HELO)/i.test(line)) socket.write('250 slow.example\r\n');
+          else if (/^DATA/i.test(line)) (data = true), socket.write('354 go ahead\r\n');
+          else socket.write('250 ok\r\n');
+        }
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const smtp = new SmtpEmailProvider({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, timeoutMs: 300 });
+      expect(await smtp.send(mail('slow@customers.example'))).toMatchObject({ kind: 'ambiguous', reason: expect.stringContaining('no answer within 300 ms') });
+      expect(trickles).toHaveLength(1);
+    } finally {
+      for (const t of trickles) clearInterval(t);
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });

@@ -6,6 +6,10 @@
  * configuration set publishes SEND and DELIVERY events with the message tags
  * `outboxId` and `outboxTable`, which the recorder stores on the item (recorder.ts) for the
  * reconciler. The identity headers travel in the message; SES sets its own Message-ID.
+ *
+ * One send, its throttled retries included, ends within `timeoutMs` (the claim arithmetic's
+ * `sendTimeoutMs`: a claim is sent under only while it outlives one more send): an attempt still
+ * unanswered then is aborted, and an answer that never came is maybe taken.
  */
 import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
 import type { EmailProvider, OutboundEmail, SendResult } from '../effects/providers.js';
@@ -24,6 +28,8 @@ export class SesEmailProvider implements EmailProvider {
     private readonly configurationSet: string,
     /** The wait between throttled attempts (tests pass one of their own). */
     private readonly pause: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+    /** The longest one send may take, retries included: the sender's `sendTimeoutMs`. */
+    private readonly timeoutMs = 10_000,
   ) {}
 
   static client(): SESv2Client {
@@ -31,15 +37,19 @@ export class SesEmailProvider implements EmailProvider {
   }
 
   async send(mail: OutboundEmail): Promise<SendResult> {
-    let result = await this.once(mail);
+    const deadline = Date.now() + this.timeoutMs;
+    let result = await this.once(mail, deadline);
     for (let i = 0; i < THROTTLE_RETRIES && result.kind === 'throttled'; i++) {
-      await this.pause(Math.round((50 << i) * (1 + Math.random())));
-      result = await this.once(mail);
+      const wait = Math.round((50 << i) * (1 + Math.random()));
+      // No retry that could not end by the deadline: the throttle (nothing taken) stands.
+      if (Date.now() + wait >= deadline) break;
+      await this.pause(wait);
+      result = await this.once(mail, deadline);
     }
     return result;
   }
 
-  private async once(mail: OutboundEmail): Promise<SendResult> {
+  private async once(mail: OutboundEmail, deadline: number): Promise<SendResult> {
     try {
       const out = await this.ses.send(
         new SendEmailCommand({
@@ -55,6 +65,7 @@ export class SesEmailProvider implements EmailProvider {
             },
           },
         }),
+        { abortSignal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) },
       );
       return { kind: 'accepted', providerMessageId: out.MessageId ?? '' };
     } catch (e) {

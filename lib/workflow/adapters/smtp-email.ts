@@ -40,6 +40,12 @@ export class SmtpEmailProvider implements EmailProvider {
         fail = reject;
         run((err, v) => (err ? reject(err) : resolve(v as T)));
       });
+    // The whole send ends within the timeout (the claim arithmetic's sendTimeoutMs), whatever each
+    // phase's own timeout says: a server that keeps answering slowly is cut off like a silent one.
+    const cutOff = setTimeout(() => {
+      fail(Object.assign(new Error(`no answer within ${timeout} ms`), { code: 'ETIMEDOUT' }));
+      conn.close();
+    }, timeout);
     try {
       await step<void>((done) => conn.connect((err) => done(err)));
       stage = 'transaction';
@@ -52,6 +58,7 @@ export class SmtpEmailProvider implements EmailProvider {
       fail = () => undefined;
       return classifySmtp(e, stage);
     } finally {
+      clearTimeout(cutOff);
       if (stage === 'transaction') conn.quit();
       else conn.close();
     }
