@@ -207,15 +207,47 @@ describe('held by the account (paused, sandbox): never FAILED, alarmed, resumed 
     expect(await read(a.pk)).toMatchObject({ status: 'PENDING', heldReason: 'HTTP 403 account_inactive', deferrals: 1 });
   });
 
-  it('a reconciler run that meets a held answer stops sending (the rest is the next run\'s)', async () => {
+  it('a reconciler run that meets a held answer stops sending to that provider (its later items are the next run\'s)', async () => {
     // The oldest two items of the table: the run meets them first.
     const items = [await item('email', { updatedAt: T0 - 7_000_000 }), await item('email', { updatedAt: T0 - 7_000_000 })];
     const p = scripted([{ kind: 'held', reason: 'paused' }], only(...items.map((i) => i.pk)));
     const report = await reconcile(deps(new ManualClock({ wall: T0 }), p));
     expect(report.deferred).toBe(1);
-    expect(report.resumeFrom).toBeDefined();
     expect(p.calls).toBe(1);
     expect((await Promise.all(items.map((i) => read(i.pk)))).map((i) => i.status)).toEqual(['PENDING', 'PENDING']);
+  });
+});
+
+describe("one provider's hold or throttle does not stop another's items (red before: the email behind held payments was never sent)", () => {
+  /** A payment provider whose account is disabled: every call held, none taken. */
+  const heldPayments = () => {
+    const p = { name: 'held payments', calls: 0, post: async (): Promise<SendResult> => (p.calls++, { kind: 'held', reason: 'HTTP 403: account_inactive' }) };
+    return p;
+  };
+
+  it('the reconciler: six held payments before an email, each run starting afresh: the email is sent, one payment asked per run', async () => {
+    const payments = [...Array(6)].map((_, k) => item('http', { updatedAt: T0 - 7_200_000 + k }));
+    const pays = await Promise.all(payments);
+    const mail = await item('email', { updatedAt: T0 - 7_100_000 });
+    const email = scripted([], only(mail.pk));
+    const held = heldPayments();
+    for (let run = 0; run < 2; run++) await reconcile({ ...deps(new ManualClock({ wall: T0 + run * 600_000 }), email), http: { pay: held } });
+    expect(await read(mail.pk)).toMatchObject({ status: 'SENT' });
+    expect(email.calls).toBe(1);
+    // The first run asked the first payment and deferred it; the next asked one more (the first's wait not over: skipped).
+    expect(held.calls).toBeLessThanOrEqual(2);
+    for (const x of pays) expect((await read(x.pk)).status).toBe('PENDING');
+  });
+
+  it('the sender: a batch whose payment is held sends its email, and defers only the later payments', async () => {
+    const d = { ...deps(new ManualClock({ wall: T0 }), scripted([])), http: { pay: heldPayments() } };
+    const [p1, m, p2] = [await item('http'), await item('email'), await item('http')];
+    const failed = await handleOutboxRecords(d, [p1, m, p2].map((x, i) => ({ sequence: String(i), eventName: 'INSERT' as const, item: x })));
+    expect(failed).toEqual([]);
+    expect(await read(m.pk)).toMatchObject({ status: 'SENT' });
+    expect(await read(p1.pk)).toMatchObject({ status: 'PENDING', heldReason: expect.stringContaining('account_inactive') });
+    expect(await read(p2.pk)).toMatchObject({ status: 'PENDING', heldReason: expect.stringContaining('held with the batch') });
+    expect(d.http.pay.calls).toBe(1);
   });
 });
 

@@ -209,7 +209,7 @@ export const VERDICT_ACTIONS: Readonly<Record<BehaviourRow['verdict'], string>> 
   accepted: 'SENT with the provider\'s id',
   rejected: 'not taken: released (an email) or left (http) PENDING, sent again by the stream\'s retry or the reconciler',
   'rejected (permanent)': 'FAILED with the reason (alarm OutboxFailed)',
-  throttled: 'deferred: PENDING with `notBefore` (full-jitter backoff doubling from THROTTLE_BACKOFF_MS, at least Retry-After), the rest of the batch deferred unsent, the reconciler\'s run stops sending (metric OutboxThrottled)',
-  held: 'deferred HELD_RETRY_MS (±25 %) with `heldReason`, never FAILED, the batch and the run stop sending; sent by itself once the state lifts (alarm OutboxHeld)',
+  throttled: 'deferred: PENDING with `notBefore` (full-jitter backoff doubling from THROTTLE_BACKOFF_MS, at least Retry-After), the batch\'s later items for the same provider deferred unsent, the reconciler\'s run stops sending to that provider (another provider\'s items are sent) (metric OutboxThrottled)',
+  held: 'deferred HELD_RETRY_MS (±25 %) with `heldReason`, never FAILED, the batch and the run stop sending to that provider (not to the others); sent by itself once the state lifts (alarm OutboxHeld)',
   ambiguous: 'maybe taken: an email is counted (`ambiguousSends`) and left SENDING for the provider\'s record, resent after `recordLagMs` without one, UNKNOWN after 3 unrecorded; an http call is resent with its key (a replay); a final one (a saved 5xx) is UNKNOWN with the reason',
 };

@@ -25,8 +25,9 @@
  *   PENDING http past its provider's key retention less the margin (sender.ts): UNKNOWN, unsent
  *   PENDING deferred (throttled, held: `notBefore`): left until its time
  *
- * A run that meets a provider asking to wait (throttled, held) stops sending: the rest of its
- * work is the next run's (`resumeFrom`), not a string of refusals.
+ * A run that meets a provider asking to wait (throttled, held) stops sending to that provider
+ * (email, or one http target): its later items are the next run's, not a string of refusals, and
+ * the other providers' items are served as usual.
  *
  * Every change is conditional on the claim it saw: a sender that wakes up changes nothing, and
  * two reconcilers cannot both take one item over. A takeover is stamped with the time it is
@@ -47,7 +48,7 @@ import { METRIC } from '../ports.js';
 import { unsentKeys } from '../schema.js';
 import { markFailed, markSent, markUnknown, readOutboxItem, release, settleByRecord, takeOver, type OutboxItem } from './outbox.js';
 import { recordedDelivery } from './providers.js';
-import { claimCoversSend, DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, PAST_RETENTION, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
+import { claimCoversSend, DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, providerKeyOf, PAST_RETENTION, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
 import { entriesBefore, oldestPerKey, type Position } from './unsent-index.js';
 
 export interface ReconcilerDeps extends SenderDeps {
@@ -83,7 +84,7 @@ export interface ReconcileReport {
   readonly resent: number;
   readonly unknown: number;
   readonly waiting: number;
-  /** Items the provider asked to wait for (throttled, held): the run stopped sending at the first. */
+  /** Items the provider asked to wait for (throttled, held): the run stopped sending to that provider at the first. */
   readonly deferred: number;
   /** Age of the oldest unsent item (ms), 0 when none: the alarm's metric. */
   readonly oldestUnsentAgeMs: number;
@@ -208,6 +209,7 @@ export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = 
   let position: Position | undefined;
   let resumeFrom: Position | undefined;
   let worked = false;
+  const waiting = new Set<string>();
   for await (const { entry, after } of entriesBefore(deps.doc, deps.table, dueBefore, { ...work, limit: window.pageSize ?? 100, pages })) {
     // Out of time: the next run starts with this entry. At least one item per run, so a run whose
     // time was spent before it began still moves on.
@@ -221,13 +223,14 @@ export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = 
     if (item === undefined || (item.status !== 'PENDING' && item.status !== 'SENDING')) continue;
     examined++;
     worked = true;
+    // Its provider asked this run to wait: left for the next run, when the wait may be over.
+    if (waiting.has(providerKeyOf(item))) {
+      counts.waiting++;
+      continue;
+    }
     const verdict = await judge(deps, item, now);
     counts[verdict]++;
-    // The provider asked to wait: the next run goes on from here, when the wait may be over.
-    if (verdict === 'wait') {
-      resumeFrom = position;
-      break;
-    }
+    if (verdict === 'wait') waiting.add(providerKeyOf(item));
   }
   const oldestUnsentAgeMs = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
   deps.telemetry.gauge(METRIC.outboxOldestUnsentAgeMs, oldestUnsentAgeMs);

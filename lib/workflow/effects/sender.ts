@@ -12,7 +12,9 @@
  *   certainly not accepted   → released to PENDING (sent again: stream retry, reconciler) or,
  *                              refused for good, FAILED with the reason (alarmed)
  *   throttled                → deferred: PENDING with a jittered, growing `notBefore` (pacing.ts),
- *                              and the rest of the batch deferred with it, unsent
+ *                              and the batch's later items for the same provider deferred with
+ *                              it, unsent (another provider's items are sent: one provider's
+ *                              throttle or hold is not another's)
  *   held (the account's state: paused, sandbox, configuration) → deferred the same way with its
  *                              reason (`heldReason`, alarmed), never FAILED: sent once it lifts
  *   nobody knows (ambiguous) → counted on the item and left SENDING: the reconciler asks the
@@ -303,39 +305,36 @@ export interface OutboxRecord {
  * it, so the stream retries from there in order (ReportBatchItemFailures semantics).
  */
 export async function handleOutboxRecords(deps: SenderDeps, records: readonly OutboxRecord[]): Promise<string[]> {
+  // The providers that asked to wait in this batch: their later items are deferred unsent.
+  const waiting = new Map<string, DeliveryOutcome>();
   for (const [i, r] of records.entries()) {
     if (r.eventName !== 'INSERT' || r.item === undefined) continue;
+    const provider = providerKeyOf(r.item);
+    const wait = waiting.get(provider);
     let outcome: DeliveryOutcome;
     try {
-      outcome = await deliver(deps, r.item);
+      outcome = wait === undefined ? await deliver(deps, r.item) : await deferWithBatch(deps, r.item, wait);
     } catch (e) {
       outboxError(deps, r.item.pk, e);
       outcome = 'released';
     }
     if (outcome === 'released') return records.slice(i).map((x) => x.sequence);
-    if (WAIT.has(outcome)) return deferRest(deps, records.slice(i + 1), outcome);
+    if (wait === undefined && WAIT.has(outcome)) waiting.set(provider, outcome);
   }
   return [];
 }
 
+/** Which provider an item goes to: deferral and pacing are per provider (email, or each http target). */
+export const providerKeyOf = (item: Pick<OutboxItem, 'kind' | 'target'>): string => (item.kind === 'email' ? 'email' : `http:${String(item.target)}`);
+
 /**
- * The provider asked to wait (throttled, or the account held): the batch's other items are not
- * sent now but deferred like the first, unsent, each with its own jittered time, and the batch
- * succeeds (the reconciler sends them when their time comes). A stream retry instead would come
- * back at once, be refused again and end in the dead-letter queue. Returns what failed: an item
- * that could not be deferred (a write error), and everything after it.
+ * Its provider asked to wait (throttled, or the account held) on an earlier item of the batch:
+ * this one is not sent now but deferred like it, unsent, with its own jittered time, and the batch
+ * succeeds (the reconciler sends it when its time comes). A stream retry instead would come back
+ * at once, be refused again and end in the dead-letter queue.
  */
-async function deferRest(deps: SenderDeps, records: readonly OutboxRecord[], why: DeliveryOutcome): Promise<string[]> {
+async function deferWithBatch(deps: SenderDeps, item: OutboxItem, why: DeliveryOutcome): Promise<DeliveryOutcome> {
   const result = why === 'held' ? ({ kind: 'held', reason: 'held with the batch: the provider refused an earlier item for the account\'s state' } as const) : ({ kind: 'throttled', reason: 'deferred with the batch: the provider throttled an earlier item' } as const);
-  for (const [i, r] of records.entries()) {
-    if (r.eventName !== 'INSERT' || r.item === undefined) continue;
-    const item = r.item;
-    try {
-      await deferred(deps, item, result, (d) => deferUnclaimed(deps.doc, deps.table, item.pk, d), false);
-    } catch (e) {
-      outboxError(deps, item.pk, e);
-      return records.slice(i).map((x) => x.sequence);
-    }
-  }
-  return [];
+  await deferred(deps, item, result, (d) => deferUnclaimed(deps.doc, deps.table, item.pk, d), false);
+  return why;
 }
