@@ -8,8 +8,10 @@
  *           generation (and the object says so); no object key is written twice; no stale
  *           generation's object is referenced, now or in any invoice write of the stream.
  * DELIVERY  every outbox item was created by a committed unit (the tie to a fence write), is
- *           never changed in what the unit wrote, and ends SENT (or FAILED/UNKNOWN with its
- *           reason, counted); the provider received exactly one message per outbox id, none for
+ *           never changed in what the unit wrote, says what its job's input says (recipient,
+ *           text, target, destination, request: Workload.checks.outbox) and is one the input
+ *           demands, and ends SENT (or FAILED/UNKNOWN with its reason, counted); what the
+ *           provider itself received says the same; the provider received exactly one message per outbox id, none for
  *           an id no committed unit created, and every duplicate matches a recorded ambiguous send.
  *           A takeover (SENDING under one claim token → SENDING under another, in the stream) of a
  *           claim younger than the reconciler's claim timeout took over a live sender: a violation,

@@ -135,12 +135,18 @@ function actionsOf(operation: string, request: Record<string, unknown>): WireAct
   return kind === undefined ? [] : [{ ...(request as unknown as WireAction), kind }];
 }
 
+const statementsOf = (list: unknown): unknown[] => ((list as { Statement?: unknown }[] | undefined) ?? []).map((s) => s.Statement);
+/** The PartiQL statements of each operation that carries them. */
+const STATEMENTS: Readonly<Record<string, (request: Record<string, unknown>) => unknown[]>> = {
+  ExecuteStatement: (r) => [r.Statement],
+  BatchExecuteStatement: (r) => statementsOf(r.Statements),
+  ExecuteTransaction: (r) => statementsOf(r.TransactStatements),
+};
+
 /** The tables a PartiQL write or a DeleteTable names (a SELECT writes nothing). */
 function statementTables(operation: string, request: Record<string, unknown>): string[] {
   if (operation === 'DeleteTable') return [String(request.TableName)];
-  const statements: unknown[] =
-    operation === 'ExecuteStatement' ? [request.Statement] : operation === 'BatchExecuteStatement' ? ((request.Statements as { Statement?: unknown }[] | undefined) ?? []).map((s) => s.Statement) : operation === 'ExecuteTransaction' ? ((request.TransactStatements as { Statement?: unknown }[] | undefined) ?? []).map((s) => s.Statement) : [];
-  return statements.flatMap((s) => {
+  return (STATEMENTS[operation]?.(request) ?? []).flatMap((s) => {
     const m = typeof s === 'string' ? PARTIQL_WRITE.exec(s) : null;
     return m === null ? [] : [m[2] ?? m[3] ?? m[4]!];
   });

@@ -4,8 +4,8 @@
  * refused) and the outbox identity headers.
  *
  * The answer's verdict is the providers' behaviour model's (provider-behaviour.ts, HTTP_MODEL):
- * 2xx accepted (a body cut on the way maybe taken); 429 throttled (Retry-After honoured); 409 not taken now; 401/403 held; another
- * 4xx refused for good; a 5xx or no answer maybe taken (a resend with the key is harmless),
+ * 2xx accepted (a body cut on the way: maybe taken); 429 throttled (Retry-After honoured); 409
+ * not taken now; 401/403 held; another 4xx refused for good; a 5xx or no answer maybe taken (a resend with the key is harmless),
  * and a 5xx the provider replays as its saved answer for the key final (UNKNOWN).
  */
 import type { HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';

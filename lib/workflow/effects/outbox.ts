@@ -171,7 +171,8 @@ const byToken = (token: string) => ({ condition: '#status = :sending AND #claimT
 /**
  * PENDING → SENDING with a fresh claim token. false: someone else claimed it, it is done, it is
  * deferred past `now` (throttled, held), or the provider's record of an earlier send is on it (a
- * record that came after that send's claim was given back): the record settles it (settleByRecord), never a resend.
+ * record that came after that send's claim was given back): the record settles it
+ * (settleByRecord), never a resend.
  */
 export function claim(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, now: number): Promise<boolean> {
   return change(doc, table, pk, {
