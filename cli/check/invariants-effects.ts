@@ -150,19 +150,18 @@ export function expectedEffects(w: Workload<any>, jobs: readonly Item[], which: 
   const out = new Map<string, ExpectedEffect>();
   for (const job of jobs) {
     if (which === 'done' && job.status !== 'DONE') continue;
-    if (!readable(w, job.input)) continue;
-    for (const e of w.checks.outbox(w.processor.parseInput(job.input))) out.set(e.id, e);
+    const read = inputOf(w, job);
+    if (read !== undefined) for (const e of w.checks.outbox(read.input)) out.set(e.id, e);
   }
   return out;
 }
 
-/** Whether a job's stored input is one its workload reads (a job that never started may hold another). */
-function readable(w: Workload<any>, input: unknown): boolean {
+/** A job's stored input as its workload reads it; undefined when it cannot (a job that never started may hold another). */
+function inputOf(w: Workload<any>, job: Item): { input: unknown } | undefined {
   try {
-    w.processor.parseInput(input);
-    return true;
+    return { input: w.processor.parseInput(job.input) };
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -249,7 +248,7 @@ export async function checkDelivery(
   for (const id of expectedOutboxIds(w, jobs)) if (!byId.has(id)) add('DELIVERY', `${id}: the finished job's outbox item is missing`);
   // What each item a committed unit created says, against its job's input: none its input does not demand.
   const demanded = expectedEffects(w, jobs, 'any');
-  const read = new Set(jobs.filter((j) => readable(w, j.input)).map((j) => String(j.pk)));
+  const read = new Set(jobs.filter((j) => inputOf(w, j) !== undefined).map((j) => String(j.pk)));
   for (const i of outbox.filter((x) => created.has(String(x.pk)) && read.has(String(x.jobId)))) {
     const e = demanded.get(String(i.pk));
     if (e === undefined) add('DELIVERY', `${String(i.pk)}: an effect its job's input does not demand (an extra call)`);
