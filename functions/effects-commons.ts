@@ -61,7 +61,7 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
 /**
  * The workload's providers: SES only for a workload that sends email (its configuration set is
  * then required), and one endpoint per http target, from `<TARGET>_URL` (absent: that target's
- * items wait, unsent, for the reconciler once one is configured), with the key retention its
+ * items are held, unsent and alarmed, and sent once one is configured), with the key retention its
  * descriptor states unless `<TARGET>_KEY_RETENTION_MS` says otherwise.
  */
 function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): { email?: SesEmailProvider; http: Record<string, HttpProvider> } {

@@ -200,6 +200,17 @@ describe('held by the account (paused, sandbox): never FAILED, alarmed, resumed 
     expect(sent).not.toHaveProperty('heldReason');
   });
 
+  it("an http item whose target has no endpoint configured is held with the reason naming its variable, never FAILED, and sent once one is (red before: FAILED)", async () => {
+    const a = await item('http');
+    expect(await deliver({ ...deps(new ManualClock({ wall: T0 }), scripted([], only(a.pk))), http: {} }, a)).toBe('held');
+    const held = await read(a.pk);
+    expect(held).toMatchObject({ status: 'PENDING', heldReason: 'no endpoint configured for http target pay (PAY_URL)' });
+    const p = scripted([], only(a.pk));
+    expect(await deliver(deps(new ManualClock({ wall: held.notBefore! }), p), held)).toBe('sent');
+    expect(await read(a.pk)).toMatchObject({ status: 'SENT' });
+    expect(p.calls).toBe(1);
+  });
+
   it('a held http item is deferred the same way without a claim', async () => {
     const p = scripted([{ kind: 'held', reason: 'HTTP 403 account_inactive' }]);
     const a = await item('http');

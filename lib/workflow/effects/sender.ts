@@ -44,6 +44,7 @@ import type { Clock } from '../../protocol/index.js';
 import { METRIC, type Telemetry } from '../ports.js';
 import { claim, deferClaimed, deferUnclaimed, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, markUnknown, markUnknownUnclaimed, messageIdentity, recordAmbiguous, release, stampFirstSend, type OutboxItem } from './outbox.js';
 import { notBeforeOf, type BackoffSettings, type Pacer } from './pacing.js';
+import { httpTargetEnv } from '../workload.js';
 import type { EmailProvider, HttpProvider, SendResult } from './providers.js';
 
 /** Where fault injection may stop a sender: after its claim, and after the provider answered (before SENT). */
@@ -118,7 +119,9 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
     });
   }
   const provider = providerOf(deps, item);
-  if (provider === undefined) return { kind: 'rejected', permanent: true, reason: `no http provider configured for target ${String(item.target)}` };
+  // No endpoint configured for its target (yet): nothing was sent. It waits, held (alarmed), and is
+  // sent once one is: a missing setting is the operator's to fix, never a refusal for good.
+  if (provider === undefined) return { kind: 'held', reason: `no endpoint configured for http target ${String(item.target)} (${httpTargetEnv(String(item.target)).url})` };
   const call = { idempotencyKey: messageIdentity.idempotencyKey(deps.table, item.pk), headers, body: item.request ?? {}, ...(item.path === undefined ? {} : { path: item.path }) };
   let result: SendResult = { kind: 'ambiguous', reason: PAST_RETENTION };
   // Checked before every POST, so the margin need cover one POST only, not the resends' sum.
