@@ -182,6 +182,15 @@ describe('throttled: deferred with a jittered backoff, the batch with it, sent w
     await run;
     expect(at).toEqual([0, 250, 500]);
   });
+
+  it("the pacer is the email account's rate: a payment does not wait its turn behind the emails (red before: it waited on a clock that never moved)", async () => {
+    const clock = new ManualClock({ wall: T0 });
+    const d = { ...deps(clock, scripted([])), pacer: new Pacer(clock, 1) };
+    expect(await deliver(d, await item('email'))).toBe('sent');
+    // The pacer's next slot is a second away on a clock this test never moves.
+    const pays = [await item('http'), await item('http')];
+    expect(await Promise.all(pays.map((x) => deliver(d, x)))).toEqual(['sent', 'sent']);
+  }, 10_000);
 });
 
 describe('held by the account (paused, sandbox): never FAILED, alarmed, resumed when it lifts (red before: FAILED, or resent every minute)', () => {

@@ -70,7 +70,7 @@ export interface SenderDeps {
   readonly httpResends?: number;
   /** How long before a provider's key retention ends the sender stops sending (the module's comment). Default 1 h. */
   readonly keyRetentionMarginMs?: number;
-  /** Spaces this invocation's provider calls by its share of the account's send rate (pacing.ts). None: unpaced. */
+  /** Spaces this invocation's emails by its share of the email account's send rate (pacing.ts; SES's MaxSendRate). None: unpaced. http calls are not paced: a provider's own limit answers 429. */
   readonly pacer?: Pacer;
   /** How throttled and held items wait (pacing.ts). */
   readonly backoff?: BackoffSettings;
@@ -126,8 +126,9 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
   let result: SendResult = { kind: 'ambiguous', reason: PAST_RETENTION };
   // Checked before every POST, so the margin need cover one POST only, not the resends' sum.
   // A final ambiguous answer (the provider's saved 5xx) is what every resend would get back.
+  // Not paced: the pacer is the email account's rate (SES's MaxSendRate); an http provider's own
+  // limit answers 429, which defers the item.
   for (let i = 0; i === 0 || (result.kind === 'ambiguous' && result.final !== true && i <= (deps.httpResends ?? 2)); i++) {
-    await deps.pacer?.take();
     if (deps.clock.wallNow() >= notAfter) break;
     result = await provider.post(call);
   }
