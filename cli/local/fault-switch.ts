@@ -52,6 +52,9 @@ export class Window {
  */
 export type CutBody = 'truncated' | 'reset';
 
+/** What of a cut body arrives, either way: its first half. */
+export const cutHalf = (body: string): string => body.slice(0, Math.floor(body.length / 2));
+
 /** A counter per kind of answer a fault gave, all at zero. */
 export function counters<K extends string>(kinds: readonly K[]): Record<K, number> {
   return Object.fromEntries(kinds.map((k) => [k, 0])) as Record<K, number>;

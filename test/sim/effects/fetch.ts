@@ -3,9 +3,10 @@
  * memory, for FetchHttpProvider's `fetchFn`: the same code the node:http provider runs, a real
  * `Response` back. A lost answer (loseResponses) is performed and then fails as a cut connection
  * (SimNetworkError ECONNRESET: maybe taken, resent with its key); a cut 2xx (cut2xx) is a
- * `Response` whose body is cut the same two ways the node:http provider cuts it. Only the provider's origin is
- * served: any other URL is refused loudly (Unanswered).
+ * `Response` whose body is cut the same two ways the node:http provider cuts it. Only the
+ * provider's origin is served: any other URL is refused loudly (Unanswered).
  */
+import { cutHalf } from '../../../cli/local/fault-switch.js';
 import type { PaymentsCore } from '../../../cli/local/payments-core.js';
 import { SimNetworkError, type Unanswered } from './errors.js';
 
@@ -29,7 +30,7 @@ export function simFetch(core: PaymentsCore, unanswered: Unanswered, origin = SI
     const head = { status: answer.status, headers: answer.headers };
     if (answer.cut === undefined) return new Response(answer.body, head);
     // A cut body (cut2xx): its first half as the whole answer, or its first half and then the connection reset.
-    const half = answer.body.slice(0, Math.floor(answer.body.length / 2));
+    const half = cutHalf(answer.body);
     if (answer.cut === 'truncated') return new Response(half, head);
     const reset = new SimNetworkError('ECONNRESET', 'payments', what);
     return new Response(new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(half)), c.error(reset)) }), head);
