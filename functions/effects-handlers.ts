@@ -15,19 +15,8 @@ export type RecorderHandler = (event: EventBridgeEvent<string, SesEventDetail>) 
 
 const budgetOf = (context: BudgetContext | undefined) => (context ? { remainingTimeMs: () => context.getRemainingTimeInMillis() } : {});
 
-/**
- * A reconcile that ran short of time resumes in this container's next invocation where it
- * stopped; a new container starts over from the oldest item (correct either way: every change
- * is conditional on the claim it saw, and the oldest items come first).
- */
-export function createReconcilerHandler(deps: ReconcilerDeps): ReconcilerHandler {
-  let resumeFrom: Record<string, unknown> | undefined;
-  return async (_event, context) => {
-    const report = await reconcile(deps, { ...budgetOf(context), ...(resumeFrom ? { resumeFrom } : {}) });
-    resumeFrom = report.resumeFrom;
-    return report;
-  };
-}
+/** Where a reconcile starts is drawn from its start time (reconciler.ts): the container keeps nothing between invocations. */
+export const createReconcilerHandler = (deps: ReconcilerDeps): ReconcilerHandler => async (_event, context) => reconcile(deps, budgetOf(context));
 
 /** The collector's resume point is durable (its cursor item), not the container's. */
 export const createCollectorHandler = (deps: CollectorDeps): CollectorHandler => async (_event, context) => collect(deps, budgetOf(context));

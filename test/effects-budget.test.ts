@@ -14,7 +14,7 @@ import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startS3Endpoint, type S3Endpoint, type StoredVersion } from '../cli/local/s3-endpoint.js';
 import { createCollectorHandler, createReconcilerHandler } from '../functions/effects-handlers.js';
-import { createDynamo, systemClock } from '../lib/protocol/index.js';
+import { createDynamo, ManualClock, systemClock } from '../lib/protocol/index.js';
 import { cursorKeyOf, readCursor, silentTelemetry, unsentKeyOf, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
@@ -151,15 +151,16 @@ describe('the collector, bounded by its budget', () => {
 });
 
 describe('the reconciler, bounded by its budget', () => {
-  it('works through 200 stuck items across several runs, each in its budget, resuming where the last stopped', { timeout: 240_000 }, async () => {
+  it('works through 200 stuck items across several runs, each in its budget, none keeping where the last stopped', { timeout: 240_000 }, async () => {
     const old = Date.now() - 3_600_000;
     const n = 200;
     // Each DynamoDB request of the reconciler costs REQUEST_MS of the budget's clock. A run first
-    // asks every unsent key for its oldest entry (33 queries), then reads and settles items (a
-    // few requests each): a budget of 60 requests works some items and leaves the 200 to several runs.
+    // asks every unsent key for its oldest entry (33 queries) and each key holding due entries for
+    // its newest (32 here), then reads and settles items (a few requests each): a budget of 100
+    // requests works some items and leaves the 200 to several runs.
     const clock = new StepClock();
     const REQUEST_MS = 10;
-    const budgetMs = 60 * REQUEST_MS;
+    const budgetMs = 100 * REQUEST_MS;
     const counted = createDynamo({ endpoint: inject('dynamoEndpoint') });
     counted.client.middlewareStack.add((next) => (args) => (clock.step(REQUEST_MS), next(args)), { step: 'initialize', name: 'budgetStep' });
     const items = Array.from({ length: n }, (_, i) => ({ pk: `email#stuck#${i}`, kind: 'email', jobId: 'j', generation: 1, unit: i, updatedAt: old + i, status: 'SENDING', claimToken: 'dead', claimedAt: old + i, attempts: 1, unsent: unsentKeyOf(`email#stuck#${i}`), to: 'c@customers.example', subject: 's', body: 'b', providerEvents: [`SEND:m-${i}`] }));
@@ -175,8 +176,8 @@ describe('the reconciler, bounded by its budget', () => {
       reports.push(await handler(undefined, context(clock, budgetMs)));
       overrun = Math.max(overrun, clock.now - t0 - budgetMs);
       // A run that stopped for its budget made progress first.
-      if (reports.at(-1)!.resumeFrom !== undefined) expect(reports.at(-1)!.fromRecord).toBeGreaterThanOrEqual(1);
-    } while (reports.at(-1)!.resumeFrom !== undefined && reports.length < n);
+      if (reports.at(-1)!.outOfTime) expect(reports.at(-1)!.fromRecord).toBeGreaterThanOrEqual(1);
+    } while (reports.at(-1)!.outOfTime && reports.length < n);
     counted.client.destroy();
     console.log(`reconciler: ${n} stuck items in ${reports.length} runs at a budget of ${budgetMs / REQUEST_MS} requests, over it by at most ${overrun / REQUEST_MS}`);
     // Over by at most one item's work and one index page (measured: 3 requests, a read and an update of the item and a page).
@@ -184,7 +185,37 @@ describe('the reconciler, bounded by its budget', () => {
     expect(reports.length).toBeGreaterThan(1);
     expect(reports.reduce((s, r) => s + r.fromRecord, 0)).toBe(n);
     expect(sent).toBe(0);
-    // A run that resumes mid-index still reports the oldest unsent item's age (the alarm's metric).
+    // A run that starts mid-index still reports the oldest unsent item's age (the alarm's metric).
     for (const r of reports) expect(r.oldestUnsentAgeMs).toBeGreaterThan(3_500_000);
+  });
+
+  it('reaches a due item behind more waiting items than one run can read, though every run is a new container', { timeout: 120_000 }, async () => {
+    // One key of the index: 60 payments deferred for a day (each costs the run a read and is
+    // left), then one email whose sender died after the provider took it (the record settles it).
+    const key = unsentKeyOf('email#behind#0');
+    const inKey = (prefix: string, n: number) => Array.from({ length: 5_000 }, (_, i) => `${prefix}#${i}`).filter((pk) => unsentKeyOf(pk) === key).slice(0, n);
+    const old = Date.UTC(2026, 8, 1);
+    const waiting = inKey('pay#waiting', 60).map((pk, i) => ({ pk, kind: 'http', target: 'pay', jobId: 'j', generation: 1, unit: i, updatedAt: old + i, status: 'PENDING', attempts: 1, deferrals: 1, notBefore: old + 86_400_000 * 365, unsent: key, request: { amountCents: 1 } }));
+    const email = { pk: 'email#behind#0', kind: 'email', jobId: 'j', generation: 1, unit: 99, updatedAt: old + 100, status: 'SENDING', claimToken: 'dead', claimedAt: old + 100, attempts: 1, unsent: key, to: 'c@customers.example', subject: 's', body: 'b', providerEvents: ['SEND:m-behind'] };
+    expect(waiting).toHaveLength(60);
+    for (const batch of [waiting.slice(0, 25), waiting.slice(25, 50), [...waiting.slice(50), email]]) await t.dynamo.doc.send(new BatchWriteCommand({ RequestItems: { [t.names.outbox]: batch.map((Item) => ({ PutRequest: { Item } })) } }));
+    // A budget of 34 index queries (every key's oldest entry, the one due key's newest), a page or two and 20 items.
+    const clock = new StepClock();
+    const REQUEST_MS = 10;
+    const counted = createDynamo({ endpoint: inject('dynamoEndpoint') });
+    counted.client.middlewareStack.add((next) => (args) => (clock.step(REQUEST_MS), next(args)), { step: 'initialize', name: 'budgetStep' });
+    const never = { send: async () => expect.fail('nothing is sent') } as unknown as EmailProvider;
+    const runs: ReconcileReport[] = [];
+    // Scheduled a minute apart (and a few ms late, as schedules are), each in a new container: a new handler.
+    for (let run = 0; run < 20 && !runs.some((r) => r.fromRecord > 0); run++) {
+      const wall = new ManualClock({ wall: old + 3_600_000 + run * 60_000 + ((run * 37) % 250) });
+      const handler = createReconcilerHandler({ doc: counted.doc, table: t.names.outbox, clock: wall, telemetry: silentTelemetry, email: never, from: 'billing@fenced-workflow.example', pendingAfterMs: 60_000, claimTimeoutMs: 60_000, recordLagMs: 60_000 });
+      runs.push(await handler(undefined, context(clock, (34 + 2 + 20) * REQUEST_MS)));
+    }
+    counted.client.destroy();
+    console.log(`reconciler: the email behind 60 waiting payments, ${runs.at(-1)!.fromRecord === 1 ? `settled in run ${runs.length}` : 'never settled'} (at most 20 runs; examined ${runs.map((r) => r.examined).join(' ')})`);
+    expect(runs.at(-1)!.fromRecord).toBe(1);
+    // Each run before it was cut short by its budget: the email was reached by where the run began, not by time to spare.
+    expect(runs.slice(0, -1).every((r) => r.outOfTime)).toBe(true);
   });
 });

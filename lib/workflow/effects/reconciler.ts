@@ -35,13 +35,17 @@
  * run never holds a claim an overlapping run may take as dead.
  *
  * One run is bounded by its time: the index is read key by key (its partition key is
- * write-sharded: unsent-index.ts), each in pages of `pageSize` entries, oldest first, only the
- * entries old enough to be due (the Query's key condition), and no item is taken once less than
- * `reserveMs` of the invocation remains; the report's `resumeFrom` is where the next run goes on
- * (the handler keeps it), so a backlog larger than one run's time is worked through across runs
- * instead of the same oldest items every time. The index holds keys only: each due entry's item
- * is read from the table (consistent) before anything is decided, so an entry the index has not
- * yet dropped (it lags the table) is passed over.
+ * write-sharded: unsent-index.ts), each in pages of `pageSize` entries, only the entries old
+ * enough to be due (the Query's key condition), and no item is taken once less than `reserveMs`
+ * of the invocation remains (the report says `outOfTime`). Where a run starts is derived, never
+ * kept: the key it begins with, and in each key the creation time it reads from (then the key's
+ * older entries), are drawn from the run's start time over the keys holding due entries and each
+ * key's span of due entries. So a backlog larger than one run's time is worked through across runs,
+ * in a new container as in a warm one, and due work behind more waiting items (deferred, or of a
+ * provider that asked to wait) than one run can read is still reached, where runs that all began
+ * with the oldest entries would spend their time on the same waiting items. The index holds keys
+ * only: each due entry's item is read from the table (consistent) before anything is decided, so
+ * an entry the index has not yet dropped (it lags the table) is passed over.
  */
 import { randomUUID } from 'node:crypto';
 import { METRIC } from '../ports.js';
@@ -49,7 +53,7 @@ import { unsentKeys } from '../schema.js';
 import { markFailed, markSent, markUnknown, readOutboxItem, release, settleByRecord, takeOver, type OutboxItem } from './outbox.js';
 import { recordedDelivery } from './providers.js';
 import { claimCoversSend, DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, providerKeyOf, PAST_RETENTION, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
-import { entriesBefore, oldestPerKey, type Position } from './unsent-index.js';
+import { entriesBefore, oldestPerKey, type KeyStart } from './unsent-index.js';
 
 export interface ReconcilerDeps extends SenderDeps {
   /** A PENDING item this old has missed its stream delivery. */
@@ -73,8 +77,6 @@ export interface ReconcileWindow {
   readonly reserveMs?: number;
   /** Items per index page. @default 100 */
   readonly pageSize?: number;
-  /** A previous run's `resumeFrom`. */
-  readonly resumeFrom?: Record<string, unknown>;
 }
 
 export interface ReconcileReport {
@@ -90,8 +92,8 @@ export interface ReconcileReport {
   readonly oldestUnsentAgeMs: number;
   /** Pages of due entries read (besides the one Limit-1 Query per key value that finds each key's oldest). */
   readonly pages: number;
-  /** Set when the run's time was spent before the end of the index: where the next run goes on (an index position; its `unsent` names the key). */
-  readonly resumeFrom?: Record<string, unknown>;
+  /** The run's time was spent before it read every due entry: the next runs, starting elsewhere, go on. */
+  readonly outOfTime: boolean;
 }
 
 /** `wait`: the provider asked to wait (throttled, held): the run sends nothing more. */
@@ -186,12 +188,28 @@ async function judge(deps: ReconcilerDeps, item: OutboxItem, now: number): Promi
   return 'waiting';
 }
 
-/** The keys this run works through, in order: from the resume point's key on, those with a due entry (and the resume point's own). */
-function keysToWork(oldest: ReadonlyMap<string, number>, dueBefore: number, from: Position | undefined): { keys: string[]; from?: Position } {
-  const all = unsentKeys();
-  const at = from === undefined ? -1 : all.indexOf(String(from.unsent));
-  const keys = all.slice(Math.max(0, at)).filter((k, i) => (at >= 0 && i === 0) || (oldest.get(k) ?? Number.POSITIVE_INFINITY) <= dueBefore);
-  return at < 0 ? { keys } : { keys, from: from! };
+/** A fraction in [0, 1) drawn from a number (a 32-bit mix of it, `salt` choosing which): the same number, the same fraction. */
+function fractionOf(n: number, salt: number): number {
+  let h = (Math.floor(n) % 0x1_0000_0000) ^ Math.imul(salt, 0x9e3779b9);
+  h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
+  h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
+  return ((h ^ (h >>> 16)) >>> 0) / 0x1_0000_0000;
+}
+
+/**
+ * Where this run reads, drawn from its start time: the keys holding due entries, from one of them
+ * round to the one before it, each from a creation time between its oldest and newest due entry
+ * (one more Limit-1 Query per such key).
+ */
+async function startsOf(deps: ReconcilerDeps, oldest: ReadonlyMap<string, number>, dueBefore: number, now: number): Promise<KeyStart[]> {
+  const keys = unsentKeys().filter((k) => (oldest.get(k) ?? Number.POSITIVE_INFINITY) <= dueBefore);
+  const newest = await oldestPerKey(deps.doc, deps.table, dueBefore, keys, true);
+  const first = Math.floor(fractionOf(now, 1) * keys.length);
+  const within = fractionOf(now, 2);
+  return [...keys.slice(first), ...keys.slice(0, first)].map((key) => {
+    const from = oldest.get(key)!;
+    return { key, oldest: from, from: from + Math.floor(within * ((newest.get(key) ?? from) - from + 1)) };
+  });
 }
 
 export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = {}): Promise<ReconcileReport> {
@@ -205,19 +223,16 @@ export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = 
   const oldest = Math.min(Number.POSITIVE_INFINITY, ...oldestByKey.values());
   // Items sort by creation time: everything the sender may still be handling is left to it, unread.
   const dueBefore = now - Math.min(deps.pendingAfterMs, deps.claimTimeoutMs);
-  const work = keysToWork(oldestByKey, dueBefore, window.resumeFrom);
-  let position: Position | undefined;
-  let resumeFrom: Position | undefined;
+  const starts = await startsOf(deps, oldestByKey, dueBefore, now);
+  let outOfTime = false;
   let worked = false;
   const waiting = new Set<string>();
-  for await (const { entry, after } of entriesBefore(deps.doc, deps.table, dueBefore, { ...work, limit: window.pageSize ?? 100, pages })) {
-    // Out of time: the next run starts with this entry. At least one item per run, so a run whose
-    // time was spent before it began still moves on.
+  for await (const entry of entriesBefore(deps.doc, deps.table, dueBefore, { starts, limit: window.pageSize ?? 100, pages })) {
+    // Out of time. At least one item per run, so a run whose time was spent before it began still moves on.
     if (worked && window.remainingTimeMs !== undefined && window.remainingTimeMs() < reserveMs) {
-      resumeFrom = position;
+      outOfTime = true;
       break;
     }
-    position = after;
     const item = await readOutboxItem(deps.doc, deps.table, entry.pk);
     // The index lags the table: an item settled since (or never readable) is not unsent any more.
     if (item === undefined || (item.status !== 'PENDING' && item.status !== 'SENDING')) continue;
@@ -235,7 +250,7 @@ export async function reconcile(deps: ReconcilerDeps, window: ReconcileWindow = 
   const oldestUnsentAgeMs = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
   deps.telemetry.gauge(METRIC.outboxOldestUnsentAgeMs, oldestUnsentAgeMs);
   const { wait, ...verdicts } = counts;
-  const report: ReconcileReport = { examined, ...verdicts, waiting: verdicts.waiting + wait, deferred: wait, oldestUnsentAgeMs, pages: pages.n, ...(resumeFrom === undefined ? {} : { resumeFrom }) };
+  const report: ReconcileReport = { examined, ...verdicts, waiting: verdicts.waiting + wait, deferred: wait, oldestUnsentAgeMs, pages: pages.n, outOfTime };
   deps.telemetry.event('reconcile-done', { table: deps.table, ...report });
   return report;
 }

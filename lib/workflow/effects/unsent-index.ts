@@ -26,10 +26,14 @@ interface PageRequest {
   readonly key: string;
   /** Only entries created by then (the key condition on the sort key). */
   readonly before: number;
+  /** And, when set, none created before this (the key condition's lower bound). */
+  readonly from?: number;
   readonly limit?: number;
   readonly start?: Position;
   /** Select COUNT: how many, not which. */
   readonly count?: boolean;
+  /** Newest first. */
+  readonly newestFirst?: boolean;
 }
 
 async function page(doc: DynamoDBDocumentClient, table: string, r: PageRequest): Promise<Page & { count: number }> {
@@ -37,43 +41,50 @@ async function page(doc: DynamoDBDocumentClient, table: string, r: PageRequest):
     new QueryCommand({
       TableName: table,
       IndexName: OUTBOX_INDEX,
-      KeyConditionExpression: '#u = :key AND #t <= :before',
+      KeyConditionExpression: r.from === undefined ? '#u = :key AND #t <= :before' : '#u = :key AND #t BETWEEN :from AND :before',
       ExpressionAttributeNames: { '#u': O.unsent, '#t': O.updatedAt },
-      ExpressionAttributeValues: { ':key': r.key, ':before': r.before },
+      ExpressionAttributeValues: { ':key': r.key, ':before': r.before, ...(r.from === undefined ? {} : { ':from': r.from }) },
       ...(r.limit === undefined ? {} : { Limit: r.limit }),
       ...(r.count ? { Select: 'COUNT' } : {}),
+      ...(r.newestFirst ? { ScanIndexForward: false } : {}),
       ...(r.start === undefined ? {} : { ExclusiveStartKey: r.start }),
     }),
   );
   return { entries: (out.Items ?? []) as UnsentEntry[], count: out.Count ?? 0, ...(out.LastEvaluatedKey === undefined ? {} : { next: out.LastEvaluatedKey }) };
 }
 
-/** The oldest entry's `updatedAt` of each key (absent: the key holds none created by `before`): one Limit-1 Query per key, in parallel. */
-export async function oldestPerKey(doc: DynamoDBDocumentClient, table: string, before: number, keys: readonly string[] = unsentKeys()): Promise<Map<string, number>> {
-  const firsts = await Promise.all(keys.map(async (k) => [k, (await page(doc, table, { key: k, before, limit: 1 })).entries[0]?.updatedAt] as const));
+/** The oldest (or newest) entry's `updatedAt` of each key (absent: the key holds none created by `before`): one Limit-1 Query per key, in parallel. */
+export async function oldestPerKey(doc: DynamoDBDocumentClient, table: string, before: number, keys: readonly string[] = unsentKeys(), newest = false): Promise<Map<string, number>> {
+  const firsts = await Promise.all(keys.map(async (k) => [k, (await page(doc, table, { key: k, before, limit: 1, newestFirst: newest })).entries[0]?.updatedAt] as const));
   return new Map(firsts.filter((f): f is readonly [string, number] => f[1] !== undefined));
 }
 
+/** Where a run reads one key: its entries from `from` on (to the due bound) first, then those older, from `oldest`. */
+export interface KeyStart {
+  readonly key: string;
+  readonly oldest: number;
+  readonly from: number;
+}
+
+/** Every entry of one key in `[from, before]`, page by page, oldest first. */
+async function* entriesBetween(doc: DynamoDBDocumentClient, table: string, r: PageRequest & { limit: number }, pages: { n: number }): AsyncIterable<UnsentEntry> {
+  let start: Position | undefined;
+  do {
+    const p = await page(doc, table, { ...r, ...(start === undefined ? {} : { start }) });
+    pages.n++;
+    yield* p.entries;
+    start = p.next;
+  } while (start !== undefined);
+}
+
 /**
- * Every entry created by `before`, key after key in `keys` order (each oldest first), from `from`
- * (a position inside one of the keys: the keys before it are skipped), with the position just after it.
+ * Every entry created by `before`, key after key in `starts` order: each key from its start time
+ * on, then the key's entries older than that (so a run need not begin with the same oldest entries).
  */
-export async function* entriesBefore(
-  doc: DynamoDBDocumentClient,
-  table: string,
-  before: number,
-  opts: { keys: readonly string[]; from?: Position; limit: number; pages: { n: number } },
-): AsyncIterable<{ entry: UnsentEntry; after: Position }> {
-  const resumeAt = opts.from === undefined ? -1 : opts.keys.indexOf(String(opts.from[O.unsent]));
-  for (const [i, key] of opts.keys.entries()) {
-    if (i < resumeAt) continue;
-    let start = i === resumeAt ? opts.from : undefined;
-    do {
-      const p = await page(doc, table, { key, before, limit: opts.limit, ...(start === undefined ? {} : { start }) });
-      opts.pages.n++;
-      for (const e of p.entries) yield { entry: e, after: { pk: e.pk, [O.unsent]: e.unsent, [O.updatedAt]: e.updatedAt } };
-      start = p.next;
-    } while (start !== undefined);
+export async function* entriesBefore(doc: DynamoDBDocumentClient, table: string, before: number, opts: { starts: readonly KeyStart[]; limit: number; pages: { n: number } }): AsyncIterable<UnsentEntry> {
+  for (const { key, oldest, from } of opts.starts) {
+    yield* entriesBetween(doc, table, from <= oldest ? { key, before, limit: opts.limit } : { key, from, before, limit: opts.limit }, opts.pages);
+    if (from > oldest) yield* entriesBetween(doc, table, { key, before: from - 1, limit: opts.limit }, opts.pages);
   }
 }
 
