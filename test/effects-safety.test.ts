@@ -336,6 +336,38 @@ describe("the provider's key retention: an http item is never sent past it less 
     expect(await reconcile(reconciler(providerNow + 60_000))).toMatchObject({ examined: 0 });
   });
 
+  it('an item the provider only ever refused (held: nothing taken, no key stored) is sent past the retention, its window started again, never UNKNOWN', async () => {
+    const pk = 'payment#retention-held';
+    const image = await item(pk);
+    let held = true;
+    forgetful.pausedWhile(() => held);
+    providerNow = T0;
+    expect(await deliver(deps(T0), image)).toBe('held');
+    // The hold's retry (5 min, jittered) comes past the retention: every round so far refused, so the window starts again, and the hold refuses once more.
+    providerNow = T0 + 400_000;
+    expect(await reconcile(reconciler(providerNow))).toMatchObject({ unknown: 0, deferred: 1 });
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'PENDING', firstSentAt: T0 + 400_000, keyedSends: 2, keyedRefusals: 2 });
+    held = false;
+    providerNow = T0 + 800_000;
+    expect(await reconcile(reconciler(providerNow))).toMatchObject({ delivered: 1, unknown: 0 });
+    expect(ledger(pk)).toMatchObject({ requests: 1, charges: [expect.any(String)] });
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'SENT', providerMessageId: ledger(pk)!.chargeId, firstSentAt: T0 + 800_000, keyedSends: 3, keyedRefusals: 2 });
+  });
+
+  it('a round that may have been taken (its answer lost) before the refusals keeps the deadline: past it, UNKNOWN, no POST', async () => {
+    const pk = 'payment#retention-lost-then-held';
+    await sentOnceAnswerLost(pk);
+    let held = true;
+    forgetful.pausedWhile(() => held);
+    providerNow = T0 + 20_000;
+    expect(await reconcile(reconciler(providerNow))).toMatchObject({ deferred: 1 });
+    held = false;
+    providerNow = T0 + 400_000;
+    expect(await reconcile(reconciler(providerNow))).toMatchObject({ delivered: 0, unknown: 1 });
+    expect(ledger(pk)).toMatchObject({ requests: 1 });
+    expect(await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)).toMatchObject({ status: 'UNKNOWN', failureReason: PAST_RETENTION, firstSentAt: T0 });
+  });
+
   it('an ambiguous answer is resent at once only until the deadline: a POST never starts past it', async () => {
     const pk = 'payment#retention-resends';
     const i = await item(pk);

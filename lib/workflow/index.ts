@@ -73,7 +73,6 @@ export {
   markSent,
   markSentUnclaimed,
   markUnknownUnclaimed,
-  stampFirstSend,
   markUnknown,
   messageIdentity,
   outboxEmail,
@@ -92,7 +91,8 @@ export {
 } from './effects/outbox.js';
 export { Pacer, notBeforeOf, type BackoffSettings } from './effects/pacing.js';
 export { PROVIDER_EVENT, recordedDelivery, type SendVerdict, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult } from './effects/providers.js';
-export { claimCoversSend, DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, handleOutboxRecords, PAST_RETENTION, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
+export { countKeyedRefusal, DEFAULT_KEY_RETENTION_MARGIN_MS, keyedDeadline, PAST_RETENTION, restartKeyWindow, startKeyedSend, type KeyedRounds } from './effects/key-retention.js';
+export { claimCoversSend, deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
 export { countUnsent } from './effects/unsent-index.js';
 export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';

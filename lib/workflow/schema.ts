@@ -99,6 +99,13 @@ export const OUTBOX_ATTR = {
    */
   firstSentAt: 'firstSentAt',
   /**
+   * The same items' rounds of POSTs (a POST and its immediate resends), counted before each, and
+   * of those the rounds the provider certainly refused (throttled, held, refused for now: nothing
+   * taken, no key stored). Every round refused: the key's window starts again rather than UNKNOWN.
+   */
+  keyedSends: 'keyedSends',
+  keyedRefusals: 'keyedRefusals',
+  /**
    * A deferred item (throttled, held by the account's state): no send before this wall time (ms).
    * The sender's claim and the reconciler honour it; `deferrals` counts the backoffs (its exponent),
    * `heldReason` says why an item is held (present only while it is).

@@ -204,12 +204,15 @@ export function classifyHttpStatus(status: number, body: string, opts: { replaye
   return { kind: 'rejected', permanent: true, reason };
 }
 
+/** The refusals' rule for an http provider that forgets keys (effects/sender.ts, key retention). */
+const REFUSED_ROUND = '; to an http provider that forgets keys, the round is counted refused (`keyedRefusals`): an item only ever refused took nothing, so past the key retention its window starts again, never UNKNOWN';
+
 /** What the sender and the reconciler do on each verdict (effects/sender.ts, reconciler.ts). */
 export const VERDICT_ACTIONS: Readonly<Record<BehaviourRow['verdict'], string>> = {
   accepted: 'SENT with the provider\'s id',
-  rejected: 'not taken: released (an email) or left (http) PENDING, sent again by the stream\'s retry or the reconciler',
+  rejected: `not taken: released (an email) or left (http) PENDING, sent again by the stream's retry or the reconciler${REFUSED_ROUND}`,
   'rejected (permanent)': 'FAILED with the reason (alarm OutboxFailed)',
-  throttled: 'deferred: PENDING with `notBefore` (full-jitter backoff doubling from THROTTLE_BACKOFF_MS, at least Retry-After), the batch\'s later items for the same provider deferred unsent, the reconciler\'s run stops sending to that provider (another provider\'s items are sent) (metric OutboxThrottled)',
-  held: 'deferred HELD_RETRY_MS (±25 %) with `heldReason`, never FAILED, the batch and the run stop sending to that provider (not to the others); sent by itself once the state lifts (alarm OutboxHeld)',
+  throttled: `deferred: PENDING with \`notBefore\` (full-jitter backoff doubling from THROTTLE_BACKOFF_MS, at least Retry-After), the batch's later items for the same provider deferred unsent, the reconciler's run stops sending to that provider (another provider's items are sent) (metric OutboxThrottled)${REFUSED_ROUND}`,
+  held: `deferred HELD_RETRY_MS (±25 %) with \`heldReason\`, never FAILED, the batch and the run stop sending to that provider (not to the others); sent by itself once the state lifts (alarm OutboxHeld)${REFUSED_ROUND}`,
   ambiguous: 'maybe taken: an email is counted (`ambiguousSends`) and left SENDING for the provider\'s record, resent after `recordLagMs` without one, UNKNOWN after 3 unrecorded; an http call is resent with its key (a replay); a final one (a saved 5xx) is UNKNOWN with the reason',
 };

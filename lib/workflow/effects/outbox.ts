@@ -22,10 +22,13 @@
  *
  * A refusal for now or an unanswered call writes nothing: the item stays PENDING and is sent
  * again with the same key (the stream's retry, the reconciler). For a provider that forgets keys
- * after a retention, the first send is stamped first (`firstSentAt`, once), and an item too old
- * for its key to be remembered is given up unsent:
+ * after a retention, the first send is stamped first (`firstSentAt`, once) and every round of
+ * POSTs counted (`keyedSends`, and `keyedRefusals` for the rounds certainly refused); an item too
+ * old for its key to be remembered is given up unsent, unless every round was refused (then no
+ * key was ever stored, and its window starts again):
  *
- *   PENDING ──stampFirstSend──> PENDING (firstSentAt)   PENDING ──markUnknownUnclaimed──> UNKNOWN
+ *   PENDING ──startKeyedSend──> PENDING (firstSentAt, keyedSends)   PENDING ──markUnknownUnclaimed──> UNKNOWN
+ *   PENDING ──restartKeyWindow──> PENDING (firstSentAt = now)          (key-retention.ts)
  *
  * A provider that took nothing and asked to wait (throttled, or held by the sending account's
  * state: paused, sandboxed) defers the item: it goes (or stays) PENDING with `notBefore`, which
@@ -62,6 +65,8 @@ export interface OutboxItem {
   readonly ambiguousSends?: number;
   readonly providerMessageId?: string;
   readonly firstSentAt?: number;
+  readonly keyedSends?: number;
+  readonly keyedRefusals?: number;
   readonly notBefore?: number;
   readonly deferrals?: number;
   readonly heldReason?: string;
@@ -137,7 +142,7 @@ export async function readOutboxItem(doc: DynamoDBDocumentClient, table: string,
   return out.Item as OutboxItem | undefined;
 }
 
-interface Change {
+export interface Change {
   readonly set: Record<string, unknown>;
   readonly remove?: readonly string[];
   readonly add?: Record<string, number>;
@@ -148,7 +153,7 @@ interface Change {
 }
 
 /** One conditional UpdateItem; false when the condition did not hold (someone else moved the item). */
-async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c: Change): Promise<boolean> {
+export async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c: Change): Promise<boolean> {
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ...c.values };
   const name = (a: string) => ((names[`#${a}`] = a), `#${a}`);
@@ -230,38 +235,12 @@ export function markUnknown(doc: DynamoDBDocumentClient, table: string, pk: stri
 }
 
 /** No claim (an http item): the answer is recorded only while the item is still PENDING, so the first recorded answer stands. */
-const unclaimed = { condition: '#status = :pending', values: { ':pending': 'PENDING' }, names: [O.status] };
+/** The condition of every write to an http item, which has no claim: still PENDING. */
+export const unclaimed = { condition: '#status = :pending', values: { ':pending': 'PENDING' }, names: [O.status] };
 
 /** PENDING → SENT with the provider's id, for an item sent without a claim (its provider deduplicated on the key). false: already settled. */
 export function markSentUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, providerMessageId: string, now: number): Promise<boolean> {
   return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, add: { [O.attempts]: 1 }, remove: [O.unsent, O.heldReason], ...unclaimed });
-}
-
-/**
- * Before an http item's first POST to a provider that forgets keys: its first send time, set once
- * (`if_not_exists`: a later or racing sender keeps the first one) and only while it is PENDING.
- * Returns the stored first send time, or undefined when the item is settled (nothing to send).
- * Written before the POST, the stamp is never later than the provider's first sight of the key,
- * so an age measured from it never understates the key's age at the provider (less clock skew).
- */
-export async function stampFirstSend(doc: DynamoDBDocumentClient, table: string, pk: string, now: number): Promise<number | undefined> {
-  try {
-    const out = await doc.send(
-      new UpdateCommand({
-        TableName: table,
-        Key: { pk },
-        UpdateExpression: 'SET #first = if_not_exists(#first, :now)',
-        ConditionExpression: '#status = :pending',
-        ExpressionAttributeNames: { '#first': O.firstSentAt, '#status': O.status },
-        ExpressionAttributeValues: { ':now': now, ':pending': 'PENDING' },
-        ReturnValues: 'UPDATED_NEW',
-      }),
-    );
-    return out.Attributes?.[O.firstSentAt] as number;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return undefined;
-    throw e;
-  }
 }
 
 /** PENDING → UNKNOWN, for an item without a claim nobody may send again (past its provider's key retention). false: already settled. */
@@ -279,12 +258,15 @@ export function recordAmbiguous(doc: DynamoDBDocumentClient, table: string, pk: 
   return change(doc, table, pk, { set: { [O.ambiguousClaim]: token }, add: { [O.ambiguousSends]: 1 }, ...byToken(token) });
 }
 
-/** Why an item waits: throttled (its backoff), or held by the account's state (the reason, shown until it is sent). */
-export type Deferral = { readonly notBefore: number; readonly held?: string };
+/**
+ * Why an item waits: throttled (its backoff), or held by the account's state (the reason, shown
+ * until it is sent); `refusedRound`: the deferring answer ends a counted round of keyed POSTs, certainly refused.
+ */
+export type Deferral = { readonly notBefore: number; readonly held?: string; readonly refusedRound?: boolean };
 
 const deferral = (d: Deferral) => ({
   set: { [O.notBefore]: d.notBefore, ...(d.held === undefined ? {} : { [O.heldReason]: d.held.slice(0, 500) }) },
-  add: { [O.deferrals]: 1 },
+  add: { [O.deferrals]: 1, ...(d.refusedRound ? { [O.keyedRefusals]: 1 } : {}) },
   remove: d.held === undefined ? [O.heldReason] : [],
 });
 

@@ -52,7 +52,8 @@ import { METRIC } from '../ports.js';
 import { unsentKeys } from '../schema.js';
 import { markFailed, markSent, markUnknown, readOutboxItem, release, settleByRecord, takeOver, type OutboxItem } from './outbox.js';
 import { recordedDelivery } from './providers.js';
-import { claimCoversSend, DEFAULT_KEY_RETENTION_MARGIN_MS, deliver, providerKeyOf, PAST_RETENTION, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
+import { claimCoversSend, deliver, providerKeyOf, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
+import { DEFAULT_KEY_RETENTION_MARGIN_MS, PAST_RETENTION } from './key-retention.js';
 import { entriesBefore, oldestPerKey, type KeyStart } from './unsent-index.js';
 
 export interface ReconcilerDeps extends SenderDeps {

@@ -31,10 +31,13 @@
  *
  * Key retention: a provider that forgets a key after a while (Stripe: 24 h) takes a resend past
  * that as a new request, a second effect. For such a provider the item's first send time is
- * stamped before its first POST (`stampFirstSend`, one write), and no POST goes out once
- * `firstSentAt + keyRetentionMs - keyRetentionMarginMs` has passed: the item goes UNKNOWN with
- * the reason (a person checks the provider's dashboard). The margin covers what lies between the
- * check and the provider's receipt of the POST: one POST's time on the way (at most the adapter's
+ * stamped before its first POST and each round of POSTs counted (`startKeyedSend`, one write a
+ * round), and no POST goes out once `firstSentAt + keyRetentionMs - keyRetentionMarginMs` has
+ * passed: the item goes UNKNOWN with the reason (a person checks the provider's dashboard) —
+ * unless every earlier round was certainly refused (throttled, held, refused for now: one POST
+ * answered, nothing taken, so the provider never stored the key). Such an item was never possibly
+ * taken: its window starts again and it is sent. The margin covers what lies between the check
+ * and the provider's receipt of the POST: one POST's time on the way (at most the adapter's
  * timeout), the offset between the sender's clock and the provider's, and the provider's own
  * vagueness about the exact moment a key is dropped.
  */
@@ -42,7 +45,8 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../../protocol/index.js';
 import { METRIC, type Telemetry } from '../ports.js';
-import { claim, deferClaimed, deferUnclaimed, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, markUnknown, markUnknownUnclaimed, messageIdentity, recordAmbiguous, release, stampFirstSend, type OutboxItem } from './outbox.js';
+import { claim, deferClaimed, deferUnclaimed, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, markUnknown, markUnknownUnclaimed, messageIdentity, recordAmbiguous, release, type OutboxItem } from './outbox.js';
+import { countKeyedRefusal, keyedDeadline, PAST_RETENTION } from './key-retention.js';
 import { notBeforeOf, type BackoffSettings, type Pacer } from './pacing.js';
 import { httpTargetEnv } from '../workload.js';
 import type { EmailProvider, HttpProvider, SendResult } from './providers.js';
@@ -85,12 +89,6 @@ export interface SenderDeps {
   readonly sendTimeoutMs?: number;
 }
 
-/** An hour before Stripe's 24 h: far above a POST's timeout (10 s) and any NTP-kept clock's offset. */
-export const DEFAULT_KEY_RETENTION_MARGIN_MS = 3_600_000;
-
-/** The reason an http item past its provider's key retention is given up (the operator's alarm and the checker read it). */
-export const PAST_RETENTION = "past the provider's key retention: a resend could be a second effect";
-
 export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'ambiguous' | 'unknown' | 'deferred' | 'held';
 
 /** The outcomes after which the provider asked to wait: the rest of a batch, or of a reconciler's run, is not sent now. */
@@ -103,7 +101,6 @@ const providerOf = (deps: SenderDeps, item: OutboxItem): HttpProvider | undefine
  * reconciler's one call. `notAfter` (wall ms): no http POST, first or resend, at or after it.
  */
 export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Number.POSITIVE_INFINITY): Promise<SendResult> {
-  const headers = messageIdentity.headers(deps.table, item.pk);
   if (item.kind === 'email') {
     if (deps.email === undefined || deps.from === undefined) return { kind: 'rejected', permanent: true, reason: 'no email provider configured' };
     if (typeof item.to !== 'string' || typeof item.subject !== 'string' || typeof item.body !== 'string') return { kind: 'rejected', permanent: true, reason: 'email item without to, subject and body' };
@@ -114,16 +111,27 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
       subject: item.subject,
       text: item.body,
       messageId: messageIdentity.messageId(deps.table, item.pk),
-      headers,
+      headers: messageIdentity.headers(deps.table, item.pk),
       tags: { outboxId: messageIdentity.tag(item.pk), outboxTable: messageIdentity.tag(deps.table) },
     });
   }
+  return (await postRound(deps, item, notAfter)).result;
+}
+
+/**
+ * One round of an http item's POSTs: the POST, and its immediate resends while the answer is
+ * ambiguous, none at or after `notAfter`. `posts`: how many went out (a single one answered with a
+ * refusal is a round certainly refused: the resends follow only answers that may have been taken).
+ */
+async function postRound(deps: SenderDeps, item: OutboxItem, notAfter: number): Promise<{ result: SendResult; posts: number }> {
   const provider = providerOf(deps, item);
   // No endpoint configured for its target (yet): nothing was sent. It waits, held (alarmed), and is
   // sent once one is: a missing setting is the operator's to fix, never a refusal for good.
-  if (provider === undefined) return { kind: 'held', reason: `no endpoint configured for http target ${String(item.target)} (${httpTargetEnv(String(item.target)).url})` };
+  if (provider === undefined) return { result: { kind: 'held', reason: `no endpoint configured for http target ${String(item.target)} (${httpTargetEnv(String(item.target)).url})` }, posts: 0 };
+  const headers = messageIdentity.headers(deps.table, item.pk);
   const call = { idempotencyKey: messageIdentity.idempotencyKey(deps.table, item.pk), headers, body: item.request ?? {}, ...(item.path === undefined ? {} : { path: item.path }) };
   let result: SendResult = { kind: 'ambiguous', reason: PAST_RETENTION };
+  let posts = 0;
   // Checked before every POST, so the margin need cover one POST only, not the resends' sum.
   // A final ambiguous answer (the provider's saved 5xx) is what every resend would get back.
   // Not paced: the pacer is the email account's rate (SES's MaxSendRate); an http provider's own
@@ -131,8 +139,9 @@ export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Nu
   for (let i = 0; i === 0 || (result.kind === 'ambiguous' && result.final !== true && i <= (deps.httpResends ?? 2)); i++) {
     if (deps.clock.wallNow() >= notAfter) break;
     result = await provider.post(call);
+    posts++;
   }
-  return result;
+  return { result, posts };
 }
 
 /**
@@ -196,14 +205,16 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
   // Deferred (a reconciler's read shows it; a stream image never has it): not before its time,
   // and not stamped as sent either (an item deferred with its batch was never POSTed).
   if (item.notBefore !== undefined && deps.clock.wallNow() < item.notBefore) return 'skipped';
-  const notAfter = await retentionDeadline(deps, item);
-  if (notAfter === 'settled') {
+  const round = await keyedDeadline(deps, item, providerOf(deps, item)?.keyRetentionMs);
+  if (round === 'settled') {
     t.event('outbox-already-settled', info);
     return 'skipped';
   }
-  if (deps.clock.wallNow() >= notAfter) return givenUpPastRetention(deps, item);
-  const result = await sendItem(deps, item, notAfter);
+  if (deps.clock.wallNow() >= round.notAfter) return givenUpPastRetention(deps, item);
+  const { result, posts } = await postRound(deps, item, round.notAfter);
   await deps.hooks?.at('after-send', { table, pk: item.pk, result: result.kind });
+  // A counted round of one POST answered with a refusal took nothing: counted so, it lets the key's window start again.
+  const refusedRound = round.counted && posts === 1;
   switch (result.kind) {
     case 'accepted': {
       if (!(await markSentUnclaimed(doc, table, item.pk, result.providerMessageId, deps.clock.wallNow()))) {
@@ -216,6 +227,7 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
     }
     case 'rejected':
       if (!result.permanent) {
+        if (refusedRound) await countKeyedRefusal(doc, table, item.pk);
         t.event('outbox-released', { ...info, reason: result.reason });
         return 'released';
       }
@@ -224,7 +236,7 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
       return 'failed';
     case 'throttled':
     case 'held':
-      return deferred(deps, item, result, (d) => deferUnclaimed(doc, table, item.pk, d));
+      return deferred(deps, item, result, (d) => deferUnclaimed(doc, table, item.pk, { ...d, refusedRound }));
     case 'ambiguous':
       if (result.final) {
         // A saved 5xx replayed for the key: the provider itself cannot say more; a person checks its dashboard.
@@ -238,20 +250,6 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
       t.event('outbox-ambiguous', { ...info, reason: result.reason });
       return 'ambiguous';
   }
-}
-
-/**
- * The last moment an http item may be POSTed: its provider's key retention from its first send,
- * less the margin (stamping the first send if this is it); unbounded for a provider that keeps
- * keys for good. 'settled': the item is no longer PENDING (nothing to send).
- */
-async function retentionDeadline(deps: SenderDeps, item: OutboxItem): Promise<number | 'settled'> {
-  const retention = providerOf(deps, item)?.keyRetentionMs;
-  if (retention === undefined) return Number.POSITIVE_INFINITY;
-  // A stream image never has the stamp; a reconciler's GetItem has it after the first send, and then costs no write.
-  const first = item.firstSentAt ?? (await stampFirstSend(deps.doc, deps.table, item.pk, deps.clock.wallNow()));
-  if (first === undefined) return 'settled';
-  return first + retention - (deps.keyRetentionMarginMs ?? DEFAULT_KEY_RETENTION_MARGIN_MS);
 }
 
 /** PENDING → UNKNOWN without a POST: the provider may have forgotten the key, and only a person can tell whether the effect was taken. */

@@ -3,10 +3,12 @@
  * an email's provider record that comes after the claim that sent it was given back (a takeover's
  * resend throttled, then SES's late SEND or Reject). The claim refused on the recorded item, and
  * the reconciler settling it from the record, SENT and FAILED, on the model that traces them.
+ * Then an http item to a provider that forgets keys, refused in every round (held, then refused
+ * for now) past its key retention: each round counted, its window started again, then SENT.
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ManualClock } from '../../../lib/protocol/index.js';
-import { claim, deferClaimed, ensureTables, reconcile, recordProviderEvent, silentTelemetry, tableNames, unsentKeyOf, type EmailProvider } from '../../../lib/workflow/index.js';
+import { claim, deferClaimed, deliver, ensureTables, reconcile, recordProviderEvent, silentTelemetry, tableNames, unsentKeyOf, type EmailProvider, type HttpProvider, type OutboxItem, type SendResult } from '../../../lib/workflow/index.js';
 import { simDynamo } from '../dynamodb/clients.js';
 import { DynamoModel, type DynamoModelOptions } from '../dynamodb/model.js';
 
@@ -27,6 +29,12 @@ export async function recordAfterRelease(onRequest: NonNullable<DynamoModelOptio
     }
     const never: EmailProvider = { name: 'never asked', send: async () => ({ kind: 'rejected', permanent: false, reason: 'not to be sent' }) };
     await reconcile({ doc, table, clock: new ManualClock({ wall: T0 }), telemetry: silentTelemetry, email: never, from: 'billing@fenced-workflow.example', pendingAfterMs: 1_000, claimTimeoutMs: 300_000, recordLagMs: 600_000 });
+    const pk = 'payment#refused-rounds';
+    const item = { pk, kind: 'http', jobId: 'j', generation: 1, unit: 1, updatedAt: T0 - 3_600_000, status: 'PENDING', attempts: 0, unsent: unsentKeyOf(pk), target: 'pay', request: { amountCents: 1 } };
+    await doc.send(new PutCommand({ TableName: table, Item: item }));
+    const answers: SendResult[] = [{ kind: 'held', reason: 'account inactive' }, { kind: 'rejected', permanent: false, reason: 'refused for now' }, { kind: 'accepted', providerMessageId: 'ch_1' }];
+    const pay: HttpProvider = { name: 'forgets keys after a minute', keyRetentionMs: 60_000, post: async () => answers.shift()! };
+    for (const at of [T0, T0 + 120_000, T0 + 240_000]) await deliver({ doc, table, clock: new ManualClock({ wall: at }), telemetry: silentTelemetry, http: { pay }, keyRetentionMarginMs: 10_000 }, item as unknown as OutboxItem);
   } finally {
     client.destroy();
   }
