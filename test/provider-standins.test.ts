@@ -59,6 +59,20 @@ describe.each(PAYMENT_TRANSPORTS)('the payment provider stand-in plays each HTTP
     expect(payments.records.get(c.idempotencyKey)!.charges).toHaveLength(1);
   });
 
+  it('redirect: 302 to another location is refused for good with the location, nothing performed or stored, for that key every time (a racing sender is turned away too); the provider keeps the outbox id it turned away', async () => {
+    const c = call();
+    payments.redirect(1);
+    const r = await http.post(c);
+    expect(r).toMatchObject({ kind: 'rejected', permanent: true });
+    expect(r.kind === 'rejected' && r.reason).toMatch(/HTTP 302: a redirect to https:\/\/payments\.example\/charges/);
+    expect(await http.post(c)).toMatchObject({ kind: 'rejected', permanent: true });
+    expect(payments.records.has(c.idempotencyKey)).toBe(false);
+    expect(payments.fired.redirect).toBe(2);
+    expect([...payments.redirected]).toContain(c.headers['X-Outbox-Id']);
+    // Another key is performed as usual.
+    expect(await http.post(call())).toMatchObject({ kind: 'accepted' });
+  });
+
   it('fail5xxAfter (saved, Stripe\'s behaviour): the charge is made and answered 500, ambiguous; every resend with the key gets the saved 500, replayed: ambiguous and final, no second charge', async () => {
     const c = call();
     payments.fail5xxAfter(1);
@@ -304,6 +318,24 @@ describe('the SMTP sink plays SES\'s SMTP replies through SmtpEmailProvider', ()
     expect(await new SmtpEmailProvider({ host: atRcpt.host, port: atRcpt.port, timeoutMs: 3_000 }).send(m)).toMatchObject({ kind: 'throttled' });
     expect(atRcpt.received).toHaveLength(0);
     expect(atRcpt.fired.throttled).toBe(1);
+  });
+
+  it('lateRecordOfLostAck: the message taken with its acknowledgement lost has its Send event withheld until the next send to its recipient (the resend), which is throttled, nothing taken', async () => {
+    const m = mail('late@customers.example');
+    sink.loseAcks(1);
+    sink.lateRecordOfLostAck();
+    expect(await smtp.send(m)).toMatchObject({ kind: 'ambiguous' });
+    const sends = () => sink.events.filter((e) => e.type === 'Send' && e.message.raw.includes(m.messageId));
+    await sink.settled();
+    expect(sends()).toHaveLength(0);
+    expect(await smtp.send(m)).toMatchObject({ kind: 'throttled' });
+    expect(taken(sink, m)).toBe(1);
+    expect(sink.fired['resend-throttled']).toBe(1);
+    await sink.settled();
+    expect(sends()).toHaveLength(1);
+    expect(sink.fired['send-event-late']).toBe(1);
+    // Once: the send after is taken.
+    expect(await smtp.send(m)).toMatchObject({ kind: 'accepted' });
   });
 
   it('pause / pausedWhile: 554 "Sending paused for this account" is held, nothing taken', async () => {

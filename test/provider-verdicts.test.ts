@@ -445,6 +445,24 @@ describe("DELIVERY's provider rules have teeth (from the items and the stand-ins
     expect(await found({ ...created, path: '/tenants/t-2/reports' })).toEqual(['payment#1: delivery changed what the unit wrote (path)']);
     expect(await found({ ...created, status: 'SENT', providerMessageId: 'ch_1' })).toEqual([]);
   });
+  it("a claim granted on an email that already carries its provider's record is a violation, read in the item's stream order (red before: unread); a claim before the record, none", async () => {
+    const base = { pk: 'email#1', kind: 'email', jobId: 'j', generation: 1, unit: 0, updatedAt: 1, to: 'c@customers.example', subject: 's', body: 'b' };
+    const modify = (sequence: bigint, oldImage: Record<string, unknown>, newImage: Record<string, unknown>) => ({ event: 'MODIFY' as const, key: 'email#1', sequence, shard: 's', oldImage, newImage });
+    const found = async (changes: ReturnType<typeof modify>[]) => {
+      const out: string[] = [];
+      await checkDelivery(invoices, 'tbl', [{ ...base, status: 'SENT', providerEvents: new Set(['SEND:m1']) }], changes, new Set(), [], {}, (_, m) => void out.push(m));
+      return out.filter((m) => m.includes('claimed'));
+    };
+    // The takeover's resend throttled (back to PENDING), the late SEND recorded, then claimed again: the record was ignored.
+    const pending = { ...base, status: 'PENDING', notBefore: 5 };
+    const recordedPending = { ...pending, providerEvents: new Set(['SEND:m1']) };
+    expect(await found([modify(2n, pending, recordedPending), modify(3n, recordedPending, { ...recordedPending, status: 'SENDING', claimToken: 't2', claimedAt: 9 })])).toEqual([
+      "email#1: claimed to be sent again after its provider's record (SEND:m1) was on it",
+    ]);
+    // Claimed first, recorded while its claim is out, settled by the record: no claim after it.
+    const claimed = { ...base, status: 'SENDING', claimToken: 't1', claimedAt: 2 };
+    expect(await found([modify(2n, { ...base, status: 'PENDING' }, claimed), modify(3n, claimed, { ...claimed, providerEvents: new Set(['SEND:m1']) })])).toEqual([]);
+  });
 });
 
 describe('DELIVERY checks what each effect says against its job\'s input, on the item and in the provider\'s own record (red before: all four mutants passed)', () => {

@@ -216,6 +216,28 @@ function prematureTakeovers(outboxStream: readonly StreamChange[], claimTimeoutM
   return premature;
 }
 
+/** The provider's record on an item (`providerEvents`, `<EVENT>:<id>`: a set as DynamoDB keeps it, or a list). */
+const eventsOf = (image: Item | undefined): string[] => {
+  const e = image?.providerEvents;
+  return e instanceof Set ? [...(e as Set<string>)] : Array.isArray(e) ? (e as string[]) : [];
+};
+
+/**
+ * No claim is granted on an item that already carries its provider's record: the record settles it
+ * (a send the provider took, or its refusal), and a claim is a send to come. Read in the item's
+ * own stream order, so no clock is compared: a MODIFY whose old image has the record and whose new
+ * image holds a claim token it did not have.
+ */
+function claimsAfterRecord(outboxStream: readonly StreamChange[], add: Add): void {
+  for (const c of outboxStream) {
+    const o = c.oldImage;
+    const n = c.newImage;
+    const record = eventsOf(o);
+    if (c.event !== 'MODIFY' || n?.status !== 'SENDING' || n.claimToken === undefined || n.claimToken === o?.claimToken || record.length === 0) continue;
+    add('DELIVERY', `${c.key}: claimed to be sent again after its provider's record (${record.join(', ')}) was on it`);
+  }
+}
+
 /** What the unit wrote on an outbox item: immutable after its creation (its tie, and every field its provider sees). */
 const WRITTEN_BY_UNIT = ['kind', 'jobId', 'generation', 'unit', 'updatedAt', 'to', 'subject', 'body', 'target', 'request', 'path'];
 
@@ -261,6 +283,7 @@ export async function checkDelivery(
     } else if (s !== 'SENT') add('DELIVERY', `${String(i.pk)}: ends ${String(s)}, not delivered`);
   }
   const premature = prematureTakeovers(outboxStream, sources.claimTimeoutMs, add);
+  claimsAfterRecord(outboxStream, add);
   const emails = await checkMails(table, outbox, byId, created, premature, sources.mails, demanded, add);
   const payments = checkPayments(table, outbox, created, sources, demanded, add);
   return { emails, payments, providers: checkProviderFaults(table, outbox, byId, sources, add) };
@@ -274,8 +297,7 @@ export async function checkDelivery(
 function checkProviderFaults(table: string, outbox: readonly Item[], byId: ReadonlyMap<string, Item>, sources: EffectsSources, add: Add): EffectsStats['providers'] {
   let troubleRecorded = 0;
   for (const e of (sources.troubleEvents ?? []).filter((x) => x.outboxTable === table)) {
-    const events = byId.get(e.outboxId)?.providerEvents;
-    const list = events instanceof Set ? [...(events as Set<string>)] : Array.isArray(events) ? (events as string[]) : [];
+    const list = eventsOf(byId.get(e.outboxId));
     if (list.some((x) => x.startsWith(`${e.event}:`))) troubleRecorded++;
     else add('DELIVERY', `${e.outboxId}: the provider emitted a ${e.event} event for it, not recorded on the item`);
   }

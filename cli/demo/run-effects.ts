@@ -15,6 +15,7 @@ import { createCollectorHandler, createReconcilerHandler, type BudgetContext, ty
 import { createSenderHandler } from '../../functions/sender-handler.js';
 import { asFunction, type AwsCallRecorder } from '../local/aws-calls.js';
 import type { Effects } from '../local/effects-env.js';
+import type { CutBody } from '../local/fault-switch.js';
 import type { S3Request } from '../local/s3-endpoint.js';
 import { headerOf } from '../local/smtp-sink.js';
 import type { EffectsSources } from '../check/invariants-effects.js';
@@ -80,6 +81,13 @@ export interface ProviderFaultPlan {
   /** Every n-th customer's email bounces (a Permanent bounce) or is complained about, after acceptance. */
   readonly bounceEvery: number;
   readonly complaintEvery: number;
+  /** The next n payments performed and their 200's body cut (`cutHow`): maybe taken, resent with the key. */
+  readonly cut2xxPayments?: number;
+  readonly cutHow?: CutBody;
+  /** The next n payments answered 302 (the endpoint moved): never followed, FAILED with the location. */
+  readonly redirectPayments?: number;
+  /** The lost acknowledgement's provider record comes late, after the reconciler's resend was throttled: the record settles the item, never a second send. */
+  readonly lateRecord?: boolean;
 }
 
 export type DocumentCatalog = NonNullable<Processor<unknown>['documents']>;
@@ -228,6 +236,14 @@ export class RunEffects {
     if (plan.throttlePayments > 0) arm('sender', 'the payment provider throttling (429)', () => payments.fired.throttled > 0);
     if (plan.fail5xxAfter > 0) arm('sender', `a payment performed and answered 500${plan.saved5xx ? ' (saved and replayed: UNKNOWN)' : ' (resent: replayed 200)'}`, () => payments.fired['5xx-after'] > 0);
     if (plan.fail5xxBefore > 0) arm('sender', 'a payment answered 503 before anything was performed', () => payments.fired['5xx-before'] > 0);
+    payments.cut2xx(plan.cut2xxPayments ?? 0, plan.cutHow);
+    if ((plan.cut2xxPayments ?? 0) > 0) arm('sender', `a payment's 200 cut (${plan.cutHow ?? 'truncated'}): maybe taken, resent with its key`, () => payments.fired['2xx-cut'] > 0);
+    payments.redirect(plan.redirectPayments ?? 0);
+    if ((plan.redirectPayments ?? 0) > 0) arm('sender', 'a payment answered with a redirect (never followed: FAILED)', () => payments.fired.redirect > 0);
+    if (plan.lateRecord && sink !== undefined) {
+      sink.lateRecordOfLostAck();
+      arm('sender', "a lost acknowledgement's record late, after the reconciler's resend was throttled (settled by the record)", () => sink.fired['resend-throttled'] > 0 && sink.fired['send-event-late'] > 0);
+    }
     const later = (atMs: number, f: () => void) => void setTimeout(f, atMs).unref();
     if (plan.pause !== undefined) this.armPause(plan.pause, arm, later);
     if (plan.sandbox !== undefined && sink !== undefined) {
@@ -475,8 +491,8 @@ export class RunEffects {
       if (ev.type === 'Send' || outboxId === undefined || outboxTable === undefined) return [];
       return [{ outboxId, outboxTable, event: ev.type === 'Complaint' ? ('COMPLAINT' as const) : ('BOUNCE' as const) }];
     });
-    // The payment provider's one refusal for good: a key reused with other parameters.
-    const refusedForGood = new Set([...e.payments.records.values()].filter((r) => r.refused > 0 && r.outboxId !== undefined).map((r) => r.outboxId!));
+    // The payment provider's refusals for good: a key reused with other parameters, a request turned away to another location.
+    const refusedForGood = new Set([...[...e.payments.records.values()].filter((r) => r.refused > 0 && r.outboxId !== undefined).map((r) => r.outboxId!), ...e.payments.redirected]);
     const providerFaults: Record<string, number> = { ...e.payments.fired };
     for (const [k, v] of Object.entries(e.sink?.fired ?? {})) providerFaults[k] = (providerFaults[k] ?? 0) + v;
     return { troubleEvents, refusedForGood, providerFaults };

@@ -35,7 +35,7 @@ export interface KeyRecord {
 }
 
 /** The kinds of answer the fault plan gives, each counted in `fired`. */
-export const PAYMENT_FAULTS = ['throttled', '5xx-after', '5xx-before', '2xx-cut', 'paused', 'replayed-5xx'] as const;
+export const PAYMENT_FAULTS = ['throttled', '5xx-after', '5xx-before', '2xx-cut', 'paused', 'replayed-5xx', 'redirect'] as const;
 export type PaymentFault = (typeof PAYMENT_FAULTS)[number];
 
 export interface PaymentsOptions {
@@ -72,6 +72,10 @@ export interface PaymentsStandIn {
   fail5xxBefore(n: number): void;
   /** The next n 200 answers (a charge performed, or a replay of one) have their body cut (`how`, default truncated): the charge stands. */
   cut2xx(n: number, how?: CutBody): void;
+  /** The next n keys are answered 302 to another location (an endpoint moved), on every request with them: nothing performed, the outbox id kept in `redirected`. */
+  redirect(n: number): void;
+  /** The outbox ids of the requests answered with a redirect: refused for good by this provider's own account (no resend can reach it). */
+  readonly redirected: ReadonlySet<string>;
   /** The account is disabled for `ms` from now (0: enabled again): 403 account_inactive, nothing performed. */
   pause(ms: number): void;
   /** The account is disabled while `p()` holds, whatever pause() says. */
@@ -113,6 +117,9 @@ export class PaymentsCore implements PaymentsStandIn {
   private readonly after: boolean[] = [];
   private readonly before = new Countdown();
   private readonly cut = new Countdown();
+  private readonly moved = new Countdown();
+  private readonly movedKeys = new Set<string>();
+  readonly redirected = new Set<string>();
   private cutHow: CutBody = 'truncated';
   private readonly paused: Window;
 
@@ -145,6 +152,7 @@ export class PaymentsCore implements PaymentsStandIn {
     this.cut.arm(n);
     this.cutHow = how;
   };
+  readonly redirect = (n: number) => this.moved.arm(n);
   readonly pause = (ms: number) => this.paused.for(ms);
   readonly pausedWhile = (p: () => boolean) => this.paused.while(p);
 
@@ -160,6 +168,7 @@ export class PaymentsCore implements PaymentsStandIn {
     // Refused before anything is performed: no record, as for a request that never came.
     if (this.before.take()) return this.fired['5xx-before']++, json(503, { error: { type: 'api_error', message: 'The server is temporarily unavailable; nothing was performed.' } });
     if (this.paused.on) return this.fired.paused++, json(403, { error: { type: 'invalid_request_error', code: 'account_inactive', message: 'This account is inactive: charges are disabled.' } });
+    if (this.movedKeys.has(key) || this.moved.take()) return this.movedAway(key, call, json);
     if (this.throttled.take()) return this.fired.throttled++, json(429, { error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests hit the API too quickly.' } }, { 'retry-after': String(this.retryAfterS) });
     const bodyHash = createHash('sha256').update(call.body).digest('hex');
     const { record: r, replayed } = this.recordOf(key, call, bodyHash);
@@ -187,6 +196,15 @@ export class PaymentsCore implements PaymentsStandIn {
     const charged = json(200, { id: r.chargeId, object: 'charge' }, replayed ? { 'idempotent-replayed': 'true' } : {});
     // The charge stands (performed or replayed); only its answer is spoiled on the way.
     return this.cut.take() ? (this.fired['2xx-cut']++, { ...charged, cut: this.cutHow }) : charged;
+  }
+
+  /** A 302 to where the endpoint moved, nothing performed, for this key from now on; the provider keeps which outbox item it turned away. */
+  private movedAway(key: string, call: PaymentsCall, json: (status: number, body: unknown, headers?: Record<string, string>) => PaymentsAnswer): PaymentsAnswer {
+    this.fired.redirect++;
+    this.movedKeys.add(key);
+    const id = call.header('x-outbox-id');
+    if (id !== undefined) this.redirected.add(id);
+    return json(302, { error: { type: 'invalid_request_error', message: 'This endpoint has moved.' } }, { location: `https://payments.example${call.path ?? '/'}` });
   }
 
   /** The key's record, counted for this request: new, forgotten and performed again, or remembered (a replay). */

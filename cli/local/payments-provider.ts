@@ -20,6 +20,9 @@
  * checked in this order before anything is performed, so a refused request leaves no record:
  *   fail5xxBefore(n)  503, nothing performed (an outage that answers)
  *   pause(ms)         403 account_inactive, nothing performed (the account disabled: held)
+ *   redirect(n)       302 to another location (the endpoint moved) for the next n keys, on every
+ *                     request with them, nothing performed; the outbox id kept in `redirected`
+ *                     (refused for good: the sender never follows)
  *   throttle(n)       429 with Retry-After, nothing performed (Stripe's rate limiter runs
  *                     before its idempotency layer, so the key is not stored)
  * and after it was performed:

@@ -14,6 +14,14 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../../lib/protocol/index.js';
 import { Countdown, counters, Window, type EmailFaultPlan } from './fault-switch.js';
 
+/** The header value of a raw message (unfolded), without parsing the body. */
+export function headerOf(raw: string, name: string): string | undefined {
+  const head = raw.split(/\r?\n\r?\n/, 1)[0] ?? '';
+  const unfolded = head.replace(/\r?\n[ \t]+/g, ' ');
+  const re = new RegExp(`^${name}:\\s*(.*)$`, 'im');
+  return re.exec(unfolded)?.[1]?.trim();
+}
+
 export interface ReceivedMessage {
   readonly queueId: string;
   readonly raw: string;
@@ -32,7 +40,7 @@ export interface SinkEvent {
   readonly bounceSubType?: string;
 }
 
-export const SINK_FAULTS = ['throttled', 'paused', 'sandbox', 'bounced', 'complained', 'send-event-lost'] as const;
+export const SINK_FAULTS = ['throttled', 'paused', 'sandbox', 'bounced', 'complained', 'send-event-lost', 'send-event-late', 'resend-throttled'] as const;
 export type SinkFault = (typeof SINK_FAULTS)[number];
 
 /** Why the fault plan refuses a send (nothing taken); each adapter words it as its provider does. */
@@ -63,6 +71,12 @@ export interface EmailSink extends EmailFaultPlan {
   readonly refused: number;
   /** The next n Send events are lost (SES event publishing is best effort): never emitted. */
   loseSendEvents(n: number): void;
+  /**
+   * The next message whose acknowledgement is lost: its Send event withheld (a record later than
+   * the reconciler's lag) until the next send to its recipients (the reconciler's resend), which
+   * is refused as throttled, nothing taken; the Send event is emitted then.
+   */
+  lateRecordOfLostAck(): void;
   readonly fired: Readonly<Record<SinkFault, number>>;
   /** Every event emitted, in order. */
   readonly events: readonly SinkEvent[];
@@ -83,6 +97,9 @@ export class SinkCore implements EmailSink {
   private readonly throttled = new Countdown();
   private readonly paused: Window;
   private readonly sendsToLose = new Countdown();
+  private lateRecordArmed = false;
+  /** The withheld Send events of lost acknowledgements' messages. */
+  private readonly withheld: SinkEvent[] = [];
   private verified: ((addr: string) => boolean) | undefined;
   private bounces: ((to: string) => boolean) | undefined;
   private complaints: ((to: string) => boolean) | undefined;
@@ -115,6 +132,7 @@ export class SinkCore implements EmailSink {
   readonly bounce = (p: ((to: string) => boolean) | undefined) => void (this.bounces = p);
   readonly complain = (p: ((to: string) => boolean) | undefined) => void (this.complaints = p);
   readonly loseSendEvents = (n: number) => this.sendsToLose.arm(n);
+  readonly lateRecordOfLostAck = () => void (this.lateRecordArmed = true);
 
   /** A fresh id (32 hex digits) for an adapter's queue or message id. */
   newId(): string {
@@ -129,7 +147,15 @@ export class SinkCore implements EmailSink {
   }
 
   /** The fault plan's refusal of a message to `to`, if any (counted). */
-  refusal(to: readonly string[]): SinkRefusal | undefined {
+  refusal(to: readonly string[], raw?: string): SinkRefusal | undefined {
+    const late = this.withheldFor(to, raw);
+    if (late !== undefined) {
+      this.withheld.splice(this.withheld.indexOf(late), 1);
+      this.fired['resend-throttled']++;
+      // The record comes now: after the resend was refused, while its item goes back to PENDING.
+      this.track(this.emit(late, 'send-event-late'));
+      return { kind: 'throttled' };
+    }
     if (this.throttled.take()) return this.fired.throttled++, { kind: 'throttled' };
     if (this.paused.on) return this.fired.paused++, { kind: 'paused' };
     const failed = this.verified === undefined ? [] : to.filter((a) => !this.verified!(a));
@@ -137,16 +163,31 @@ export class SinkCore implements EmailSink {
     return undefined;
   }
 
+  /**
+   * The withheld Send event a send is the resend of: the same outbox identity (`raw` given: the
+   * message's X-Outbox-Id and X-Outbox-Table headers), or, refused before the message came (at
+   * RCPT TO), a recipient in common.
+   */
+  private withheldFor(to: readonly string[], raw: string | undefined): SinkEvent | undefined {
+    const id = (m: string) => `${headerOf(m, 'X-Outbox-Table')} ${headerOf(m, 'X-Outbox-Id')}`;
+    if (raw !== undefined) return this.withheld.find((e) => id(e.message.raw) === id(raw));
+    return this.withheld.find((e) => e.recipients.some((a) => to.includes(a)));
+  }
+
   /** Takes a message (recorded, its events published); `ackLost`: the adapter is to cut the connection instead of acknowledging it. */
   take(queueId: string, raw: string, to: readonly string[]): { message: ReceivedMessage; ackLost: boolean } {
     const m: ReceivedMessage = { queueId, raw, to, at: this.clock.wallNow() };
     this.received.push(m);
     void Promise.resolve(this.opts.onReceived?.(m)).catch(() => undefined);
-    this.published(m);
-    if (this.acksToLose <= 0) return { message: m, ackLost: false };
-    this.acksToLose--;
-    this.acksLostCount++;
-    return { message: m, ackLost: true };
+    const ackLost = this.acksToLose > 0;
+    if (ackLost) {
+      this.acksToLose--;
+      this.acksLostCount++;
+    }
+    const late = ackLost && this.lateRecordArmed;
+    if (late) this.lateRecordArmed = false;
+    this.published(m, late);
+    return { message: m, ackLost };
   }
 
   settled = async (): Promise<void> => {
@@ -189,9 +230,11 @@ export class SinkCore implements EmailSink {
     );
   }
 
-  private published(m: ReceivedMessage): void {
+  private published(m: ReceivedMessage, late = false): void {
+    const send: SinkEvent = { type: 'Send', message: m, recipients: m.to };
     if (this.sendsToLose.take()) this.fired['send-event-lost']++;
-    else this.track(this.emit({ type: 'Send', message: m, recipients: m.to }));
+    else if (late) this.withheld.push(send);
+    else this.track(this.emit(send));
     // A bounced message draws no complaint: it never reached a mailbox.
     const bounced = this.bounces === undefined ? [] : m.to.filter(this.bounces);
     const complained = bounced.length > 0 || this.complaints === undefined ? [] : m.to.filter(this.complaints);

@@ -20,7 +20,9 @@
  * each checked in that order, at the end of DATA by default (where SES refuses: its SMTP
  * interface sends the message on then) or at RCPT TO (`refuseAt: 'rcpt'`, per recipient).
  * After acceptance, as SES's event publishing does (best effort):
- *   a Send event at once (loseSendEvents(n): the next n are never emitted)
+ *   a Send event at once (loseSendEvents(n): the next n are never emitted; lateRecordOfLostAck():
+ *   the next lost acknowledgement's Send withheld until the resend of that message, which is
+ *   refused 454 as throttled, and emitted then: a record later than the reconciler's lag)
  *   bounce(pred) / complain(pred): for a message to a matching recipient, accepted (250, in
  *   `received`), a Bounce (Permanent, General) or a Complaint event `feedbackDelayMs` later.
  * `fired` counts what each fault did, `events` holds every event emitted.
@@ -33,7 +35,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { SinkCore, type EmailSink, type SinkCoreOptions, type SinkRefusal } from './sink-core.js';
 
-export { SINK_FAULTS, type EmailSink, type ReceivedMessage, type SinkEvent, type SinkFault } from './sink-core.js';
+export { headerOf, SINK_FAULTS, type EmailSink, type ReceivedMessage, type SinkEvent, type SinkFault } from './sink-core.js';
 
 export interface SmtpSinkOptions extends SinkCoreOptions {
   port?: number;
@@ -47,13 +49,6 @@ export interface SmtpSink extends EmailSink {
   readonly port: number;
 }
 
-/** The header value of a raw message (unfolded), without parsing the body. */
-export function headerOf(raw: string, name: string): string | undefined {
-  const head = raw.split(/\r?\n\r?\n/, 1)[0] ?? '';
-  const unfolded = head.replace(/\r?\n[ \t]+/g, ' ');
-  const re = new RegExp(`^${name}:\\s*(.*)$`, 'im');
-  return re.exec(unfolded)?.[1]?.trim();
-}
 
 /** SES's SMTP replies (the text after the code; smtp-server writes the code). */
 export const SES_SMTP_REPLY = {
@@ -70,8 +65,8 @@ const smtpReply = (r: SinkRefusal) => reply(r.kind === 'throttled' ? SES_SMTP_RE
 export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const core = new SinkCore(opts);
   const refuseAt = opts.refuseAt ?? 'data';
-  const refusal = (to: readonly string[]) => {
-    const r = core.refusal(to);
+  const refusal = (to: readonly string[], raw?: string) => {
+    const r = core.refusal(to, raw);
     return r === undefined ? undefined : smtpReply(r);
   };
   const server = new SMTPServer({
@@ -91,9 +86,10 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         const to = session.envelope.rcptTo.map((a) => a.address);
-        const refusedNow = refuseAt === 'data' ? refusal(to) : undefined;
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const refusedNow = refuseAt === 'data' ? refusal(to, raw) : undefined;
         if (refusedNow !== undefined) return callback(refusedNow);
-        const { message, ackLost } = core.take(core.newId().slice(0, 16), Buffer.concat(chunks).toString('utf8'), to);
+        const { message, ackLost } = core.take(core.newId().slice(0, 16), raw, to);
         // Taken and recorded; the 250 never goes out.
         if (ackLost) return void socketOf(session)?.destroy();
         callback(null, `queued as ${message.queueId}`);

@@ -134,7 +134,7 @@ export function makeSchedule(seed: number, opts: { leaseMode?: ChaosLeaseMode } 
   };
 }
 
-/** The providers' misbehaviour of one seed: throttles, 5xx after and before taking, a paused account, the sandbox, bounces and complaints. */
+/** The providers' misbehaviour of one seed: throttles, 5xx after and before taking, a paused account, the sandbox, bounces and complaints, a cut 200, a redirect, a late record after a throttled resend. */
 function providerFaultsOf(seed: number, leaseMs: number): ProviderFaultPlan {
   const r = rng(seed ^ 0x27d4eb2f);
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
@@ -149,6 +149,11 @@ function providerFaultsOf(seed: number, leaseMs: number): ProviderFaultPlan {
     ...(r() < 0.3 ? { sandbox: { atMs: int(0, leaseMs * 4), ms: leaseMs * 2 } } : {}),
     bounceEvery: int(6, 12),
     complaintEvery: int(10, 20),
+    // Drawn after the others, so each seed's earlier draws stay as they were.
+    cut2xxPayments: int(0, 2),
+    cutHow: r() < 0.5 ? 'truncated' : 'reset',
+    redirectPayments: r() < 0.25 ? 1 : 0,
+    lateRecord: r() < 0.5,
   };
 }
 

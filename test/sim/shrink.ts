@@ -37,9 +37,10 @@ export function faultCount(s: Schedule): number {
     (s.sweepBurst > 1 ? 1 : 0) +
     s.skews.filter((x) => x !== 0).length +
     (s.drifts ?? []).filter((x) => x !== 0).length +
-    [p.throttleEmails, p.throttlePayments, p.fail5xxAfter, p.fail5xxBefore].filter((x) => x > 0).length +
+    [p.throttleEmails, p.throttlePayments, p.fail5xxAfter, p.fail5xxBefore, p.cut2xxPayments ?? 0, p.redirectPayments ?? 0].filter((x) => x > 0).length +
     (p.pause ? 1 : 0) +
-    (p.sandbox ? 1 : 0)
+    (p.sandbox ? 1 : 0) +
+    (p.lateRecord ? 1 : 0)
   );
 }
 
@@ -59,9 +60,10 @@ function cuts(s: Schedule): Schedule[] {
   if (s.skews.some((x) => x !== 0)) out.push({ ...s, skews: s.skews.map(() => 0) });
   if (s.drifts?.some((x) => x !== 0)) out.push({ ...s, drifts: s.drifts.map(() => 0) });
   const p = s.providerFaults;
-  for (const k of ['throttleEmails', 'throttlePayments', 'fail5xxAfter', 'fail5xxBefore'] as const) if (p[k] > 0) out.push({ ...s, providerFaults: { ...p, [k]: 0 } });
+  for (const k of ['throttleEmails', 'throttlePayments', 'fail5xxAfter', 'fail5xxBefore', 'cut2xxPayments', 'redirectPayments'] as const) if ((p[k] ?? 0) > 0) out.push({ ...s, providerFaults: { ...p, [k]: 0 } });
   if (p.pause) out.push({ ...s, providerFaults: { ...p, pause: undefined } as Schedule['providerFaults'] });
   if (p.sandbox) out.push({ ...s, providerFaults: { ...p, sandbox: undefined } as Schedule['providerFaults'] });
+  if (p.lateRecord) out.push({ ...s, providerFaults: { ...p, lateRecord: false } });
   if (s.workers > 1) out.push({ ...s, workers: s.workers - 1, skews: s.skews.slice(0, s.workers - 1), ...(s.drifts ? { drifts: s.drifts.slice(0, s.workers - 1) } : {}) });
   for (const [i, j] of s.jobs.entries()) if (j.customers > s.unitSize) out.push({ ...s, jobs: s.jobs.map((x, k) => (k === i ? { ...x, customers: x.customers - s.unitSize } : x)) });
   return out;

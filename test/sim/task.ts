@@ -57,6 +57,9 @@ function coveredBy(s: Schedule, r: SimRun): string[] {
   if (s.throttleP > 0) out.push('throttling');
   if (s.conflictP > 0) out.push('transaction conflicts');
   if (s.providerFaults.pause) out.push('paused provider account');
+  if ((s.providerFaults.cut2xxPayments ?? 0) > 0) out.push('cut 2xx body');
+  if ((s.providerFaults.redirectPayments ?? 0) > 0) out.push('redirect');
+  if (s.providerFaults.lateRecord) out.push('late record after a throttled resend');
   if ((r.record?.report.stats.effects.documents.written ?? 0) > 0) out.push('documents');
   if ((r.record?.report.stats.effects.emails.items ?? 0) > 0) out.push('emails');
   if ((r.record?.report.stats.effects.payments.items ?? 0) > 0) out.push('payments');

@@ -108,7 +108,7 @@ export function simSesHandler(core: SinkCore, unanswered: Unanswered, opts: { no
       const messageId = `0100${core.newId()}-000000`;
       // Composed before the decisions, so that no await comes between the fault plan's and the take.
       const raw = await delivered(r, messageId, now());
-      const refused = core.refusal(to);
+      const refused = core.refusal(to, raw);
       if (refused !== undefined) {
         const e = sesError(refused);
         return answer(e.status, { message: e.message }, requestId, e.type);

@@ -2,7 +2,8 @@
  * A traced run of the outbox alone, for the request shapes no simulated schedule is sure to send:
  * an email's provider record that comes after the claim that sent it was given back (a takeover's
  * resend throttled, then SES's late SEND or Reject). The claim refused on the recorded item, and
- * the reconciler settling it from the record, SENT and FAILED, on the model that traces them.
+ * the reconciler settling it from the record, SENT and FAILED, on the model that traces them; and
+ * the takeover of a stale email claim with no record (conditional on none having come).
  * Then an http item to a provider that forgets keys, refused in every round (held, then refused
  * for now) past its key retention: each round counted, its window started again, then SENT.
  */
@@ -26,6 +27,12 @@ export async function recordAfterRelease(onRequest: NonNullable<DynamoModelOptio
       await deferClaimed(doc, table, pk, 'resend', { notBefore: T0 });
       await recordProviderEvent(doc, table, pk, event, `m-${event}`);
       await claim(doc, table, pk, 'again', T0);
+    }
+    // A stale claim with no record past the record's lag: taken over (on no record) and resent; the resend refused for now.
+    // Its send counted by its own sender (an acknowledgement lost), or not (a sender that died).
+    for (const [pk, counted] of [['email#stale-counted', { ambiguousClaim: 'dead', ambiguousSends: 1 }], ['email#stale', {}]] as const) {
+      const stale = { pk, kind: 'email', jobId: 'j', generation: 1, unit: 2, updatedAt: T0 - 3_600_000, status: 'SENDING', claimToken: 'dead', claimedAt: T0 - 3_600_000, attempts: 1, unsent: unsentKeyOf(pk), to: 'c@customers.example', subject: 's', body: 'b', ...counted };
+      await doc.send(new PutCommand({ TableName: table, Item: stale }));
     }
     const never: EmailProvider = { name: 'never asked', send: async () => ({ kind: 'rejected', permanent: false, reason: 'not to be sent' }) };
     await reconcile({ doc, table, clock: new ManualClock({ wall: T0 }), telemetry: silentTelemetry, email: never, from: 'billing@fenced-workflow.example', pendingAfterMs: 1_000, claimTimeoutMs: 300_000, recordLagMs: 600_000 });
