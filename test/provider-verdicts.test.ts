@@ -428,6 +428,13 @@ describe("DELIVERY's provider rules have teeth (from the items and the stand-ins
     expect(await run([{ pk: 'email#1', kind: 'email', status: 'SENT' }], { troubleEvents: events })).toEqual(['email#1: the provider emitted a BOUNCE event for it, not recorded on the item']);
     expect(await run([{ pk: 'email#1', kind: 'email', status: 'SENT', providerEvents: new Set(['SEND:m', 'BOUNCE:m']) }], { troubleEvents: events })).toEqual([]);
   });
+  it('a FAILED http item the payment provider performed is a violation (red before: unread); one it never performed, none', async () => {
+    const failed = [{ pk: 'payment#1', kind: 'http', status: 'FAILED', failureReason: 'HTTP 302: a redirect to https://payments.example/charges, not followed for an effect' }];
+    const ledger = [{ key: messageIdentity.idempotencyKey('tbl', 'payment#1'), outboxId: 'payment#1', outboxTable: 'tbl', requests: 1, charges: ['ch_1'] }];
+    const refusedForGood = new Set(['payment#1']);
+    expect(await run(failed, { refusedForGood, payments: ledger })).toContain('payment#1: FAILED (HTTP 302: a redirect to https://payments.example/charges, not followed for an effect), but the payment provider performed it');
+    expect((await run(failed, { refusedForGood, payments: [] })).filter((m) => m.includes('performed it'))).toEqual([]);
+  });
   it('a FAILED item its provider never refused for good is a violation; one it refused, none', async () => {
     const failed = [{ pk: 'payment#1', kind: 'http', status: 'FAILED', failureReason: 'HTTP 403' }];
     expect(await run(failed, { refusedForGood: new Set() })).toEqual(['payment#1: FAILED (HTTP 403), but its provider never refused it for good: given up for a state that lifts']);

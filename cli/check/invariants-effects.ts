@@ -402,7 +402,11 @@ function checkPayments(table: string, outbox: readonly Item[], created: Readonly
   const performed = new Map<string, number>();
   for (const r of mine) if (r.outboxId !== undefined) performed.set(r.outboxId, (performed.get(r.outboxId) ?? 0) + 1);
   for (const [id, n] of performed) if (n > 1) add('DELIVERY', `${id}: the payment provider performed it ${n} times (under ${n} keys)`);
-  if (records !== undefined) for (const i of items) if (i.status === 'SENT' && !performed.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: SENT, but the payment provider never performed it`);
+  if (records !== undefined) {
+    for (const i of items) if (i.status === 'SENT' && !performed.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: SENT, but the payment provider never performed it`);
+    // Given up as not taken while the provider took it: the record says no effect where one happened.
+    for (const i of items) if (i.status === 'FAILED' && performed.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: FAILED (${String(i.failureReason)}), but the payment provider performed it`);
+  }
   // A per-recipient destination: the provider was called at the item's own path, not another recipient's.
   const byId = new Map(items.map((i) => [String(i.pk), i]));
   for (const r of mine) {
