@@ -80,7 +80,10 @@ describe('the deterministic simulator (bounded)', () => {
     // One as its own process (the script's wiring), the others through its entry in this process.
     expectOneLineError(await tsx('test/sim/main.ts', ['--workload', 'nope']), '--workload');
     expectOneLineError(await inProcess(simulateEntry, ['--replay', 'no-such-file.json']), '--replay');
-    expectOneLineError(await inProcess(simulateEntry, ['--schedules', 'x']), '--schedules');
+    const bad = await inProcess(simulateEntry, ['--schedules', 'x']);
+    expectOneLineError(bad, '--schedules');
+    // The flag as the user typed it (red before: "----schedules").
+    expect(bad.stderr).toMatch(/(^|\s)--schedules: must be an integer/);
     expect(() => simPlan(['--controls', 'nope'])).toThrow(/--controls: unknown control "nope"/);
   }, 60_000);
 

@@ -69,21 +69,21 @@ export function simPlan(argv: string[]): SimPlan | 'help' {
   if (values.help) return 'help';
   // A fork's workload, by its registered name: its runs under the same schedules (test/chaos/workload-runs.ts).
   const workload = values.workload === undefined ? undefined : workloadNamed(values.workload, '--workload');
-  const parallel = int('--parallel', values.parallel, availableParallelism(), 1, 64);
+  const parallel = int('parallel', values.parallel, availableParallelism(), 1, 64);
   const json = values.json === true;
   if (values.replay !== undefined) return { ...replayPlan(values.replay), parallel: 1, json };
-  const schedules = int('--schedules', values.schedules, 100, 0, 100_000_000);
-  const seed = int('--seed', values.seed, 1, 0, 2 ** 31 - 1);
+  const schedules = int('schedules', values.schedules, 100, 0, 100_000_000);
+  const seed = int('seed', values.seed, 1, 0, 2 ** 31 - 1);
   const shape = values.shape === undefined || values.shape === 'mix' ? 'mix' : shapeNamed(values.shape);
   const named = values['no-controls'] ? [] : values.controls === undefined ? [...CONTROLS] : values.controls.split(',').map(controlNamed);
   // A control whose mistake cannot show in the workload (an email sent from the worker, for a workload without emails) is not run.
   const controls = named.filter((c) => workload === undefined || controlAppliesTo(c, workload));
-  const controlSchedules = controls.length === 0 ? 0 : int('--control-schedules', values['control-schedules'], Math.min(1000, Math.max(10, Math.round(schedules / 10))), 1, 1_000_000);
+  const controlSchedules = controls.length === 0 ? 0 : int('control-schedules', values['control-schedules'], Math.min(1000, Math.max(10, Math.round(schedules / 10))), 1, 1_000_000);
   const tasks: SimTask[] = [];
   const of = workload === undefined || workload.name === DEFAULT_WORKLOAD ? {} : { workload: workload.name };
   for (let i = 0; i < schedules; i++) tasks.push({ seed: seed + i, variant: 'fenced', shape: shapeOfSeed(seed + i, shape), ...of });
   for (const c of controls) for (let i = 0; i < controlSchedules; i++) tasks.push({ seed: seed + i, variant: c, shape: shapeOfSeed(seed + i, shape), ...of });
-  return { tasks, parallel: Math.min(parallel, Math.max(1, tasks.length)), json, seed, schedules, controlSchedules, shape, workload: workload?.name ?? DEFAULT_WORKLOAD, compareLocal: int('--compare-local', values['compare-local'], 0, 0, 10_000) };
+  return { tasks, parallel: Math.min(parallel, Math.max(1, tasks.length)), json, seed, schedules, controlSchedules, shape, workload: workload?.name ?? DEFAULT_WORKLOAD, compareLocal: int('compare-local', values['compare-local'], 0, 0, 10_000) };
 }
 
 function controlNamed(name: string): (typeof CONTROLS)[number] {
