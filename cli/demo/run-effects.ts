@@ -84,7 +84,7 @@ export interface ProviderFaultPlan {
   /** The next n payments performed and their 200's body cut (`cutHow`): maybe taken, resent with the key. */
   readonly cut2xxPayments?: number;
   readonly cutHow?: CutBody;
-  /** The next n payments answered 302 (the endpoint moved): never followed, FAILED with the location. */
+  /** The next n payment keys answered 302 on every request (the endpoint moved): never followed, FAILED with the location. */
   readonly redirectPayments?: number;
   /** The lost acknowledgement's provider record comes late, after the reconciler's resend was throttled: the record settles the item, never a second send. */
   readonly lateRecord?: boolean;
