@@ -8,11 +8,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, InvalidInputError, makeGeneration } from '../lib/protocol/index.js';
-import { assertWorkload, outboxHttp, shardsOfRun, tableNames, unitSizeCap, type Workload } from '../lib/workflow/index.js';
+import { assertWorkload, outboxHttp, tableNames, type Workload } from '../lib/workflow/index.js';
 import { destinationUrl } from '../lib/workflow/adapters/index.js';
 import { DEFAULT_WORKLOAD, WORKLOADS, workloadFromEnv, workloadNamed } from '../lib/workloads/index.js';
 import { invoices } from '../lib/workloads/invoices/index.js';
 import { runCli } from './support/cli.js';
+import { describeAgainstProcessor } from './support/workload-checks.js';
 import { reports } from '../lib/workloads/reports/index.js';
 
 const tables = tableNames('wl-');
@@ -53,62 +54,7 @@ describe('the registry', () => {
   });
 });
 
-describe.each(WORKLOADS.map((w) => [w.name, w] as const))('the %s workload against its own processor', (_, w) => {
-  const { input } = startOf(w, 2 * w.local.unitSize + 3);
-
-  it('writes exactly effectsPerItem effects per item in every unit (the number that caps the unit size everywhere)', () => {
-    const units = w.processor.totalUnits(input);
-    const { from, to } = w.start.rangeOf(input);
-    let effects = 0;
-    for (let u = 0; u < units; u++) effects += unitOf(w, input, u).length;
-    expect(effects).toBe((to - from) * w.effectsPerItem);
-    expect(unitSizeCap(w) * w.effectsPerItem).toBeLessThanOrEqual(98);
-  });
-
-  it("its checks' expected records and outbox items are exactly the ones its processor writes, once-only where the processor says so, each saying what its processor's item says", () => {
-    const written = Array.from({ length: w.processor.totalUnits(input) }, (_, u) => unitOf(w, input, u)).flat();
-    const records = written.filter((e) => e.table === tables.records);
-    const expected = [...w.checks.records(input)];
-    expect(expected.map((r) => r.pk).sort()).toEqual(records.map((e) => e.item.pk).sort());
-    for (const r of expected) {
-      const e = records.find((x) => x.item.pk === r.pk)!;
-      expect(e.kind === 'once').toBe(r.once);
-      expect(w.checks.isOnce(r.pk)).toBe(r.once);
-      for (const [f, v] of Object.entries(r.fields)) expect(e.item[f]).toBe(v);
-      expect(w.checks.groupOfRecord(r.pk)).toBe(w.checks.groupOfInput(input));
-    }
-    const outbox = written.filter((e) => e.table === tables.outbox);
-    const expectedOutbox = [...w.checks.outbox(input)];
-    expect(expectedOutbox.map((e) => e.id).sort()).toEqual(outbox.map((e) => e.item.pk).sort());
-    // What each item says is what the input says (the descriptor's meaning, and the processor's).
-    for (const e of expectedOutbox) {
-      const item = outbox.find((x) => x.item.pk === e.id)!.item;
-      expect(item.kind).toBe(e.kind);
-      if (e.kind === 'email') {
-        expect(item.to).toBe(e.to);
-        for (const s of e.says) expect(`${String(item.subject)}\n${String(item.body)}`).toContain(s);
-      } else {
-        expect({ target: item.target, path: item.path }).toEqual({ target: e.target, path: e.path });
-        expect(item.request).toMatchObject(e.request);
-      }
-    }
-  });
-
-  it('its shards tile the run and each is the run cut to its range', () => {
-    const shards = shardsOfRun(w, 'r', input, 3);
-    const ranges = shards.map((s) => w.start.rangeOf(w.processor.parseInput(s.input)));
-    expect(ranges[0]!.from).toBe(0);
-    expect(ranges.at(-1)!.to).toBe(w.start.itemsOf(input));
-    for (let i = 1; i < ranges.length; i++) expect(ranges[i]!.from).toBe(ranges[i - 1]!.to);
-    const perShard = shards.map((s) => [...w.checks.records(w.processor.parseInput(s.input))].length).reduce((a, b) => a + b, 0);
-    expect(perShard).toBe([...w.checks.records(input)].length);
-  });
-
-  it("refuses a start payload field it does not know by name, and a bad value of one it does, before anything is written", () => {
-    const field = w.start.payloadFields[0]!;
-    expect(() => w.start.runOf({ payload: { [field]: 'not-a-value' }, time: new Date(), items: 1, unitSize: 1 })).toThrow(InvalidInputError);
-  });
-});
+describe.each(WORKLOADS.map((w) => [w.name, w] as const))('the %s workload against its own processor', (_, w) => describeAgainstProcessor(w));
 
 describe('per-recipient destinations (the reports webhooks)', () => {
   it("each tenant's call names its own path below the endpoint, and the URL keeps the endpoint's host", () => {

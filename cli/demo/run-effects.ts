@@ -10,7 +10,6 @@ import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../../lib/workflow/index.js';
-import { invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../../functions/effects-handlers.js';
 import { createSenderHandler } from '../../functions/sender-handler.js';
 import { asFunction, type AwsCallRecorder } from '../local/aws-calls.js';
@@ -37,7 +36,7 @@ export interface RunEffectsOptions {
   leaseMs: number;
   /** Inject the external-effect faults (the demo's faulted run, chaos). */
   faults: boolean;
-  /** The workload's documents (their folder and how a key names its pointer): the invoice workload's by default. */
+  /** The workload's documents (their folder and how a key names its pointer). Absent: the workload has none, and no collector runs (its stack has none). */
   catalog?: DocumentCatalog;
   /** The workload's fence key prefix: the collector reads the fences its workers raise. @default 'fence#' */
   fenceKeyPrefix?: string | undefined;
@@ -345,9 +344,6 @@ export class RunEffects {
     asFunction('sender', () => this.stream.start());
   }
 
-  private get catalog(): DocumentCatalog {
-    return this.o.catalog ?? invoiceProcessor.documents!;
-  }
 
   async reconcileOnce(): Promise<ReconcileReport> {
     const r = await asFunction('reconciler', () => this.reconciler(undefined, this.invocation()));
@@ -355,8 +351,10 @@ export class RunEffects {
     return r;
   }
 
-  async collectOnce(minAgeMs: number): Promise<CollectReport> {
-    const catalog = this.catalog;
+  /** One collector run; none for a workload without documents. */
+  async collectOnce(minAgeMs: number): Promise<CollectReport | undefined> {
+    const catalog = this.o.catalog;
+    if (catalog === undefined) return undefined;
     const prefix = `${this.o.set}/${catalog.prefix}`;
     const collector: CollectorHandler = createCollectorHandler({
       doc: this.o.dynamo.doc,
@@ -473,7 +471,7 @@ export class RunEffects {
   sources(): EffectsSources {
     const e = this.o.effects;
     return {
-      s3: { client: e.s3, bucket: e.bucket, set: this.o.set, prefix: this.catalog.prefix },
+      ...(this.o.catalog === undefined ? {} : { s3: { client: e.s3, bucket: e.bucket, set: this.o.set, prefix: this.o.catalog.prefix } }),
       claimTimeoutMs: this.claimTimeoutMs,
       ...(e.sink === undefined ? { unread: { DELIVERY: [`emails: ${e.emailName} keeps no record this run can read, so the messages it received per outbox id are not counted (a duplicate or a lost email would not show)`] } } : { mails: e.sink.received }),
       payments: [...e.payments.records.values()],

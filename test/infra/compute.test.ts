@@ -14,6 +14,7 @@ import { FencedWorkflow, type FencedWorkflowProps } from '../../infra/constructs
 import { validateEffects } from '../../infra/constructs/settings.js';
 import { EFFECTS_PER_CUSTOMER, invoiceProcessor } from '../../lib/workloads/invoices/invoices.js';
 import { invoices } from '../../lib/workloads/invoices/index.js';
+import { WORKLOADS } from '../../lib/workloads/index.js';
 import { ENV, leaseSettingsFromEnv, maxUnitSize, tableNames, unitSizeCap } from '../../lib/workflow/index.js';
 import { ConfigError, MAX_TRANSACTION_ACTIONS, type Generation } from '../../lib/protocol/index.js';
 import { appWithoutBundling, arnOf, logicalId, NO_BUNDLING, PROJECT_ROOT, tempDir, templateOf, TEST_SENDER } from './support.js';
@@ -169,7 +170,7 @@ describe('configuration is checked at synth, with the checks the handlers run', 
     [{ starterSchedule: 'every month' }, 'starterSchedule', /starterSchedule: /],
     [{ runItems: 10_000_001 }, 'runItems', /runItems: must be an integer in \[0, 10000000\]/],
     [{ invoiceCustomers: 10 }, 'invoiceCustomers', /invoiceCustomers: was renamed runItems/],
-    [{ workload: 'payroll' }, 'workload', /workload: no workload "payroll" is registered \(lib\/workloads\/index.ts: invoices, reports\)/],
+    [{ workload: 'payroll' }, 'workload', new RegExp(`workload: no workload "payroll" is registered \\(lib/workloads/index.ts: ${WORKLOADS.map((w) => w.name).join(', ')}\\)`)],
     [{ unitSize: 25 }, 'unitSize', /unitSize: must be an integer in \[1, 24\] \(workload invoices: 4 effects per item/],
     [{ unfinishedJobAlarmMinutes: 0 }, 'unfinishedJobAlarmMinutes', /unfinishedJobAlarmMinutes: must be an integer in \[1, /],
     [{ alarmTopicArn: 'oncall' }, 'alarmTopicArn', /alarmTopicArn: must be an SNS topic ARN/],

@@ -12,7 +12,10 @@
  * one prefix refuses a run with another, naming the call. The other prefix is a fork's: the
  * invoice workload registered once more, as `invoices-x` with documents under docs-x/ (the
  * stack only builds a registered workload, the one its functions load by name), by a mock of
- * the registry that adds the one line a fork adds.
+ * the registry that adds the one line a fork adds. The same mock registers a throwaway workload
+ * of a shape neither sample has (test/support/workloads/notices.ts: email only, no documents), and
+ * the registry-wide checks run on it: against its own processor, its stack, and its simulated run's
+ * calls and invariants.
  */
 import { invoices } from '../../lib/workloads/invoices/index.js';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -25,14 +28,18 @@ import { tableNames } from '../../lib/workflow/index.js';
 import { INVOICE_DOCUMENTS_PREFIX, invoiceWorkload } from '../../lib/workloads/invoices/invoices.js';
 import { simDemoRun } from '../sim/demo-run.js';
 import { StackIam, type FunctionRole, type TemplateJson } from './iam-eval.js';
-import { PROJECT_ROOT, templateOf } from './support.js';
+import { buildApp, nagViolations, PROJECT_ROOT, templateOf, withoutCfnValidation } from './support.js';
+import { WORKLOADS } from '../../lib/workloads/index.js';
+import { describeAgainstProcessor } from '../support/workload-checks.js';
+import { notices } from '../support/workloads/notices.js';
 
 vi.mock('../../lib/workloads/index.js', async (importOriginal) => {
   const registry = await importOriginal<typeof import('../../lib/workloads/index.js')>();
   const { invoices } = await import('../../lib/workloads/invoices/index.js');
   const { invoiceWorkload: withPrefix } = await import('../../lib/workloads/invoices/invoices.js');
+  const { notices } = await import('../support/workloads/notices.js');
   const fork = { ...invoices, name: 'invoices-x', processor: withPrefix('docs-x/') };
-  const WORKLOADS = [...registry.WORKLOADS, fork];
+  const WORKLOADS = [...registry.WORKLOADS, fork, notices];
   const workloadNamed = (name: string) => WORKLOADS.find((w) => w.name === name) ?? registry.workloadNamed(name);
   const configuredWorkload = (setting: string, name: string | undefined) => WORKLOADS.find((w) => w.name === (name ?? registry.DEFAULT_WORKLOAD)) ?? registry.configuredWorkload(setting, name);
   return { ...registry, WORKLOADS, workloadNamed, configuredWorkload };
@@ -203,4 +210,31 @@ describe("the documents' prefix is the workload's: one setting reaches the stack
     const naming = [...files('infra'), ...files('functions')].filter((f) => readFileSync(join(PROJECT_ROOT, f), 'utf8').includes(INVOICE_DOCUMENTS_PREFIX));
     expect(naming).toEqual([]);
   });
+});
+
+describe('a registered workload of a shape neither sample has (email only, no documents): the registry-wide checks', () => {
+  describe('against its own processor', () => describeAgainstProcessor(notices));
+
+  it('is registered beside the samples, and its stack synthesizes with only its name: no bucket, no collector, no http target, zero compliance findings', () => {
+    expect(WORKLOADS.map((w) => w.name)).toContain(notices.name);
+    const { app, stack, outdir } = buildApp({ nag: true, workload: notices.name });
+    expect(withoutCfnValidation(() => nagViolations(app, outdir))).toEqual([]);
+    expect(stack.workflow.effects.collector).toBeUndefined();
+    expect(stack.workflow.effects.recorder).toBeDefined();
+    const types = Object.values((templateOf({ workload: notices.name }).template.toJSON() as TemplateJson).Resources).map((r) => r.Type);
+    expect(types).not.toContain('AWS::S3::Bucket');
+  });
+
+  it("its simulated local run passes every invariant, and every call its functions made is allowed by its own stack's roles", async () => {
+    const noticeStack = new StackIam(templateOf({ workload: notices.name, stackName: 'FencedWorkflow' }).template.toJSON() as TemplateJson);
+    const recorded = recordAwsCalls(noticeStack.arnNames());
+    const { run, unsupported } = await simDemoRun(5, { tables: tableNames('notices-'), items: 20, workers: 2, seed: 5, set: 'notices', calls: recorded, workload: notices });
+    expect(unsupported).toEqual([]);
+    expect(run.gaveUp).toBeUndefined();
+    expect(Object.entries(run.invariants.invariants).filter(([, r]) => !r.ok)).toEqual([]);
+    expect(run.invariants.stats.effects.emails.sent).toBeGreaterThan(0);
+    const { denied } = await noticeStack.evaluate(recorded.records);
+    expect(denied).toEqual([]);
+    expect(recorded.records.filter((c) => c.service === 's3')).toEqual([]);
+  }, 60_000);
 });

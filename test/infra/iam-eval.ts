@@ -49,7 +49,8 @@ export class StackIam {
   private readonly bucketPolicies = new Map<string, Json>();
   private readonly tablePolicies = new Map<string, Json>();
   readonly tables: Record<TableRole, string>;
-  readonly documentsBucket: string;
+  /** The stack's documents bucket; a workload without documents has none (then a call to any bucket names none of the stack's, and is denied). */
+  readonly documentsBucket: string | undefined;
 
   constructor(private readonly template: TemplateJson) {
     const R = template.Resources;
@@ -67,8 +68,7 @@ export class StackIam {
     }
     this.tables = Object.fromEntries(TABLE_ROLES.map((role) => [role, this.tableOf(role)])) as Record<TableRole, string>;
     const docs = Object.keys(R).find((id) => R[id]!.Type === 'AWS::S3::Bucket' && id.includes('Documents'));
-    if (docs === undefined) throw new TemplateReadError('no documents bucket');
-    this.documentsBucket = this.physicalName(docs);
+    this.documentsBucket = docs === undefined ? undefined : this.physicalName(docs);
   }
 
   /**
@@ -97,7 +97,7 @@ export class StackIam {
         const role = roleOfTable(local);
         return role === undefined ? local : this.physicalName(this.tables[role]);
       },
-      bucket: () => this.documentsBucket,
+      bucket: () => this.documentsBucket ?? 'no-documents-bucket-in-stack',
       queue: this.physicalName(this.only('AWS::SQS::Queue', 'WorkQueue')),
       // The sender sends as the stack's identity (its SENDER_ADDRESS is the identity's address).
       emailIdentity: () => ses('AWS::SES::EmailIdentity'),

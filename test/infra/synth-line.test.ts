@@ -14,6 +14,7 @@ import { App, CfnResource, Stack } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { NO_FINDINGS_LINE } from '../../infra/constructs/checks.js';
 import { tsx } from '../support/spawn.js';
+import { WORKLOADS } from '../../lib/workloads/index.js';
 import { CDK_JSON_CONTEXT, NO_BUNDLING, tempDir } from './support.js';
 
 describe('npm run synth', () => {
@@ -48,7 +49,7 @@ describe('npm run synth', () => {
     };
     const r = await tsx('infra/app.ts', [], { env });
     expect(r.code).toBe(1);
-    expect(r.stderr.trim().split('\n')).toEqual(['workload: no workload "payroll" is registered (lib/workloads/index.ts: invoices, reports)']);
+    expect(r.stderr.trim().split('\n')).toEqual([`workload: no workload "payroll" is registered (lib/workloads/index.ts: ${WORKLOADS.map((w) => w.name).join(', ')})`]);
   }, 60_000);
 });
 

@@ -24,6 +24,8 @@ type Props = Record<string, unknown>;
 const reports = workloadNamed('reports');
 const invoices = workloadNamed('invoices');
 const WEBHOOKS = 'https://hooks.fenced-workflow.dev/v1';
+/** The registered names, as the refusals list them. */
+const REGISTERED = WORKLOADS.map((w) => w.name).join(', ');
 
 let template: Template;
 let stack: FencedWorkflowStack;
@@ -135,13 +137,12 @@ describe('the reports stack: no email, a per-tenant webhook, documents under rep
     const app = appWithoutBundling(contextFor('invoices'));
     for (const w of WORKLOADS) new FencedWorkflowStack(app, stackNameFrom(undefined, w.name), { workload: w });
     const assembly = withoutCfnValidation(() => app.synth());
-    expect(assembly.stacks.map((s) => s.stackName).sort()).toEqual(['FencedWorkflow', 'FencedWorkflow-reports']);
+    expect(assembly.stacks.map((s) => s.stackName).sort()).toEqual(WORKLOADS.map((w) => stackNameFrom(undefined, w.name)).sort());
   });
 });
 
 describe("the unit size is checked at synth against the workload's own cap, the one its functions read at cold start", () => {
   it.each(WORKLOADS.map((w) => [w.name, unitSizeCap(w), w] as const))('%s: a unit size above its cap (%i) is refused, naming the setting and the cap; the cap itself is accepted', (name, cap, w) => {
-    expect([name, cap]).toEqual(name === 'invoices' ? ['invoices', 24] : ['reports', 49]);
     const e = refusal(workflowOf(w, { unitSize: cap + 1 }));
     expect(e.variable).toBe('unitSize');
     expect(e.message).toBe(`unitSize: must be an integer in [1, ${cap}] (workload ${name}: ${w.effectsPerItem} effects per item + fence + checkpoint <= 100 transaction actions), got ${cap + 1}`);
@@ -151,6 +152,7 @@ describe("the unit size is checked at synth against the workload's own cap, the 
   });
 
   it('25 is accepted for reports (49) and refused for invoices (24): each stack reads its own descriptor, not the sample it was written for', () => {
+    expect([unitSizeCap(invoices), unitSizeCap(reports)]).toEqual([24, 49]);
     expect(workflowOf(reports, { unitSize: 25 })).not.toThrow();
     expect(refusal(workflowOf(invoices, { unitSize: 25 })).variable).toBe('unitSize');
     const { template: t, stack: s } = templateOf({ workload: 'reports', context: { unitSize: 25 } });
@@ -212,13 +214,13 @@ describe('settings out of the workload\'s bounds, and descriptors the functions 
   it('a descriptor that is not the registered one of its name is refused: the functions would load the registered one', () => {
     const copy = { ...reports, effectsPerItem: 1 };
     expect(refusal(workflowOf(copy, { unitSize: 90 })).message).toMatch(/^workload: "reports" is not the descriptor registered under that name/);
-    expect(refusal(workflowOf({ ...reports, name: 'payroll' })).message).toBe('workload: "payroll" is not registered (lib/workloads/index.ts: invoices, reports): the functions find their workload there by name');
+    expect(refusal(workflowOf({ ...reports, name: 'payroll' })).message).toBe(`workload: "payroll" is not registered (lib/workloads/index.ts: ${REGISTERED}): the functions find their workload there by name`);
   });
 
   it('`cdk synth -c workload=NAME` with an unregistered name exits 1 with one line listing the registered ones', () => {
     const r = synthAsCdk({ fenceEpoch: 0, workload: 'payroll', ...NO_BUNDLING });
     expect(r.status).toBe(1);
-    expect(r.lines).toEqual(['workload: no workload "payroll" is registered (lib/workloads/index.ts: invoices, reports)']);
+    expect(r.lines).toEqual([`workload: no workload "payroll" is registered (lib/workloads/index.ts: ${REGISTERED})`]);
   });
 
   it('`cdk synth -c workload=reports` names the stack FencedWorkflow-reports and passes the compliance checks', async () => {
