@@ -53,6 +53,7 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
     ...(email === undefined ? {} : { from: required(env, ENV.senderAddress) }),
     claimTimeoutMs: claimTimeoutFromEnv(env),
     sendTimeoutMs: SEND_TIMEOUT_MS,
+    ...(commons.workload.steps === undefined ? {} : { steps: commons.workload.steps }),
     ...(rate === undefined ? {} : { pacer: new Pacer(commons.clock, rate) }),
     backoff: { throttleBaseMs: integer(env, ENV.throttleBackoffMs, 1_000, 10, 3_600_000), heldRetryMs: integer(env, ENV.heldRetryMs, 300_000, 1_000, 86_400_000) },
   };
@@ -69,7 +70,7 @@ function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): {
   for (const t of workload.outbox.http) {
     const names = httpTargetEnv(t.target);
     const url = httpUrl(env, names.url, { optional: true });
-    if (url !== undefined) http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? 86_400_000, 60_000, 31 * 86_400_000) });
+    if (url !== undefined) http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? 86_400_000, 60_000, 31 * 86_400_000), declines: t.declines });
   }
   if (!workload.outbox.email) return { http };
   const ses = SesEmailProvider.client();

@@ -14,6 +14,7 @@ import { startFaultProxy, type FaultProxy, type WireExchange } from '../cli/loca
 import { checkInvariants } from '../cli/check/invariants.js';
 import { streamsClient } from '../cli/local/streams.js';
 import { WireCheck } from '../cli/check/wire-check.js';
+import { followUpId, followUpsOf, markSentUnclaimed, outboxHttp, readOutboxItem, type FollowUpStep } from '../lib/workflow/index.js';
 import { fenceOf, putJob } from './support/fixtures.js';
 import { makeTables, type TestTables } from './support/tables.js';
 import { FENCE_PREFIX, wireTables } from './support/workflow.js';
@@ -159,6 +160,29 @@ describe('the structural FENCE check, from the wire', () => {
       `${records}: written by a BatchExecuteStatement, which no effect or fence is written with and this check cannot read`,
       `${outbox}: written by a ExecuteTransaction, which no effect or fence is written with and this check cannot read`,
       `${fences}: written by a ExecuteStatement, which no effect or fence is written with and this check cannot read`,
+    ]);
+  });
+
+  it('rule 4: a follow-up created by its parent\'s settle transaction passes; one put on its own, or in a transaction whose settle does not list it, is named (and one carrying a generation)', async () => {
+    const jobId = 'job-follow';
+    await putJob(t, jobId);
+    const parentId = 'charge#2026-11#cust-1';
+    const steps: FollowUpStep[] = [{ name: 'receipt', after: 'payments', on: 'accepted', creates: 'email', description: '', next: () => ({ to: 'c1@customers.example', subject: 'Receipt', body: 'Taken.' }) }];
+    const settled = await wireOf(async () => {
+      await commitFencedUnit({ doc: via.doc }, { fence: fenceOf(t, jobId), generation: g1, checkpoint: { table: t.names.jobs, key: jobId, expected: 0, next: 1 }, effects: [outboxHttp(t.names.outbox, parentId, { jobId, unit: 0 }, { target: 'payments', request: { amountCents: 1 } })], token: { job: jobId, unit: 0 } });
+      const parent = (await readOutboxItem(via.doc, t.names.outbox, parentId))!;
+      expect(await markSentUnclaimed(via.doc, t.names.outbox, parentId, 'ch_1', 1, followUpsOf(steps, t.names.outbox, parent, 'accepted', 2))).toBe(true);
+    });
+    expect(settled.violations).toEqual([]);
+    const receipt = (await readOutboxItem(t.dynamo.doc, t.names.outbox, followUpId(parentId, 'receipt')))!;
+    const alone = await wireOf(async () => {
+      await via.doc.send(new PutCommand({ TableName: t.names.outbox, Item: { ...receipt, pk: `${parentId}>again` } }));
+      await via.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: { TableName: t.names.outbox, Key: { pk: parentId }, UpdateExpression: 'SET #s = :s', ConditionExpression: '#s = :s', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':s': 'SENT' } } }, { Put: { TableName: t.names.outbox, Item: { ...receipt, pk: `${parentId}>unlisted`, generation: 1 } } }] }));
+    });
+    expect(alone.violations).toEqual([
+      `${parentId}>again: a follow-up created by a PutItem, not in a transaction with its parent ${parentId}'s settle (a conditional status change listing it in followUps)`,
+      `${parentId}>unlisted: a follow-up written with a generation (no unit wrote it)`,
+      `${parentId}>unlisted: a follow-up created in a transaction without its parent ${parentId}'s settle (a conditional status change listing it in followUps)`,
     ]);
   });
 

@@ -13,7 +13,10 @@
  *      fence above g had been answered (the engine's order, as the proxy saw it);
  *   3. nothing else changes an effect: no delete of one, no change after its creation of what
  *      the unit wrote on an outbox item (its tie `generation`, `updatedAt`, `jobId`, and every
- *      field the provider sees: `to`, `subject`, `body`, `target`, `request`, `path`).
+ *      field the provider sees: `to`, `subject`, `body`, `target`, `request`, `path`);
+ *   4. a follow-up (an outbox item with `parent`: lib/workflow/effects/follow-ups.ts) carries no
+ *      generation and is created only by the transaction that settles its parent: a conditional
+ *      Update of the parent's item that SETs its `status` and lists the follow-up in `followUps`.
  *
  * Every write operation DynamoDB has is read or refused: PutItem, UpdateItem, DeleteItem,
  * BatchWriteItem and TransactWriteItems are read as above; a PartiQL write (ExecuteStatement,
@@ -62,7 +65,7 @@ interface WireAction {
 }
 
 /** What the unit wrote on an outbox item: its tie to the fence write and everything its provider sees. */
-const WRITTEN_BY_UNIT = ['generation', 'updatedAt', 'jobId', 'kind', 'unit', 'to', 'subject', 'body', 'target', 'request', 'path'];
+const WRITTEN_BY_UNIT = ['generation', 'updatedAt', 'jobId', 'kind', 'unit', 'to', 'subject', 'body', 'target', 'request', 'path', 'context', 'parent', 'step'];
 /** PartiQL's writes: a statement's verb and the table it names (quoted or not). */
 const PARTIQL_WRITE = /^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_.-]+))/i;
 const MAX_LISTED = 20;
@@ -211,6 +214,7 @@ export class WireCheck {
       if (touched.length > 0) this.add(`${key}: an outbox item's ${touched.join(', ')} changed by a ${ex.operation} after its creation`);
       return;
     }
+    if (a.TableName === outbox && a.Item?.parent?.S !== undefined) return this.followUpWrite(a, ex, transaction);
     this.effects++;
     const g = writtenGeneration(a);
     const jobId = a.kind === 'Put' ? a.Item?.jobId?.S : undefined;
@@ -224,6 +228,20 @@ export class WireCheck {
     const byGen = this.applied.get(fence) ?? new Map<number, { sentAt: number; key: string }>();
     if ((byGen.get(g)?.sentAt ?? -Infinity) < ex.sentAt) byGen.set(g, { sentAt: ex.sentAt, key });
     this.applied.set(fence, byGen);
+  }
+
+  /** Rule 4: a follow-up put by its parent's settle, in the same transaction, and by nothing else. */
+  private followUpWrite(a: WireAction, ex: WireExchange, transaction: WireAction[]): void {
+    const key = keyOf(a);
+    const parent = a.Item!.parent!.S!;
+    if (a.Item?.generation !== undefined) this.add(`${key}: a follow-up written with a generation (no unit wrote it)`);
+    const settle = transaction.find((t) => t.kind === 'Update' && t.TableName === this.tables.outbox && keyOf(t) === parent);
+    const listed = settle === undefined ? undefined : assignments(settle).get('followUps');
+    const lists = listed !== undefined && JSON.stringify(settle!.ExpressionAttributeValues?.[listed] ?? null).includes(JSON.stringify(key));
+    if (settle === undefined || settle.ConditionExpression === undefined || !assignments(settle).has('status') || !lists) {
+      const where = ex.operation === 'TransactWriteItems' ? 'in a transaction without' : `by a ${ex.operation}, not in a transaction with`;
+      this.add(`${key}: a follow-up created ${where} its parent ${parent}'s settle (a conditional status change listing it in followUps)`);
+    }
   }
 
   /** The tables this check guards: a write to them it cannot read is a violation. */

@@ -9,7 +9,7 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../../lib/workflow/index.js';
+import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type FollowUpStep, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../../lib/workflow/index.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../../functions/effects-handlers.js';
 import { createSenderHandler } from '../../functions/sender-handler.js';
 import { asFunction, type AwsCallRecorder } from '../local/aws-calls.js';
@@ -38,6 +38,8 @@ export interface RunEffectsOptions {
   faults: boolean;
   /** The workload's documents (their folder and how a key names its pointer). Absent: the workload has none, and no collector runs (its stack has none). */
   catalog?: DocumentCatalog;
+  /** The workload's steps: what follows each settled outcome (Workload.steps). */
+  steps?: readonly FollowUpStep[] | undefined;
   /** The workload's fence key prefix: the collector reads the fences its workers raise. @default 'fence#' */
   fenceKeyPrefix?: string | undefined;
   /** Records the SES sends of the sender and the reconciler (locally SMTP: recorded at the provider port). */
@@ -160,6 +162,7 @@ export class RunEffects {
       claimTimeoutMs: this.claimTimeoutMs,
       sendTimeoutMs: o.effects.sendTimeoutMs,
       backoff: { throttleBaseMs: Math.round(o.leaseMs / 4), maxMs: o.leaseMs * 4, heldRetryMs: o.leaseMs * 2 },
+      ...(o.steps === undefined ? {} : { steps: o.steps }),
     };
     this.stream = new OutboxStream({
       client: o.dynamo.client,

@@ -166,7 +166,7 @@ async function runThroughProxy(opts: RunOptions, dynamo: Dynamo, wire: WireCheck
   const base = { doc: dynamo.doc, tables: opts.tables, clock, queue: opts.calls?.queue(queue) ?? queue, telemetry };
 
   const { processor, fenceKeyPrefix } = workload;
-  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, fenceKeyPrefix, ...(opts.http ? { http: opts.http } : {}), ...(processor.documents ? { catalog: processor.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
+  const fx = new RunEffects({ dynamo, streams: opts.streams, tables: opts.tables, set: opts.set, effects: opts.effects, clock, telemetry, timeline, leaseMs: LEASE_MS, faults: opts.faults !== false, fenceKeyPrefix, steps: workload.steps, ...(opts.http ? { http: opts.http } : {}), ...(processor.documents ? { catalog: processor.documents } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
   const fence = fenceKeyPrefix === undefined ? {} : { fenceKeyPrefix };
   const worker = createWorkerHandler({ ...base, processor, ...fence, lease, hooks: plan, documents: fx.documents }, { safetyMarginMs: Math.round(LEASE_MS / 2) });
   const sweeper = createSweeperHandler({ ...base, lease, staleAfterMs: LEASE_MS * 2, sweepIntervalMs });

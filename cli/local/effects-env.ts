@@ -205,7 +205,7 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
     emailName: opts.smtp === undefined ? `embedded SMTP sink ${smtp.host}:${smtp.port}` : `SMTP ${smtp.host}:${smtp.port}`,
     ...(sink === undefined ? {} : { sink }),
     payments,
-    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(payments.url, t), sendTimeoutMs, retention)])),
+    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(payments.url, t), sendTimeoutMs, { ...retention, declines: t.declines })])),
     sendTimeoutMs,
     from: SENDER_ADDRESS,
     close: async () => {

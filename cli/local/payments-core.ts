@@ -32,7 +32,12 @@ export interface KeyRecord {
   refused: number;
   /** The status of an error saved as the key's answer (a 500 after the charge, Stripe-style): replayed instead of the charge. */
   savedError?: number;
+  /** The charge was declined (Stripe's `card_declined`): nothing charged, the 402 replayed for the key. */
+  declined?: string;
 }
+
+/** Stripe test mode's card token that is always declined: this stand-in declines it the same way. */
+export const DECLINED_CARD = 'tok_chargeDeclined';
 
 /** The kinds of answer the fault plan gives, each counted in `fired`. */
 export const PAYMENT_FAULTS = ['throttled', '5xx-after', '5xx-before', '2xx-cut', 'paused', 'replayed-5xx', 'redirect'] as const;
@@ -82,6 +87,10 @@ export interface PaymentsStandIn {
   pausedWhile(p: () => boolean): void;
   /** How many answers of each kind the fault plan gave. */
   readonly fired: Readonly<Record<PaymentFault, number>>;
+  /** Declines a `fraction` of new keys (chosen by the key and `seed`, so the same each run) besides every charge with DECLINED_CARD as its `card`. */
+  declineShare(fraction: number, seed?: number): void;
+  /** Charges declined so far (new keys only, not their replays). */
+  readonly declines: number;
 }
 
 /** A request as it arrived: `path` as sent (`/charges`), `header` a lookup by lower-case name. */
@@ -122,6 +131,9 @@ export class PaymentsCore implements PaymentsStandIn {
   readonly redirected = new Set<string>();
   private cutHow: CutBody = 'truncated';
   private readonly paused: Window;
+  private declineFraction = 0;
+  private declineSeed = 0;
+  private declined = 0;
 
   constructor(opts: PaymentsOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -137,6 +149,28 @@ export class PaymentsCore implements PaymentsStandIn {
 
   get refused(): number {
     return this.refusedCount;
+  }
+
+  get declines(): number {
+    return this.declined;
+  }
+
+  readonly declineShare = (fraction: number, seed = 0) => {
+    this.declineFraction = fraction;
+    this.declineSeed = seed;
+  };
+
+  /** Whether a new key's charge is declined: its card is the declining one, or the key falls in the seeded share. */
+  private isDeclined(key: string, body: Buffer): boolean {
+    let card: unknown;
+    try {
+      card = (JSON.parse(body.toString('utf8')) as { card?: unknown } | null)?.card;
+    } catch {
+      card = undefined;
+    }
+    if (card === DECLINED_CARD) return true;
+    if (this.declineFraction <= 0) return false;
+    return createHash('sha256').update(`${this.declineSeed}:${key}`).digest().readUInt32BE(0) / 2 ** 32 < this.declineFraction;
   }
 
   readonly down = (ms: number) => void (this.downUntil = this.now() + ms);
@@ -176,7 +210,7 @@ export class PaymentsCore implements PaymentsStandIn {
       r.refused++;
       return json(400, { error: { type: 'idempotency_error', message: 'Keys for idempotent requests can only be used with the same parameters they were first used with.' } });
     }
-    const failed = !replayed && this.after.length > 0 ? this.after.shift() : undefined;
+    const failed = !replayed && r.declined === undefined && this.after.length > 0 ? this.after.shift() : undefined;
     if (failed !== undefined) {
       // Performed (the charge is in the record), then the 500: what the caller cannot tell from a charge never made.
       this.fired['5xx-after']++;
@@ -189,6 +223,8 @@ export class PaymentsCore implements PaymentsStandIn {
       this.lostKeys.push(key);
       return { lost: true, key };
     }
+    // Declined (decided when the key was first seen): the 402 is the key's answer, replayed like a charge.
+    if (r.declined !== undefined) return json(402, { error: { type: 'card_error', code: r.declined, message: 'Your card was declined.' } }, replayed ? { 'idempotent-replayed': 'true' } : {});
     if (r.savedError !== undefined) {
       this.fired['replayed-5xx']++;
       return json(r.savedError, BANK_ERROR, { 'idempotent-replayed': 'true' });
@@ -217,13 +253,15 @@ export class PaymentsCore implements PaymentsStandIn {
       replayed = false;
       const id = chargeId();
       r = { key, path: call.path, body: call.body.toString('utf8'), outboxId: call.header('x-outbox-id'), outboxTable: call.header('x-outbox-table'), bodyHash, chargeId: id, charges: [id], at: [], storedAt: t, requests: 0, refused: 0 };
+      if (this.isDeclined(key, call.body)) Object.assign(r, { declined: 'card_declined', chargeId: '', charges: [] }), this.declined++;
       this.records.set(key, r);
     } else if (t - r.storedAt >= this.retention) {
       // Forgotten: a new request like any other, performed again (a saved error forgotten with it).
       replayed = false;
-      Object.assign(r, { bodyHash, chargeId: chargeId(), storedAt: t });
+      Object.assign(r, { bodyHash, storedAt: t });
       delete r.savedError;
-      r.charges.push(r.chargeId);
+      // Declined again (the same card, the same share), or charged again: a second charge under one key.
+      if (r.declined === undefined) r.charges.push((r.chargeId = chargeId()));
     }
     r.requests++;
     r.at.push(t);

@@ -44,7 +44,7 @@ import type { AddressInfo } from 'node:net';
 import { writeCutAnswer } from './cut-answer.js';
 import { PaymentsCore, type PaymentsOptions, type PaymentsStandIn } from './payments-core.js';
 
-export { PAYMENT_FAULTS, type KeyRecord, type PaymentFault, type PaymentsStandIn } from './payments-core.js';
+export { DECLINED_CARD, PAYMENT_FAULTS, type KeyRecord, type PaymentFault, type PaymentsStandIn } from './payments-core.js';
 
 export interface PaymentsServerOptions extends PaymentsOptions {
   port?: number;

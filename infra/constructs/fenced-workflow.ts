@@ -453,7 +453,7 @@ export class FencedWorkflow extends Construct {
         ...(this.effects.collector ? { Collector: this.effects.collector.fn } : {}),
       },
       sweeper: this.sweeper.fn,
-      effects: { sender: 'sender', reconciler: 'reconciler', ...(this.effects.recorder ? { recorder: 'recorder' } : {}), ...(this.effects.collector ? { collector: 'collector' } : {}) },
+      effects: { sender: 'sender', reconciler: 'reconciler', ...(this.effects.recorder ? { recorder: 'recorder' } : {}), ...(this.effects.collector ? { collector: 'collector' } : {}), steps: (this.workload.steps ?? []).length > 0 },
       sweepInterval,
       unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),

@@ -53,7 +53,7 @@ export const WORKFLOW_METRICS = {
   /** The external effects: documents (worker, collector). */
   documents: [METRIC.documentsPublished, METRIC.documentsCollected],
   /** Deliveries, emitted by the sender and the reconciler alike (both send through lib/workflow/effects/sender.ts). */
-  outbox: [METRIC.outboxSent, METRIC.outboxFailed, METRIC.outboxAmbiguous, METRIC.outboxUnknown],
+  outbox: [METRIC.outboxSent, METRIC.outboxDeclined, METRIC.outboxFailed, METRIC.outboxAmbiguous, METRIC.outboxUnknown, METRIC.outboxFollowUpFailed],
   /** The provider asked to wait: throttled, or held by the account's state (sender and reconciler). */
   waits: [METRIC.outboxThrottled, METRIC.outboxHeld],
   /** Emitted by the sender handler, per failed stream record. */
@@ -75,7 +75,7 @@ export interface WorkflowMonitoringProps {
    * alarm on a metric nobody emits would sit at OK forever, a false reassurance). `collector`:
    * only a workload that writes documents has one.
    */
-  readonly effects?: { readonly sender: string; readonly reconciler: string; readonly recorder?: string; readonly collector?: string; readonly unsentAlarmAfter?: Duration };
+  readonly effects?: { readonly sender: string; readonly reconciler: string; readonly recorder?: string; readonly collector?: string; readonly unsentAlarmAfter?: Duration; /** The workload declares steps (Workload.steps): only then can an item settle without its follow-ups, alarmed. */ readonly steps?: boolean };
   readonly queue: IQueue;
   readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
   readonly functions: Readonly<Record<string, IFunction>>;
@@ -275,7 +275,7 @@ export class WorkflowMonitoring extends Construct {
     addAlarm(new Alarm(this, 'OutboxUnknown', { alarmDescription: 'An outbox item is UNKNOWN: its send may or may not have been delivered and the provider record cannot tell. A person decides (docs/external-effects.md).', metric: summed(METRIC.outboxUnknown, 'UNKNOWN outbox items'), ...once }));
     addAlarm(new Alarm(this, 'OutboxFailed', {
       alarmDescription:
-        'An outbox item ended FAILED: the provider refused it for good (its content, a request refused), or the stack is misconfigured (an http target without its endpoint, -c <target>Url). Nothing retries it: read the reason on the item, fix the cause, put it back to PENDING (docs/deploy.md, Verify the sender address; docs/external-effects.md).',
+        'An outbox item ended FAILED as a refusal of our request: the provider refused its content or the request itself (a 400, a 404, a redirect), or the stack is misconfigured. A declined card is not this: it is counted OutboxDeclined, a business outcome its steps follow (an http target without its endpoint, -c <target>Url). Nothing retries it: read the reason on the item, fix the cause, put it back to PENDING (docs/deploy.md, Verify the sender address; docs/external-effects.md).',
       metric: summed(METRIC.outboxFailed, 'FAILED outbox items'),
       ...once,
     }));
@@ -287,6 +287,11 @@ export class WorkflowMonitoring extends Construct {
         "A send was held by the account's state (SES sending paused or suspended, the sandbox, an unverified identity, the configuration set, credentials, an http provider's 401/403: the item's heldReason, outbox-held in the logs). " +
         'Fix the account (aws sesv2 get-account, or the provider\'s); held items wait and are sent by themselves once it lifts (docs/deploy.md, Watch it).',
       metric: summed(METRIC.outboxHeld, 'held sends'),
+      ...once,
+    }));
+    if (e.steps === true) addAlarm(new Alarm(this, 'OutboxFollowUpFailed', {
+      alarmDescription: "An outbox item settled without its follow-ups: a step's next() of the workload failed on it (the item's followUpError, outbox-follow-up-failed in the logs). Its chain stops there: fix the step, then create the follow-up by hand from the item (docs/external-effects.md, Steps that follow an outcome).",
+      metric: summed(METRIC.outboxFollowUpFailed, 'items settled without their follow-ups'),
       ...once,
     }));
     addAlarm(new Alarm(this, 'OutboxUnsentTooOld', { alarmDescription: `An outbox item has waited more than ${after.toHumanString()} to be sent: the provider is down, or the sender and the reconciler fail. See their logs.`, metric: oldest, threshold: after.toMilliseconds(), comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 1, treatMissingData: TreatMissingData.NOT_BREACHING }));

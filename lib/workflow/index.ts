@@ -84,13 +84,16 @@ export {
   settleByRecord,
   takeOver,
   type EmailPayload,
+  type FollowUpWrite,
   type HttpPayload,
   type OutboxItem,
+  type Refusal,
   type OutboxKind,
   type OutboxStatus,
 } from './effects/outbox.js';
+export { assertSteps, EMAIL_SOURCE, followUpId, followUps, followUpsOf, MAX_CHAIN, sourceOf, STEP_OUTCOMES, type FollowUpStep, type StepOutcome } from './effects/follow-ups.js';
 export { Pacer, notBeforeOf, type BackoffSettings } from './effects/pacing.js';
-export { PROVIDER_EVENT, recordedDelivery, type SendVerdict, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult } from './effects/providers.js';
+export { PROVIDER_EVENT, recordedDelivery, type SendVerdict, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult, type DeclineRule } from './effects/providers.js';
 export { countKeyedRefusal, DEFAULT_KEY_RETENTION_MARGIN_MS, keyedDeadline, PAST_RETENTION, restartKeyWindow, startKeyedSend, type KeyedRounds } from './effects/key-retention.js';
 export { claimCoversSend, deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';

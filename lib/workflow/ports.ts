@@ -40,6 +40,10 @@ export const METRIC = {
   /** Outbox deliveries (sender, reconciler): sent, refused for good, outcome unseen, given up to a person. */
   outboxSent: 'OutboxSent',
   outboxFailed: 'OutboxFailed',
+  /** Items the provider declined for good (a card declined): a business outcome, followed by its steps, not alarmed. */
+  outboxDeclined: 'OutboxDeclined',
+  /** Items settled without their follow-ups because a step's next() failed: an operator's (alarmed). */
+  outboxFollowUpFailed: 'OutboxFollowUpFailed',
   outboxAmbiguous: 'OutboxAmbiguous',
   outboxUnknown: 'OutboxUnknown',
   /** Sends the provider throttled (nothing taken): each item is deferred with a jittered backoff. */

@@ -132,6 +132,17 @@ export const OUTBOX_ATTR = {
   request: 'request',
   /** An http item's per-recipient destination: a path below its target's endpoint. */
   path: 'path',
+  /** What the unit put on the item for the steps that follow it (a customer's address on a payment): never sent to the provider. */
+  context: 'context',
+  /** A FAILED item's refusal: `effect` (the provider declined the effect itself: a card declined, a business outcome, followed up) or `request` (our request or configuration: alarmed). */
+  refusal: 'refusal',
+  /** A follow-up (effects/follow-ups.ts): the id of the item whose settle created it, and the step that did. */
+  parent: 'parent',
+  step: 'step',
+  /** The follow-ups the item's settle created, by id: written by that same transaction. */
+  followUps: 'followUps',
+  /** Why the item settled without its follow-ups (a step's next() failed): alarmed, an operator's. */
+  followUpError: 'followUpError',
 } as const;
 
 /**

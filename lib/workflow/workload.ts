@@ -11,6 +11,8 @@
 import { describeValue, InvalidInputError } from '../protocol/index.js';
 import { shardJobId, MAX_SHARDS, type ShardSpec } from './runs.js';
 import { maxUnitSize, type Processor } from './processor.js';
+import { assertSteps, type FollowUpStep } from './effects/follow-ups.js';
+import type { DeclineRule } from './effects/providers.js';
 
 /** What the starter knows when it starts a run: the payload (a schedule's input or an operator's), the time, the stack's settings. */
 export interface StartRequest {
@@ -55,6 +57,8 @@ export interface HttpTargetSpec {
   readonly keyRetentionMs?: number;
   /** What it is, for the stack's description and `workloads`. */
   readonly description: string;
+  /** How the provider says a refusal of the effect in a 2xx body (`200 {"status": "failed"}`), if it does: a decline, never an acceptance. A 402 is a decline whatever this says. */
+  readonly declines?: DeclineRule;
 }
 
 /** A record a finished job must have written: its key, whether it is once-only, and fields it must carry. */
@@ -111,6 +115,12 @@ export interface Workload<Input = unknown> {
   readonly start: WorkloadStart<Input>;
   /** The outbox's effects: whether it sends email (the stack creates SES and the recorder only then), and its http targets. */
   readonly outbox: { readonly email: boolean; readonly http: readonly HttpTargetSpec[] };
+  /**
+   * What follows each settled outcome of an item (effects/follow-ups.ts): a receipt after a charge
+   * the provider accepted, a "payment failed" email after a decline. Created exactly once, by the
+   * write that settles the item. None: every item is one step.
+   */
+  readonly steps?: readonly FollowUpStep[];
   readonly checks: WorkloadChecks<Input>;
   /** Construct ids a deployed stack already has (the Records table's): kept so an upgrade does not replace a table. */
   readonly stackIds?: { readonly records?: string };
@@ -147,6 +157,8 @@ export function assertWorkload(w: Workload): void {
   if (w.local.unitSize > cap) bad('local.unitSize', `must be at most ${cap}`);
   for (const t of w.outbox.http) if (!TARGET.test(t.target)) bad('outbox.http', `target ${describeValue(t.target)} must match ${TARGET}`);
   if (w.fenceKeyPrefix !== undefined && !/^[a-z][a-z0-9-]*#$/.test(w.fenceKeyPrefix)) bad('fenceKeyPrefix', `must be lowercase letters ending in "#", got ${describeValue(w.fenceKeyPrefix)}`);
+  for (const t of w.outbox.http) if (t.declines !== undefined && (t.declines.field === '' || t.declines.values.length === 0)) bad(`outbox.http.${t.target}.declines`, 'must name a field and at least one value');
+  if (w.steps !== undefined) assertSteps(w.steps, w.outbox, bad);
 }
 
 /** Shard i of k over n items: [from, to). The k ranges tile [0, n) with no gap and no overlap, sizes within one item. */

@@ -208,6 +208,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
   const fx = new RunEffects({
     fenceKeyPrefix: FENCE_PREFIX,
     ...(workload.processor.documents ? { catalog: workload.processor.documents } : {}),
+    steps: workload.steps,
     dynamo: env.direct,
     streams: env.streams,
     tables,

@@ -8,7 +8,7 @@
  * not taken now; 401/403 held; another 4xx refused for good; a 5xx or no answer maybe taken (a resend with the key is harmless),
  * and a 5xx the provider replays as its saved answer for the key final (UNKNOWN).
  */
-import type { HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
+import type { DeclineRule, HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
 import { classifyHttp2xx, classifyHttpStatus, classifyNoAnswer } from './provider-behaviour.js';
 import { InvalidInputError } from '../../protocol/index.js';
 
@@ -40,15 +40,18 @@ export class FetchHttpProvider implements HttpProvider {
   readonly name: string;
   /** The target's declared key retention (HttpProvider.keyRetentionMs): Stripe's is 24 h. */
   readonly keyRetentionMs?: number;
+  private readonly declines: DeclineRule | undefined;
   constructor(
     private readonly url: string,
     private readonly timeoutMs = 10_000,
-    opts: { keyRetentionMs?: number } = {},
+    /** `declines`: how this target says a refusal in a 2xx body (HttpTargetSpec.declines). */
+    opts: { keyRetentionMs?: number | undefined; declines?: DeclineRule | undefined } = {},
     /** How the request goes out (a simulator passes an in-memory one); default the global `fetch`, looked up at each call. */
     private readonly fetchFn: typeof fetch = (input, init) => fetch(input, init),
   ) {
     this.name = `http ${url}`;
     if (opts.keyRetentionMs !== undefined) this.keyRetentionMs = opts.keyRetentionMs;
+    this.declines = opts.declines;
   }
 
   async post(call: OutboundCall): Promise<SendResult> {
@@ -67,7 +70,7 @@ export class FetchHttpProvider implements HttpProvider {
       return classifyNoAnswer(e, this.url);
     }
     const text = await res.text().catch(() => undefined);
-    if (res.ok) return classifyHttp2xx(res.status, text, { json: /\bjson\b/i.test(res.headers.get('content-type') ?? ''), requestId: res.headers.get('request-id') });
+    if (res.ok) return classifyHttp2xx(res.status, text, { json: /\bjson\b/i.test(res.headers.get('content-type') ?? ''), requestId: res.headers.get('request-id'), declines: this.declines });
     return classifyHttpStatus(res.status, text ?? '', { replayed: res.headers.get('idempotent-replayed') === 'true', retryAfter: res.headers.get('retry-after'), location: res.headers.get('location'), now: Date.now() });
   }
 }

@@ -7,4 +7,4 @@ export { S3ObjectStore, s3Client } from './s3-store.js';
 export { classifySesError, SesEmailProvider } from './ses-email.js';
 export { classifySmtpError, SmtpEmailProvider } from './smtp-email.js';
 export { destinationUrl, FetchHttpProvider } from './http-provider.js';
-export { classifyHttpStatus, classifyNoAnswer, classifySes, classifySmtp, HTTP_MODEL, PROVIDER_MODELS, SES_MODEL, SMTP_MODEL, VERDICT_ACTIONS, type BehaviourRow, type ProviderModel } from './provider-behaviour.js';
+export { classifyHttp2xx, classifyHttpStatus, classifyNoAnswer, classifySes, classifySmtp, HTTP_MODEL, PROVIDER_MODELS, SES_MODEL, SMTP_MODEL, VERDICT_ACTIONS, type BehaviourRow, type ProviderModel } from './provider-behaviour.js';

@@ -10,7 +10,7 @@
  * before taking anything (a 4xx, an SMTP reply code, a refused connection). A 5xx after the
  * request reached the provider, or no answer at all, proves nothing: maybe taken, counted.
  */
-import type { SendResult, SendVerdict } from '../effects/providers.js';
+import type { DeclineRule, SendResult, SendVerdict } from '../effects/providers.js';
 
 /** One row of a provider's table: the answer, the verdict, what the sender does, and the source. */
 export interface BehaviourRow {
@@ -75,12 +75,14 @@ export const HTTP_MODEL: ProviderModel = {
   rateLimit: "the provider's (Stripe: 100 operations/s in live mode, 25 in test mode); 429 with Retry-After past it",
   rows: [
     { answer: '2xx (a replay of the key\'s first 2xx included)', verdict: 'accepted', source: STRIPE_IDEM },
+    { answer: "2xx whose JSON body says a refusal by the target's declared rule (`200 {\"status\": \"failed\"}`)", verdict: 'declined', source: "the target's own documentation, declared in its HttpTargetSpec.declines: such a provider answers every outcome with a 2xx" },
+    { answer: '402 (a card declined: Stripe\'s card_error, `card_declined`)', verdict: 'declined', source: `${STRIPE_ERR}: 402 Request Failed, the parameters were valid but the request failed` },
     { answer: '2xx whose body cannot be read (cut, or a JSON body that does not parse)', verdict: 'ambiguous', source: `${STRIPE_IDEM}: the provider took it and its answer is lost; resent with the same key, its first answer is replayed whole` },
     { answer: '429 (Retry-After honoured)', verdict: 'throttled', source: STRIPE_ERR },
     { answer: '3xx (a redirect; never followed: fetch would re-send the POST as a GET without its body)', verdict: 'rejected (permanent)', source: 'RFC 9110 15.4: a 301/302 to a POST may be re-sent as a GET, a 303 must be; the redirect target never saw the effect\'s request' },
     { answer: '409 (a request with this key is in flight)', verdict: 'rejected', source: STRIPE_IDEM },
     { answer: '401, 403, or an error code account_inactive / account_invalid (the key or the account disabled)', verdict: 'held', source: STRIPE_ERR },
-    { answer: 'another 4xx (400 idempotency_error, 402, 404)', verdict: 'rejected (permanent)', source: STRIPE_ERR },
+    { answer: 'another 4xx (400 a malformed request or idempotency_error, 404 an unknown route)', verdict: 'rejected (permanent)', source: STRIPE_ERR },
     { answer: '5xx', verdict: 'ambiguous', source: `${STRIPE_IDEM}: a 500 may follow a charge made; resent with the same key` },
     { answer: '5xx replayed for the key (Idempotent-Replayed: true)', verdict: 'ambiguous', source: `${STRIPE_IDEM}: the saved 500 is the key's record; no resend can tell more: UNKNOWN` },
     { answer: 'no answer (timeout, reset)', verdict: 'ambiguous', source: 'a resend with the same key is a replay' },
@@ -176,15 +178,20 @@ export function retryAfterMs(header: string | null | undefined, now: number): nu
  * not parse was cut too. Either is maybe taken, never "taken" with no id: the resend with the key
  * gets the first answer replayed whole.
  */
-export function classifyHttp2xx(status: number, body: string | undefined, opts: { json: boolean; requestId: string | null }): SendResult {
+export function classifyHttp2xx(status: number, body: string | undefined, opts: { json: boolean; requestId: string | null; declines?: DeclineRule | undefined }): SendResult {
   if (body === undefined) return { kind: 'ambiguous', reason: `HTTP ${status}: the answer's body could not be read` };
   let id = opts.requestId ?? '';
   if (!opts.json) return { kind: 'accepted', providerMessageId: id };
+  let parsed: Record<string, unknown> | null;
   try {
-    id = String((JSON.parse(body) as { id?: unknown } | null)?.id ?? id);
+    parsed = JSON.parse(body) as Record<string, unknown> | null;
   } catch {
     return { kind: 'ambiguous', reason: `HTTP ${status}: a JSON answer that does not parse: ${body.slice(0, 300)}` };
   }
+  // A provider that answers every outcome with a 2xx says a refusal in its body (the target's declared rule).
+  const said = opts.declines === undefined ? undefined : parsed?.[opts.declines.field];
+  if (typeof said === 'string' && opts.declines!.values.includes(said)) return { kind: 'declined', reason: `HTTP ${status}: ${opts.declines!.field} "${said}": ${body.slice(0, 300)}` };
+  id = String(parsed?.id ?? id);
   return { kind: 'accepted', providerMessageId: id };
 }
 
@@ -201,6 +208,8 @@ export function classifyHttpStatus(status: number, body: string, opts: { replaye
   if (status === 409) return { kind: 'rejected', permanent: false, reason };
   // The account's state, whatever the status says it with (Stripe's account_inactive comes as a 400 or a 403).
   if (status === 401 || status === 403 || ACCOUNT_STATE.test(body)) return { kind: 'held', reason };
+  // The effect refused, not the request: the provider read a valid request and declined it.
+  if (status === 402) return { kind: 'declined', reason };
   return { kind: 'rejected', permanent: true, reason };
 }
 
@@ -209,9 +218,10 @@ const REFUSED_ROUND = '; to an http provider that forgets keys, the round is cou
 
 /** What the sender and the reconciler do on each verdict (effects/sender.ts, reconciler.ts). */
 export const VERDICT_ACTIONS: Readonly<Record<BehaviourRow['verdict'], string>> = {
-  accepted: 'SENT with the provider\'s id',
+  accepted: 'SENT with the provider\'s id, and in the same write the follow-ups of its `accepted` steps',
   rejected: `not taken: released (an email) or left (http) PENDING, sent again by the stream's retry or the reconciler${REFUSED_ROUND}`,
-  'rejected (permanent)': 'FAILED with the reason (alarm OutboxFailed)',
+  'rejected (permanent)': 'FAILED with the reason, a refusal of the request (`refusal` request: our bug or our configuration; alarm OutboxFailed); no step follows it',
+  declined: 'FAILED with the reason, a refusal of the effect (`refusal` effect: a business outcome; metric OutboxDeclined, no alarm), and in the same write the follow-ups of its `refusedForGood` steps',
   throttled: `deferred: PENDING with \`notBefore\` (full-jitter backoff doubling from THROTTLE_BACKOFF_MS, at least Retry-After), the batch's later items for the same provider deferred unsent, the reconciler's run stops sending to that provider (another provider's items are sent) (metric OutboxThrottled)${REFUSED_ROUND}`,
   held: `deferred HELD_RETRY_MS (±25 %) with \`heldReason\`, never FAILED, the batch and the run stop sending to that provider (not to the others); sent by itself once the state lifts (alarm OutboxHeld)${REFUSED_ROUND}`,
   ambiguous: 'maybe taken: an email is counted (`ambiguousSends`) and left SENDING for the provider\'s record, resent after `recordLagMs` without one, UNKNOWN after 3 unrecorded; an http call is resent with its key (a replay); a final one (a saved 5xx) is UNKNOWN with the reason',

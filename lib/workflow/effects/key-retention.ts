@@ -1,6 +1,17 @@
 /**
- * An http item's key retention (a provider that forgets an Idempotency-Key after a while: sender.ts
- * says the rule): the rounds of POSTs counted on the item, and the deadline they give.
+ * An http item's key retention: the rounds of POSTs counted on the item, and the deadline they give.
+ *
+ * A provider that forgets a key after a while (Stripe: 24 h) takes a resend past
+ * that as a new request, a second effect. For such a provider the item's first send time is
+ * stamped before its first POST and each round of POSTs counted (`startKeyedSend`, one write a
+ * round), and no POST goes out once `firstSentAt + keyRetentionMs - keyRetentionMarginMs` has
+ * passed: the item goes UNKNOWN with the reason (a person checks the provider's dashboard) —
+ * unless every earlier round was certainly refused (throttled, held, refused for now: one POST
+ * answered, nothing taken, so the provider never stored the key). Such an item was never possibly
+ * taken: its window starts again and it is sent. The margin covers what lies between the check
+ * and the provider's receipt of the POST: one POST's time on the way (at most the adapter's
+ * timeout), the offset between the sender's clock and the provider's, and the provider's own
+ * vagueness about the exact moment a key is dropped.
  *
  *   firstSentAt (N)    the first round's start, stamped before its POST (`if_not_exists`)
  *   keyedSends (N)     rounds started, counted before each

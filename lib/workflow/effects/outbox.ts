@@ -43,8 +43,8 @@
  *   PENDING (a record on it) ──settleByRecord──> SENT, or FAILED (a Reject)
  */
 import { createHash } from 'node:crypto';
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { describeValue, InvalidInputError, isConditionalCheckFailed, onceOnly, type Effect } from '../../protocol/index.js';
+import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { describeValue, InvalidInputError, isConditionalCheckFailed, onceOnly, TransactionFailedError, type Effect } from '../../protocol/index.js';
 import { OUTBOX_ATTR as O, unsentKeyOf } from '../schema.js';
 
 export type OutboxStatus = 'PENDING' | 'SENDING' | 'SENT' | 'FAILED' | 'UNKNOWN';
@@ -80,12 +80,25 @@ export interface OutboxItem {
   readonly request?: Readonly<Record<string, unknown>>;
   /** A per-recipient destination: the path below the target's endpoint (HttpPayload.path). */
   readonly path?: string;
+  /** What the unit put on it for the steps that follow it; never sent. */
+  readonly context?: Readonly<Record<string, unknown>>;
+  readonly failureReason?: string;
+  /** FAILED: whether the provider declined the effect (`effect`) or refused our request (`request`). */
+  readonly refusal?: 'effect' | 'request';
+  /** A follow-up: its parent's id and its step (follow-ups.ts). */
+  readonly parent?: string;
+  readonly step?: string;
+  /** The follow-ups its settle created. */
+  readonly followUps?: readonly string[];
+  readonly followUpError?: string;
 }
 
 export interface EmailPayload {
   readonly to: string;
   readonly subject: string;
   readonly body: string;
+  /** What the steps that follow this item need (follow-ups.ts): stored on the item, never sent. */
+  readonly context?: Readonly<Record<string, unknown>>;
 }
 
 export interface HttpPayload {
@@ -98,6 +111,8 @@ export interface HttpPayload {
    * the stack did not configure (destinationUrl).
    */
   readonly path?: string;
+  /** What the steps that follow this item need (follow-ups.ts): stored on the item, never sent. */
+  readonly context?: Readonly<Record<string, unknown>>;
 }
 
 /** A destination path: absolute, plain segments, no `..`, no query: what destinationUrl joins below an endpoint. */
@@ -108,13 +123,15 @@ const fresh = (pk: string) => ({ [O.status]: 'PENDING', [O.attempts]: 0, [O.unse
 
 /** An email to send once: a once-only effect of the unit (the fenced unit stamps the tie). */
 export function outboxEmail(table: string, pk: string, origin: { jobId: string; unit: number }, mail: EmailPayload): Effect {
-  return onceOnly(table, { pk, [O.kind]: 'email', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.to]: mail.to, [O.subject]: mail.subject, [O.body]: mail.body });
+  return onceOnly(table, { pk, [O.kind]: 'email', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.to]: mail.to, [O.subject]: mail.subject, [O.body]: mail.body, ...contextOf(mail) });
 }
 
 /** A provider call to make once, deduplicated by the provider on its Idempotency-Key. */
 export function outboxHttp(table: string, pk: string, origin: { jobId: string; unit: number }, call: HttpPayload): Effect {
-  return onceOnly(table, { pk, [O.kind]: 'http', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.target]: call.target, [O.request]: call.request, ...destinationOf(call) });
+  return onceOnly(table, { pk, [O.kind]: 'http', [O.jobId]: origin.jobId, [O.unit]: origin.unit, ...fresh(pk), [O.target]: call.target, [O.request]: call.request, ...destinationOf(call), ...contextOf(call) });
 }
+
+const contextOf = (p: { context?: Readonly<Record<string, unknown>> }) => (p.context === undefined ? {} : { [O.context]: p.context });
 
 function destinationOf(call: HttpPayload): { path?: string } {
   if (call.path === undefined) return {};
@@ -152,21 +169,40 @@ export interface Change {
   readonly names: readonly string[];
 }
 
-/** One conditional UpdateItem; false when the condition did not hold (someone else moved the item). */
-export async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c: Change): Promise<boolean> {
+/** What a settle creates with it (follow-ups.ts followUpsOf): the follow-up items, or why none could be. */
+export interface FollowUpWrite {
+  readonly items: readonly Record<string, unknown>[];
+  readonly error?: string;
+}
+
+const NO_FOLLOW_UPS: FollowUpWrite = { items: [] };
+
+/**
+ * One conditional UpdateItem; false when the condition did not hold (someone else moved the item).
+ * With follow-ups, one TransactWriteItems: the update, listing them on the item (`followUps`), and
+ * each follow-up put under `attribute_not_exists(pk)`: created with the settle or not at all.
+ */
+export async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c: Change, next: FollowUpWrite = NO_FOLLOW_UPS): Promise<boolean> {
+  const listed = { ...c.set, ...(next.items.length > 0 ? { [O.followUps]: next.items.map((i) => String(i.pk)) } : {}), ...(next.error === undefined ? {} : { [O.followUpError]: next.error }) };
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ...c.values };
   const name = (a: string) => ((names[`#${a}`] = a), `#${a}`);
-  const sets = Object.entries(c.set).map(([a, v], i) => ((values[`:s${i}`] = v), `${name(a)} = :s${i}`));
+  const sets = Object.entries(listed).map(([a, v], i) => ((values[`:s${i}`] = v), `${name(a)} = :s${i}`));
   const adds = Object.entries(c.add ?? {}).map(([a, v], i) => ((values[`:a${i}`] = v), `${name(a)} :a${i}`));
   const removes = (c.remove ?? []).map(name);
   c.names.forEach(name);
   const expr = [sets.length ? `SET ${sets.join(', ')}` : '', adds.length ? `ADD ${adds.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : ''].filter(Boolean).join(' ');
+  const update = { TableName: table, Key: { pk }, UpdateExpression: expr, ConditionExpression: c.condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values };
   try {
-    await doc.send(new UpdateCommand({ TableName: table, Key: { pk }, UpdateExpression: expr, ConditionExpression: c.condition, ExpressionAttributeNames: names, ExpressionAttributeValues: values }));
+    if (next.items.length === 0) await doc.send(new UpdateCommand(update));
+    else await doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...next.items.map((Item) => ({ Put: { TableName: table, Item, ConditionExpression: 'attribute_not_exists(#pk)', ExpressionAttributeNames: { '#pk': 'pk' } } }))] }));
     return true;
   } catch (e) {
     if (isConditionalCheckFailed(e)) return false;
+    const reasons = (e as { name?: string; CancellationReasons?: { Code?: string }[] }).name === 'TransactionCanceledException' ? ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []) : undefined;
+    if (reasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
+    // A follow-up already there while its parent was not yet settled: only a write outside the settle can have made it.
+    if (reasons !== undefined) throw new TransactionFailedError(reasons, { cause: e });
     throw e;
   }
 }
@@ -194,10 +230,10 @@ export function claim(doc: DynamoDBDocumentClient, table: string, pk: string, to
  * Reject), for an item no claim holds: its record came after the claim that sent it was given
  * back. false: already settled, or claimed (then the claim's holder settles it).
  */
-export function settleByRecord(doc: DynamoDBDocumentClient, table: string, pk: string, record: { providerMessageId: string; now: number } | { rejected: string }): Promise<boolean> {
+export function settleByRecord(doc: DynamoDBDocumentClient, table: string, pk: string, record: { providerMessageId: string; now: number } | { rejected: string }, next?: FollowUpWrite): Promise<boolean> {
   const recorded = { condition: '#status = :pending AND attribute_exists(#providerEvents)', values: { ':pending': 'PENDING' }, names: [O.status, O.providerEvents] };
-  if ('rejected' in record) return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: record.rejected.slice(0, 500) }, remove: [O.unsent], ...recorded });
-  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: record.providerMessageId, [O.sentAt]: record.now }, remove: [O.unsent, O.heldReason], ...recorded });
+  if ('rejected' in record) return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: record.rejected.slice(0, 500), [O.refusal]: 'request' }, remove: [O.unsent], ...recorded });
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: record.providerMessageId, [O.sentAt]: record.now }, remove: [O.unsent, O.heldReason], ...recorded }, next);
 }
 
 /**
@@ -215,8 +251,8 @@ export function takeOver(doc: DynamoDBDocumentClient, table: string, pk: string,
 }
 
 /** SENDING (ours) → SENT with the provider's message id. false: our claim was taken over. */
-export function markSent(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, providerMessageId: string, now: number): Promise<boolean> {
-  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, remove: [O.claimToken, O.unsent, O.heldReason], ...byToken(token) });
+export function markSent(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, providerMessageId: string, now: number, next?: FollowUpWrite): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, remove: [O.claimToken, O.unsent, O.heldReason], ...byToken(token) }, next);
 }
 
 /** SENDING (ours) → PENDING: the provider certainly did not accept it (refused, unreachable); sent again later. */
@@ -224,9 +260,17 @@ export function release(doc: DynamoDBDocumentClient, table: string, pk: string, 
   return change(doc, table, pk, { set: { [O.status]: 'PENDING' }, remove: [O.claimToken], ...byToken(token) });
 }
 
-/** SENDING (ours) → FAILED: the provider refused it for good (a bad address, a request it will never take). */
-export function markFailed(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, reason: string): Promise<boolean> {
-  return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: reason.slice(0, 500) }, remove: [O.claimToken, O.unsent], ...byToken(token) });
+/**
+ * How an item was refused for good: the provider declined the effect itself (a card declined: a
+ * business outcome, whose `refusedForGood` steps follow), or refused our request (a bad address, a
+ * malformed body, an unknown route: our bug or our configuration, alarmed, followed by nothing).
+ */
+export type Refusal = { readonly of: 'effect'; readonly next?: FollowUpWrite } | { readonly of: 'request' };
+const failed = (reason: string, r: Refusal) => ({ [O.status]: 'FAILED', [O.failureReason]: reason.slice(0, 500), [O.refusal]: r.of });
+
+/** SENDING (ours) → FAILED: the provider refused it for good (a bad address, a request it will never take, a declined card). */
+export function markFailed(doc: DynamoDBDocumentClient, table: string, pk: string, token: string, reason: string, refusal: Refusal = { of: 'request' }): Promise<boolean> {
+  return change(doc, table, pk, { set: failed(reason, refusal), remove: [O.claimToken, O.unsent], ...byToken(token) }, refusal.of === 'effect' ? refusal.next : undefined);
 }
 
 /** SENDING (ours) → UNKNOWN: nobody can tell whether it was delivered; a person decides (alarm). */
@@ -239,8 +283,8 @@ export function markUnknown(doc: DynamoDBDocumentClient, table: string, pk: stri
 export const unclaimed = { condition: '#status = :pending', values: { ':pending': 'PENDING' }, names: [O.status] };
 
 /** PENDING → SENT with the provider's id, for an item sent without a claim (its provider deduplicated on the key). false: already settled. */
-export function markSentUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, providerMessageId: string, now: number): Promise<boolean> {
-  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, add: { [O.attempts]: 1 }, remove: [O.unsent, O.heldReason], ...unclaimed });
+export function markSentUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, providerMessageId: string, now: number, next?: FollowUpWrite): Promise<boolean> {
+  return change(doc, table, pk, { set: { [O.status]: 'SENT', [O.providerMessageId]: providerMessageId, [O.sentAt]: now }, add: { [O.attempts]: 1 }, remove: [O.unsent, O.heldReason], ...unclaimed }, next);
 }
 
 /** PENDING → UNKNOWN, for an item without a claim nobody may send again (past its provider's key retention). false: already settled. */
@@ -249,8 +293,8 @@ export function markUnknownUnclaimed(doc: DynamoDBDocumentClient, table: string,
 }
 
 /** PENDING → FAILED, for an item sent without a claim that the provider refused for good. false: already settled. */
-export function markFailedUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, reason: string): Promise<boolean> {
-  return change(doc, table, pk, { set: { [O.status]: 'FAILED', [O.failureReason]: reason.slice(0, 500) }, add: { [O.attempts]: 1 }, remove: [O.unsent], ...unclaimed });
+export function markFailedUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: string, reason: string, refusal: Refusal = { of: 'request' }): Promise<boolean> {
+  return change(doc, table, pk, { set: failed(reason, refusal), add: { [O.attempts]: 1 }, remove: [O.unsent], ...unclaimed }, refusal.of === 'effect' ? refusal.next : undefined);
 }
 
 /** A send whose outcome this sender did not see (the answer was lost): counted on the item under this claim (`ambiguousClaim`), the claim kept. */

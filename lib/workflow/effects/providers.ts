@@ -16,6 +16,14 @@ export type SendResult =
    * Otherwise it may later: the item is sent again after a backoff.
    */
   | { readonly kind: 'rejected'; readonly permanent: boolean; readonly reason: string }
+  /**
+   * The provider took the request and refused the effect itself, for good: a card declined
+   * (Stripe's 402 `card_declined`), or a 2xx whose body says so by the target's declared rule
+   * (DeclineRule). A business outcome, not our fault: FAILED as a refusal of the effect, counted,
+   * not alarmed, and followed by the workload's `refusedForGood` steps. Replayed per key like
+   * every answer, so a resend cannot turn it into a charge: a new attempt needs a new key.
+   */
+  | { readonly kind: 'declined'; readonly reason: string }
   /** Not taken, and the provider asks the caller to slow down (429, SES TooManyRequests, SMTP 454): sent again after a jittered backoff, at least `retryAfterMs`. */
   | { readonly kind: 'throttled'; readonly reason: string; readonly retryAfterMs?: number }
   /**
@@ -62,6 +70,15 @@ export interface OutboundCall {
   readonly body: Readonly<Record<string, unknown>>;
   /** The item's own destination below the provider's endpoint (OutboxItem.path). */
   readonly path?: string;
+}
+
+/**
+ * How a provider that answers a refusal with a 2xx says it (`200 {"status": "failed"}`): the JSON
+ * body's `field` holding one of `values` is a decline, not an acceptance.
+ */
+export interface DeclineRule {
+  readonly field: string;
+  readonly values: readonly string[];
 }
 
 export interface HttpProvider {

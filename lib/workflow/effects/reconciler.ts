@@ -55,6 +55,7 @@ import { recordedDelivery } from './providers.js';
 import { claimCoversSend, deliver, providerKeyOf, sendItem, settle, WAIT, type DeliveryOutcome, type SenderDeps } from './sender.js';
 import { DEFAULT_KEY_RETENTION_MARGIN_MS, PAST_RETENTION } from './key-retention.js';
 import { entriesBefore, oldestPerKey, type KeyStart } from './unsent-index.js';
+import { followUps } from './follow-ups.js';
 
 export interface ReconcilerDeps extends SenderDeps {
   /** A PENDING item this old has missed its stream delivery. */
@@ -150,7 +151,7 @@ async function byRecord(deps: ReconcilerDeps, item: OutboxItem, mark: RecordMark
 async function fromRecord(deps: ReconcilerDeps, item: OutboxItem, now: number): Promise<Verdict | undefined> {
   const seen = item.claimToken!;
   const { doc, table } = deps;
-  const recorded = await byRecord(deps, item, { sent: (id) => markSent(doc, table, item.pk, seen, id, now), failed: (why) => markFailed(doc, table, item.pk, seen, why) });
+  const recorded = await byRecord(deps, item, { sent: (id) => markSent(doc, table, item.pk, seen, id, now, followUps(deps, item, 'accepted', { status: 'SENT', providerMessageId: id })), failed: (why) => markFailed(doc, table, item.pk, seen, why) });
   if (recorded !== undefined) return recorded;
   if (deps.recordLagMs === undefined) return giveUp(deps, item, 'the email provider keeps no record this reconciler can ask');
   // The record may still be on its way: nothing is decided before its lag has passed.
@@ -176,7 +177,7 @@ async function judge(deps: ReconcilerDeps, item: OutboxItem, now: number): Promi
   // The provider's record of an earlier send came after its claim was given back: it settles the item, whatever its deferral.
   if (item.status === 'PENDING' && item.providerEvents !== undefined) {
     const { doc, table } = deps;
-    const recorded = await byRecord(deps, item, { sent: (id) => settleByRecord(doc, table, item.pk, { providerMessageId: id, now }), failed: (why) => settleByRecord(doc, table, item.pk, { rejected: why }) });
+    const recorded = await byRecord(deps, item, { sent: (id) => settleByRecord(doc, table, item.pk, { providerMessageId: id, now }, followUps(deps, item, 'accepted', { status: 'SENT', providerMessageId: id })), failed: (why) => settleByRecord(doc, table, item.pk, { rejected: why }) });
     if (recorded !== undefined) return recorded;
   }
   if (item.status === 'PENDING' && now - item.updatedAt >= deps.pendingAfterMs) {

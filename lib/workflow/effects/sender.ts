@@ -8,7 +8,10 @@
  *
  * What a send came to (its verdict, from the providers' behaviour model: adapters/provider-behaviour.ts)
  * decides the next step:
- *   accepted                 → SENT (the provider's message id recorded)
+ *   accepted                 → SENT (the provider's message id recorded), with the follow-ups of
+ *                              the workload's `accepted` steps in the same write (follow-ups.ts)
+ *   declined (the effect refused for good: a card declined) → FAILED as a refusal of the effect,
+ *                              with the follow-ups of its `refusedForGood` steps in the same write
  *   certainly not accepted   → released to PENDING (sent again: stream retry, reconciler) or,
  *                              refused for good, FAILED with the reason (alarmed)
  *   throttled                → deferred: PENDING with a jittered, growing `notBefore` (pacing.ts),
@@ -29,23 +32,14 @@
  * takes over a claim `claimTimeoutMs` old, and a sender paused after its claim must not send then.
  * The handler refuses at start-up a function timeout that is not below the claim timeout.
  *
- * Key retention: a provider that forgets a key after a while (Stripe: 24 h) takes a resend past
- * that as a new request, a second effect. For such a provider the item's first send time is
- * stamped before its first POST and each round of POSTs counted (`startKeyedSend`, one write a
- * round), and no POST goes out once `firstSentAt + keyRetentionMs - keyRetentionMarginMs` has
- * passed: the item goes UNKNOWN with the reason (a person checks the provider's dashboard) —
- * unless every earlier round was certainly refused (throttled, held, refused for now: one POST
- * answered, nothing taken, so the provider never stored the key). Such an item was never possibly
- * taken: its window starts again and it is sent. The margin covers what lies between the check
- * and the provider's receipt of the POST: one POST's time on the way (at most the adapter's
- * timeout), the offset between the sender's clock and the provider's, and the provider's own
- * vagueness about the exact moment a key is dropped.
+ * Key retention (a provider that forgets keys, Stripe after 24 h): key-retention.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../../protocol/index.js';
 import { METRIC, type Telemetry } from '../ports.js';
 import { claim, deferClaimed, deferUnclaimed, markFailed, markFailedUnclaimed, markSent, markSentUnclaimed, markUnknown, markUnknownUnclaimed, messageIdentity, recordAmbiguous, release, type OutboxItem } from './outbox.js';
+import { declinedBy, followUps, type FollowUpStep } from './follow-ups.js';
 import { countKeyedRefusal, keyedDeadline, PAST_RETENTION } from './key-retention.js';
 import { notBeforeOf, type BackoffSettings, type Pacer } from './pacing.js';
 import { httpTargetEnv } from '../workload.js';
@@ -87,9 +81,18 @@ export interface SenderDeps {
   readonly claimTimeoutMs?: number;
   /** The longest one provider call takes (the adapters' timeout). @default 10 s */
   readonly sendTimeoutMs?: number;
+  /** The workload's steps: what each settled outcome creates (follow-ups.ts). None: nothing follows. */
+  readonly steps?: readonly FollowUpStep[];
 }
 
-export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'ambiguous' | 'unknown' | 'deferred' | 'held';
+export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'declined' | 'ambiguous' | 'unknown' | 'deferred' | 'held';
+
+/** Counts and logs a decline (a business outcome: no alarm). */
+function declined(deps: SenderDeps, item: OutboxItem, reason: string, marked: boolean): DeliveryOutcome {
+  if (marked) deps.telemetry.count(METRIC.outboxDeclined);
+  deps.telemetry.event('outbox-declined', { table: deps.table, pk: item.pk, kind: item.kind, reason, marked });
+  return marked ? 'declined' : 'skipped';
+}
 
 /** The outcomes after which the provider asked to wait: the rest of a batch, or of a reconciler's run, is not sent now. */
 export const WAIT: ReadonlySet<DeliveryOutcome> = new Set(['deferred', 'held']);
@@ -153,11 +156,13 @@ export async function settle(deps: SenderDeps, item: OutboxItem, token: string, 
   const info = { table, pk: item.pk, kind: item.kind };
   switch (result.kind) {
     case 'accepted': {
-      const marked = await markSent(doc, table, item.pk, token, result.providerMessageId, deps.clock.wallNow());
+      const marked = await markSent(doc, table, item.pk, token, result.providerMessageId, deps.clock.wallNow(), followUps(deps, item, 'accepted', { status: 'SENT', providerMessageId: result.providerMessageId }));
       t.count(METRIC.outboxSent);
       t.event('outbox-sent', { ...info, providerMessageId: result.providerMessageId, marked });
       return 'sent';
     }
+    case 'declined':
+      return declined(deps, item, result.reason, await markFailed(doc, table, item.pk, token, result.reason, declinedBy(deps, item, result.reason)));
     case 'rejected':
       if (result.permanent) {
         await markFailed(doc, table, item.pk, token, result.reason);
@@ -217,7 +222,7 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
   const refusedRound = round.counted && posts === 1;
   switch (result.kind) {
     case 'accepted': {
-      if (!(await markSentUnclaimed(doc, table, item.pk, result.providerMessageId, deps.clock.wallNow()))) {
+      if (!(await markSentUnclaimed(doc, table, item.pk, result.providerMessageId, deps.clock.wallNow(), followUps(deps, item, 'accepted', { status: 'SENT', providerMessageId: result.providerMessageId })))) {
         t.event('outbox-already-settled', info);
         return 'skipped';
       }
@@ -225,6 +230,8 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
       t.event('outbox-sent', { ...info, providerMessageId: result.providerMessageId, marked: true });
       return 'sent';
     }
+    case 'declined':
+      return declined(deps, item, result.reason, await markFailedUnclaimed(doc, table, item.pk, result.reason, declinedBy(deps, item, result.reason)));
     case 'rejected':
       if (!result.permanent) {
         if (refusedRound) await countKeyedRefusal(doc, table, item.pk);

@@ -121,7 +121,7 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
     emailName: `in-memory SES v2 ${SIM_SES_URL}`,
     sink,
     payments,
-    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(SIM_PAYMENTS_URL, t), sendTimeoutMs, retention, fetchFn)])),
+    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(SIM_PAYMENTS_URL, t), sendTimeoutMs, { ...retention, declines: t.declines }, fetchFn)])),
     sendTimeoutMs,
     from: SENDER_ADDRESS,
     unanswered,

@@ -1,0 +1,184 @@
+// tier: quick
+/**
+ * Steps that depend on an effect's outcome (lib/workflow/effects/follow-ups.ts), on DynamoDB Local
+ * and the local payment provider: the follow-ups of an item are created by the very write that
+ * settles it, once, whoever races for it; a decline is told apart from a refusal of the request;
+ * nothing follows UNKNOWN; a chain goes on from a follow-up's own settle.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPaymentsProvider, DECLINED_CARD, type PaymentsProvider } from '../cli/local/payments-provider.js';
+import { startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
+import { readStreamRecords, streamsClient } from '../cli/local/streams.js';
+import { commitFencedUnit, makeGeneration, systemClock, TransactionFailedError, type Effect } from '../lib/protocol/index.js';
+import { assertSteps, deliver, followUpId, outboxHttp, readOutboxItem, silentTelemetry, type FollowUpStep, type OutboxItem, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
+import { classifyHttp2xx, FetchHttpProvider, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
+import { putJob } from './support/fixtures.js';
+import { makeTables, type TestTables } from './support/tables.js';
+
+let t: TestTables;
+let sink: SmtpSink;
+let payments: PaymentsProvider;
+const g = makeGeneration(0, 1);
+const job = 'renewal-run#2026-11';
+
+/** charge → receipt (accepted) → a call to the merchant (the receipt accepted); charge → "card failed" (declined). */
+const STEPS: FollowUpStep[] = [
+  {
+    name: 'receipt',
+    after: 'payments',
+    on: 'accepted',
+    creates: 'email',
+    description: 'the receipt, once the charge was taken',
+    next: (p) => ({ to: String(p.context?.email), subject: `Receipt: ${String(p.request?.amountCents)} cents`, body: `Charge ${String(p.providerMessageId)}.\n`, context: { merchant: p.context?.merchant } }),
+  },
+  { name: 'card-failed', after: 'payments', on: 'refusedForGood', creates: 'email', description: 'please update your card', next: (p) => ({ to: String(p.context?.email), subject: 'Your card was declined', body: 'Please update your card.\n' }) },
+  { name: 'merchant-notice', after: 'receipt', on: 'accepted', creates: 'payments', description: "the merchant's webhook", next: (p) => ({ target: 'payments', request: { notice: 'receipt-sent', receipt: p.pk }, path: `/merchants/${String(p.context?.merchant)}/notices` }) },
+];
+
+beforeAll(async () => {
+  [t, sink, payments] = await Promise.all([makeTables(import.meta.filename), startSmtpSink(), startPaymentsProvider()]);
+  await putJob(t, job);
+});
+afterAll(async () => {
+  await Promise.all([sink.close(), payments.close()]);
+  t.dynamo.client.destroy();
+});
+
+const counted: string[] = [];
+const telemetry: Telemetry = { ...silentTelemetry, count: (m) => void counted.push(m) };
+const deps = (over: Partial<SenderDeps> = {}): SenderDeps => ({
+  doc: t.dynamo.doc,
+  table: t.names.outbox,
+  clock: systemClock,
+  telemetry,
+  email: new SmtpEmailProvider({ host: sink.host, port: sink.port }),
+  http: { payments: new FetchHttpProvider(`${payments.url}/charges`, 3_000) },
+  from: 'billing@fenced-workflow.example',
+  steps: STEPS,
+  ...over,
+});
+
+let cursor = 0;
+/** A charge item committed in its own unit (fence, checkpoint, the item), as a processor writes it. */
+async function charge(customer: string, card = 'tok_visa'): Promise<OutboxItem> {
+  const unit = cursor++;
+  const effect: Effect = outboxHttp(t.names.outbox, `charge#2026-11#${customer}`, { jobId: job, unit }, { target: 'payments', request: { customer, amountCents: 1999, card }, context: { email: `${customer}@customers.example`, merchant: 'm-7' } });
+  await commitFencedUnit({ doc: t.dynamo.doc }, { fence: { table: t.names.fences, resource: `fence#${job}` }, generation: g, checkpoint: { table: t.names.jobs, key: job, expected: unit, next: unit + 1 }, effects: [effect], token: { job, unit } });
+  return (await readOutboxItem(t.dynamo.doc, t.names.outbox, effect.item.pk))!;
+}
+const item = async (pk: string) => readOutboxItem(t.dynamo.doc, t.names.outbox, pk);
+
+describe('the steps a workload declares are checked when it is registered', () => {
+  const outbox = { email: true, http: [{ target: 'payments' }] };
+  const refusal = (steps: FollowUpStep[]) => {
+    try {
+      assertSteps(steps, outbox, (field, why) => {
+        throw new TypeError(`${field}: ${why}`);
+      });
+      return 'accepted';
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+  const step = (over: Partial<FollowUpStep>): FollowUpStep => ({ ...STEPS[0]!, ...over });
+
+  it('accepts a chain of steps; refuses an unknown source or effect, a bounce after http, a cycle, a chain too long, a name twice or a target', () => {
+    expect(refusal(STEPS)).toBe('accepted');
+    expect(refusal([step({ after: 'webhooks' })])).toMatch(/^steps\.receipt\.after: must be email, an http target or a step/);
+    expect(refusal([step({ creates: 'webhooks' })])).toMatch(/^steps\.receipt\.creates: must be one of email, payments/);
+    expect(refusal([step({ on: 'bounced' })])).toMatch(/^steps\.receipt\.on: bounced follows email items only/);
+    expect(refusal([step({ name: 'a', after: 'b' }), step({ name: 'b', after: 'a' })])).toMatch(/the steps form a cycle/);
+    const chain = Array.from({ length: 9 }, (_, i) => step({ name: `s${i}`, after: i === 0 ? 'payments' : `s${i - 1}` }));
+    expect(refusal(chain)).toMatch(/chains are at most 8 steps long/);
+    expect(refusal([step({}), step({})])).toMatch(/two steps are named receipt/);
+    expect(refusal([step({ name: 'payments' })])).toMatch(/neither "email" nor an http target/);
+  });
+});
+
+describe('follow-ups are created by the write that settles their parent, once', () => {
+  it('an accepted charge: SENT and its receipt in one write (the parent lists it; the receipt is PENDING with parent and step, no generation); the receipt sent goes on to its own step', async () => {
+    const parent = await charge('cust-1');
+    expect(await deliver(deps(), parent)).toBe('sent');
+    const settled = (await item(parent.pk))!;
+    const receiptId = followUpId(parent.pk, 'receipt');
+    expect(settled).toMatchObject({ status: 'SENT', followUps: [receiptId] });
+    expect(settled.refusal).toBeUndefined();
+    const receipt = (await item(receiptId))!;
+    expect(receipt).toMatchObject({ kind: 'email', status: 'PENDING', parent: parent.pk, step: 'receipt', jobId: job, to: 'cust-1@customers.example', subject: 'Receipt: 1999 cents', body: `Charge ${settled.providerMessageId}.\n` });
+    expect(receipt.generation).toBeUndefined();
+    expect(receipt.updatedAt).toBeGreaterThan(0);
+    // The chain's next step, from the receipt's own settle: the merchant's notice at its own path.
+    expect(await deliver(deps(), receipt)).toBe('sent');
+    const notice = (await item(followUpId(receiptId, 'merchant-notice')))!;
+    expect(notice).toMatchObject({ kind: 'http', status: 'PENDING', parent: receiptId, step: 'merchant-notice', path: '/merchants/m-7/notices', request: { notice: 'receipt-sent', receipt: receiptId } });
+    expect(await deliver(deps(), notice)).toBe('sent');
+    expect((await item(notice.pk))!.followUps).toBeUndefined();
+  });
+
+  it('four senders racing on one charge, then a duplicate delivery: one settle wins, the receipt is created once (one INSERT on the stream)', async () => {
+    const parent = await charge('cust-2');
+    const outcomes = await Promise.allSettled(Array.from({ length: 4 }, () => deliver(deps(), parent)));
+    // A sender that lost the race either saw the item settled or was cancelled by the winner's transaction in flight (its record is retried).
+    for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toBeInstanceOf(TransactionFailedError);
+    expect(outcomes.filter((o) => o.status === 'fulfilled' && o.value === 'sent')).toHaveLength(1);
+    expect(await deliver(deps(), parent)).toBe('skipped');
+    const receiptId = followUpId(parent.pk, 'receipt');
+    const records = (await readStreamRecords(t.dynamo.client, streamsClient(t.endpoint), t.names.outbox)).map((r) => r.record);
+    expect(records.filter((r) => r.dynamodb?.Keys?.pk?.S === receiptId).map((r) => r.eventName)).toEqual(['INSERT']);
+    expect((await item(parent.pk))!.followUps).toEqual([receiptId]);
+  });
+
+  it('a declined card (402 card_declined): FAILED as a refusal of the effect, counted, not alarmed, with its "card failed" email; a refused request (404): FAILED as ours, alarmed, followed by nothing', async () => {
+    counted.length = 0;
+    const declined = await charge('cust-3', DECLINED_CARD);
+    expect(await deliver(deps(), declined)).toBe('declined');
+    expect(await item(declined.pk)).toMatchObject({ status: 'FAILED', refusal: 'effect', followUps: [followUpId(declined.pk, 'card-failed')] });
+    expect(await item(followUpId(declined.pk, 'card-failed'))).toMatchObject({ kind: 'email', to: 'cust-3@customers.example', subject: 'Your card was declined', status: 'PENDING' });
+    expect(await item(followUpId(declined.pk, 'receipt'))).toBeUndefined();
+    expect(counted).toEqual(['OutboxDeclined']);
+
+    const misrouted = await charge('cust-4');
+    expect(await deliver(deps({ http: { payments: new FetchHttpProvider(`${payments.url}/_nowhere`, 3_000) } }), misrouted)).toBe('failed');
+    const failed = (await item(misrouted.pk))!;
+    expect(failed).toMatchObject({ status: 'FAILED', refusal: 'request' });
+    expect(failed.followUps).toBeUndefined();
+    expect(counted).toEqual(['OutboxDeclined', 'OutboxFailed']);
+  });
+
+  it('nothing follows an answer nobody saw or an UNKNOWN: a saved 500 replayed for the key ends UNKNOWN with no follow-up', async () => {
+    payments.fail5xxAfter(1, { saved: true });
+    const parent = await charge('cust-5');
+    expect(await deliver(deps(), parent)).toBe('unknown');
+    const settled = (await item(parent.pk))!;
+    expect(settled.status).toBe('UNKNOWN');
+    expect(settled.followUps).toBeUndefined();
+    for (const s of ['receipt', 'card-failed']) expect(await item(followUpId(parent.pk, s))).toBeUndefined();
+  });
+
+  it("a step whose next() throws: the parent settles (the provider took it) with followUpError, no follow-up, OutboxFollowUpFailed counted", async () => {
+    counted.length = 0;
+    const broken: FollowUpStep[] = [{ ...STEPS[0]!, next: () => ({ target: 'payments', request: {} }) }];
+    const parent = await charge('cust-6');
+    expect(await deliver(deps({ steps: broken }), parent)).toBe('sent');
+    const settled = (await item(parent.pk))!;
+    expect(settled).toMatchObject({ status: 'SENT', followUpError: 'step receipt: steps.receipt: creates email, and its next() gave no email' });
+    expect(settled.followUps).toBeUndefined();
+    expect(counted).toEqual(['OutboxFollowUpFailed', 'OutboxSent']);
+  });
+
+  it('a follow-up already there while its parent is unsettled (created outside the settle): the settle is refused whole, the parent stays PENDING', async () => {
+    const parent = await charge('cust-7');
+    await t.dynamo.doc.send(new (await import('@aws-sdk/lib-dynamodb')).PutCommand({ TableName: t.names.outbox, Item: { pk: followUpId(parent.pk, 'receipt'), kind: 'email', status: 'PENDING' } }));
+    await expect(deliver(deps(), parent)).rejects.toBeInstanceOf(TransactionFailedError);
+    expect((await item(parent.pk))!.status).toBe('PENDING');
+  });
+});
+
+describe("a 2xx that says a refusal, by the target's declared rule", () => {
+  const declines = { field: 'status', values: ['failed', 'declined'] };
+  it('is a decline, never an acceptance; without the rule, or with another value, it is accepted', () => {
+    expect(classifyHttp2xx(200, '{"id":"p_1","status":"failed"}', { json: true, requestId: null, declines })).toMatchObject({ kind: 'declined' });
+    expect(classifyHttp2xx(200, '{"id":"p_1","status":"succeeded"}', { json: true, requestId: null, declines })).toEqual({ kind: 'accepted', providerMessageId: 'p_1' });
+    expect(classifyHttp2xx(200, '{"id":"p_1","status":"failed"}', { json: true, requestId: null })).toEqual({ kind: 'accepted', providerMessageId: 'p_1' });
+  });
+});
