@@ -43,7 +43,7 @@ describe('the chaos summary', () => {
   it('without controls it says they did not run, and one run has no rate', async () => {
     const faults = { 'a duplicate stream delivery': 1, 'paused between read and write': 1 };
     const text = summaryLines(await summary({ runs: 1, elapsedMs: 9_000, runsPerMinute: 6.7, fenceRefusals: { runs: 1, writes: 1 }, faults })).join('\n');
-    expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0 DOCS=0 DELIVERY=0 RUNS=0 LEASE=0');
+    expect(text).toContain('1 run of the real protocol: violations FENCE=0 ONCE=0 PROGRESS=0 TOKENS=0 DOCS=0 DELIVERY=0 CHAIN=0 RUNS=0 LEASE=0');
     expect(text).toContain('faults fired (runs): a duplicate stream delivery 1; paused between read and write 1');
     expect(text).toContain('documents 0 written, 0 referenced, 0 orphaned, 0 collected; emails 0 queued, 0 received, 0 duplicated (0 ambiguous sends); payments 0 performed for 0 requests');
     expect(text).toContain('negative controls: not run');

@@ -79,7 +79,7 @@ describe('chaos (fixed seeds, virtual time)', () => {
     for (const r of runs) {
       const story = `seed ${r.seed}: ${r.history.slice(-40).join('\n')}`;
       expect(r.error, story).toBeUndefined();
-      expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations])), story).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], RUNS: [] });
+      expect(Object.fromEntries(Object.entries(r.report.invariants).map(([k, v]) => [k, v.violations])), story).toEqual({ FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], CHAIN: [], RUNS: [] });
       expect(r.leaseViolation, story).toBe(false);
       // The schedule's incident really happened.
       expect(r.faultsFired, story).toContain('paused between read and write');

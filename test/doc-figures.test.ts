@@ -43,12 +43,12 @@ describe('the cost of 10,000 invoices, as the planner computes it', () => {
     expect(row('Leases')).toBe(n(w.leases));
     expect(deploy).toContain(`| **DynamoDB, the plan's total** | | **${n(w.total)} WRU ≈ ${usd(plan.cost.dynamodbWrites!)}**`);
     expect(deploy).toContain(`| S3: one document PUT per invoice ($0.005 per 1,000) | ${n(plan.s3Puts)} | **${usd(plan.cost.s3Puts!)}** |`);
-    expect(deploy).toContain(`| SES: one email per customer ($0.10 per 1,000) | ${n(plan.emails)} | **${usd(plan.cost.emails!)}** |`);
+    expect(deploy).toContain(`| SES: two emails per customer, the invoice and the payment's follow-up ($0.10 per 1,000) | ${n(plan.emails)} | **${usd(plan.cost.emails!)}** |`);
   });
 
   it('README: the same figures', () => {
     const readme = flat('README.md');
-    expect(readme).toContain(`10,000 emails through SES **${usd(plan.cost.emails!)}**, 10,000 document PUTs **${usd(plan.cost.s3Puts!)}**`);
+    expect(readme).toContain(`${n(plan.emails)} emails through SES **${usd(plan.cost.emails!)}** (the invoice and the payment's receipt or declined card's email), 10,000 document PUTs **${usd(plan.cost.s3Puts!)}**`);
     expect(readme).toContain(`DynamoDB **${n(w.total)} WRU ≈ ${usd(plan.cost.dynamodbWrites!)}** as \`npm run cli -- plan --customers ${plan.customers}\``);
     expect(readme).toContain(`${plan.writeUnitsPerCustomer.total.toFixed(2)} WRU per customer in all`);
   });

@@ -76,18 +76,22 @@ describe('npm start against an external SMTP server and S3 endpoint', () => {
       if (name !== 'DELIVERY') expect(inv.unchecked, name).toBeUndefined();
     }
     expect(report.invariants.DELIVERY.unchecked).toEqual([expect.stringContaining(`SMTP 127.0.0.1:${smtpPort} keeps no record this run can read`)]);
-    expect(report.stats.effects.emails).toMatchObject({ items: CUSTOMERS * PERIODS.length, recordChecked: false });
+    // An invoice email per customer, and its payment's follow-up (a receipt, or a declined card's email).
+    expect(report.stats.effects.emails).toMatchObject({ items: CUSTOMERS * PERIODS.length + report.stats.effects.chains.followUps, recordChecked: false });
     expect(report.run.effects.notInjected).toEqual([expect.stringContaining('a lost S3 put answer'), expect.stringContaining('a lost SMTP acknowledgement')]);
 
     // The SMTP server's own record: one message per outbox id of the run, each with its identity.
     const outbox = tableNames(prefix).outbox;
     const ids = received.filter((m) => headerOf(m, 'X-Outbox-Table') === outbox).map((m) => headerOf(m, 'X-Outbox-Id'));
-    const expected = PERIODS.flatMap((p) => Array.from({ length: CUSTOMERS }, (_, i) => `email#${p}#${customerId(i)}`));
+    const { doc, client } = createDynamo({ endpoint });
+    const items = await scanAll(doc, outbox);
+    // The invoice emails, and the payments' follow-up emails (a receipt, or the declined card's email).
+    const followUps = items.filter((i) => i.kind === 'email' && i.parent !== undefined).map((i) => String(i.pk));
+    expect(followUps).toHaveLength(CUSTOMERS * PERIODS.length);
+    const expected = [...PERIODS.flatMap((p) => Array.from({ length: CUSTOMERS }, (_, i) => `email#${p}#${customerId(i)}`)), ...followUps];
     expect([...ids].sort()).toEqual([...expected].sort());
     for (const m of received.filter((x) => headerOf(x, 'X-Outbox-Table') === outbox)) expect(headerOf(m, 'Message-ID')).toBe(messageIdentity.messageId(outbox, headerOf(m, 'X-Outbox-Id')!));
     // The sender killed after the server accepted: no record to ask, so UNKNOWN, and not sent again.
-    const { doc, client } = createDynamo({ endpoint });
-    const items = await scanAll(doc, outbox);
     const unknown = items.filter((i) => i.status === 'UNKNOWN');
     expect(unknown.map((i) => i.failureReason)).toEqual(['the email provider keeps no record this reconciler can ask']);
     expect(items.filter((i) => i.kind === 'email' && i.status !== 'SENT' && i.status !== 'UNKNOWN')).toEqual([]);

@@ -55,8 +55,9 @@ describe('the main job (--json)', () => {
     const demanded = invoices.local.payloads(30, 1).reduce((n, p) => n + expectedTotals(parseInvoiceInput({ ...p, unitSize: 10, currency: 'EUR' })).totalCents, 0);
     expect(report.stats.figures.totalCents).toBe(demanded);
     expect(report.run.jobs).toHaveLength(3);
-    // The units' time and the delivery's apart: every outbox item (an email and a payment per customer) delivered after the last unit.
-    expect(report.run.delivery).toMatchObject({ items: 180, unsent: 0 });
+    // The units' time and the delivery's apart: every outbox item (an email and a payment per customer, and each payment's follow-up) delivered after the last unit.
+    expect(report.stats.effects.chains.followUps).toBeGreaterThan(80);
+    expect(report.run.delivery).toMatchObject({ items: 180 + report.stats.effects.chains.followUps, unsent: 0 });
     expect(report.run.unitsMs).toBeGreaterThan(0);
     expect(report.run.delivery.ms).toBeGreaterThanOrEqual(0);
     expect(report.run.unitsMs + report.run.delivery.ms).toBeLessThanOrEqual(report.run.elapsedMs);
@@ -84,11 +85,15 @@ describe('the main job (--json)', () => {
     // The paused holder's unit: its 10 documents were put, its commit never landed: orphans (or collected).
     expect(documents.written - documents.referenced).toBeGreaterThanOrEqual(10);
     expect(documents.orphaned + documents.collected).toBe(documents.written - documents.referenced);
-    // ...and it created no outbox item: one email and one payment per customer, every one delivered once.
-    expect(emails).toMatchObject({ items: 90, sent: 90, delivered: 90, unknown: 0, failed: 0, recordChecked: true });
+    // ...and it created no outbox item: one email and one payment per customer, and each payment's
+    // follow-up email (its receipt, or the declined card's), every one delivered once.
+    const { chains } = report.stats.effects;
+    expect(chains).toMatchObject({ followUps: 90, accepted: 90 - chains.declined, refusedForGood: chains.declined });
+    expect(chains.declined).toBeGreaterThan(0);
+    expect(emails).toMatchObject({ items: 180, sent: 180, delivered: 180, unknown: 0, failed: 0, recordChecked: true });
     expect(emails.ambiguous).toBeGreaterThanOrEqual(1);
     expect(emails.duplicated).toBeLessThanOrEqual(emails.ambiguous);
-    expect(payments).toMatchObject({ items: 90, sent: 90, performed: 90 });
+    expect(payments).toMatchObject({ items: 90, sent: 90 - chains.declined, performed: 90 - chains.declined });
     // The sender killed after the provider accepted: resolved from the provider's record, not resent.
     expect(report.run.effects.reconciled.fromRecord).toBeGreaterThanOrEqual(1);
     for (const name of ['DOCS', 'DELIVERY']) expect(report.invariants[name], name).toEqual({ ok: true, violations: [] });

@@ -103,9 +103,11 @@ const jobLine = (status: string, id: string) => status.split('\n').find((l) => l
 function checkDemo(stdout: string, endpoint: string, left: string): string {
   // The units, then the delivery as a stage of its own, and their times apart.
   expect(stdout).toMatch(/^ {3}progress: 9\/9 units \(100%\), done$/m);
-  expect(stdout).toMatch(/^ {3}delivering: 180\/180 outbox items sent \(100%\), done$/m);
+  // An email and a payment per customer, and the follow-up of each payment the provider took or declined.
+  const delivered = Number(/^ {3}delivering: (\d+)\/\1 outbox items sent \(100%\), done$/m.exec(stdout)?.[1]);
+  expect(delivered).toBeGreaterThan(180);
   expect(stdout.indexOf('   delivering:')).toBeGreaterThan(stdout.indexOf('   progress: 9/9 units'));
-  expect(stdout).toMatch(/^ {3}9 units committed in \d+\.\d s; then 180 outbox items delivered in \d+\.\d s \(the run took \d+\.\d s\)$/m);
+  expect(stdout).toMatch(new RegExp(`^ {3}9 units committed in \\d+\\.\\d s; then ${delivered} outbox items delivered in \\d+\\.\\d s \\(the run took \\d+\\.\\d s\\)$`, 'm'));
   const prefix = stdout.match(/^Tables: prefix (fw-\d{14}-) at http:\/\/127\.0\.0\.1:\d+$/m)?.[1];
   expect(prefix, stdout).toBeDefined();
   expect(stdout.match(/^ {2}npm run cli -- (status .*)$/m)?.[1]).toBe(`status --endpoint ${endpoint} --table-prefix ${prefix}`);

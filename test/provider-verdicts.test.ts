@@ -475,7 +475,8 @@ describe("DELIVERY's provider rules have teeth (from the items and the stand-ins
 describe('DELIVERY checks what each effect says against its job\'s input, on the item and in the provider\'s own record (red before: all four mutants passed)', () => {
   const table = 'tbl';
   const job = { pk: 'invoice-run#2026-09', status: 'DONE', input: { period: '2026-09', customers: 2, seed: 5, unitSize: 10, currency: 'EUR' } };
-  const expected = [...invoices.checks.outbox(invoices.processor.parseInput(job.input))];
+  // The unit's own items (a follow-up is CHAIN's: test/chains.test.ts).
+  const expected = [...invoices.checks.outbox(invoices.processor.parseInput(job.input))].filter((e) => e.after === undefined);
   const itemOf = (e: (typeof expected)[number]): Record<string, unknown> =>
     e.kind === 'email'
       ? { pk: e.id, kind: 'email', jobId: job.pk, generation: 1, updatedAt: 7, status: 'SENT', to: e.to, subject: `Your invoice: ${e.says.join(' ')}`, body: e.says.join(' ') }
@@ -489,7 +490,7 @@ describe('DELIVERY checks what each effect says against its job\'s input, on the
     const ties = new Set([`${fenceKeyOfJob(job.pk, invoices.fenceKeyPrefix)}\u00001\u00007`]);
     const found: string[] = [];
     const sources = { mails: items.filter((i) => i.kind === 'email').map(mailOf), payments: items.filter((i) => i.kind === 'http').map(ledgerOf) };
-    await checkDelivery(invoices, table, items, stream, ties, [job], sources, (_, m) => void found.push(m));
+    await checkDelivery(invoices, table, items, stream, ties, [job], sources, (name, m) => void (name === 'DELIVERY' && found.push(m)));
     return found;
   };
   const payment = (items: Record<string, unknown>[]) => items.find((i) => i.kind === 'http')!;

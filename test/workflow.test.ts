@@ -51,6 +51,7 @@ async function expectInvariantsHold(t: TestTables) {
     TOKENS: { ok: true, violations: [] },
     DOCS: { ok: true, violations: [] },
     DELIVERY: { ok: true, violations: [] },
+    CHAIN: { ok: true, violations: [] },
     RUNS: { ok: true, violations: [] },
   });
   expect(report.ok).toBe(true);

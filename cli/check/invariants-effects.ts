@@ -26,6 +26,7 @@ import { simpleParser } from 'mailparser';
 import { isDeepStrictEqual } from 'node:util';
 import { messageIdentity, type ExpectedEffect, type Workload } from '../../lib/workflow/index.js';
 import type { StreamChange } from '../local/streams.js';
+import { checkChains, type ChainStats } from './invariants-chains.js';
 
 export interface EffectsSources {
   /** `prefix`: the workload's documents folder (its descriptor's `documents.prefix`). */
@@ -36,7 +37,7 @@ export interface EffectsSources {
    * The payment provider's record: per key, its charges (more than one: performed again after the
    * key was forgotten) and when each request came (`at`, the provider's clock).
    */
-  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; path?: string | undefined; body?: string | undefined; requests: number; charges?: readonly string[]; at?: readonly number[] }[];
+  payments?: readonly { key: string; outboxId?: string | undefined; outboxTable?: string | undefined; path?: string | undefined; body?: string | undefined; requests: number; charges?: readonly string[]; at?: readonly number[]; declined?: string | undefined }[];
   /** How long the payment provider keeps a key (its declared retention): a request for a key older than this is a resend past retention. */
   paymentsKeyRetentionMs?: number;
   /**
@@ -71,9 +72,11 @@ export interface EffectsStats {
    * recorded on their items.
    */
   providers: { throttled: number; ambiguous5xx: number; paused: number; sandbox: number; bounced: number; complained: number; deferredItems: number; troubleRecorded: number };
+  /** The steps that followed an outcome (CHAIN: invariants-chains.ts). */
+  chains: ChainStats;
 }
 
-type Add = (name: 'DOCS' | 'DELIVERY', msg: string) => void;
+type Add = (name: 'DOCS' | 'DELIVERY' | 'CHAIN', msg: string) => void;
 type Item = Record<string, unknown>;
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
@@ -165,8 +168,8 @@ function inputOf(w: Workload<any>, job: Item): { input: unknown } | undefined {
   }
 }
 
-/** The outbox ids the finished jobs' inputs demand. */
-export const expectedOutboxIds = (w: Workload<any>, jobs: readonly Item[]): Set<string> => new Set(expectedEffects(w, jobs, 'done').keys());
+/** The outbox ids the finished jobs' inputs demand whatever happens (a follow-up is demanded only after its parent's outcome: CHAIN). */
+export const expectedOutboxIds = (w: Workload<any>, jobs: readonly Item[]): Set<string> => new Set([...expectedEffects(w, jobs, 'done').values()].filter((e) => e.after === undefined).map((e) => e.id));
 
 const same = (a: unknown, b: unknown): boolean => isDeepStrictEqual(a, b);
 const shown = (v: unknown): string => (v === undefined ? '(none)' : JSON.stringify(v));
@@ -255,7 +258,8 @@ export async function checkDelivery(
   const created = new Set<string>();
   for (const c of outboxStream) {
     const n = c.newImage;
-    if (c.event === 'INSERT' && n !== undefined) {
+    // A follow-up has no tie: its parent's settle created it (CHAIN).
+    if (c.event === 'INSERT' && n !== undefined && n.parent === undefined) {
       const tie = `${fenceKeyOfJob(String(n.jobId), w.fenceKeyPrefix)}\u0000${String(n.generation)}\u0000${String(n.updatedAt)}`;
       if (!fenceWrites.has(tie)) add('DELIVERY', `${c.key}: created at generation ${String(n.generation)} with no fence write of that generation and updatedAt: no committed unit created it`);
       else created.add(c.key);
@@ -268,8 +272,10 @@ export async function checkDelivery(
   }
   const byId = new Map(outbox.map((i) => [String(i.pk), i]));
   for (const id of expectedOutboxIds(w, jobs)) if (!byId.has(id)) add('DELIVERY', `${id}: the finished job's outbox item is missing`);
-  // What each item a committed unit created says, against its job's input: none its input does not demand.
+  // What each item a committed unit (or a parent's settle) created says, against its job's input: none its input does not demand.
   const demanded = expectedEffects(w, jobs, 'any');
+  const chains = checkChains(table, outbox, outboxStream, demanded, sources, add);
+  for (const id of chains.created) created.add(id);
   const read = new Set(jobs.filter((j) => inputOf(w, j) !== undefined).map((j) => String(j.pk)));
   for (const i of outbox.filter((x) => created.has(String(x.pk)) && read.has(String(x.jobId)))) {
     const e = demanded.get(String(i.pk));
@@ -286,7 +292,7 @@ export async function checkDelivery(
   claimsAfterRecord(outboxStream, add);
   const emails = await checkMails(table, outbox, byId, created, premature, sources.mails, demanded, add);
   const payments = checkPayments(table, outbox, created, sources, demanded, add);
-  return { emails, payments, providers: checkProviderFaults(table, outbox, byId, sources, add) };
+  return { emails, payments, providers: checkProviderFaults(table, outbox, byId, sources, add), chains: chains.stats };
 }
 
 /**
@@ -400,7 +406,8 @@ function checkPayments(table: string, outbox: readonly Item[], created: Readonly
     else if (r.key !== messageIdentity.idempotencyKey(table, r.outboxId)) add('DELIVERY', `${r.outboxId}: sent with Idempotency-Key ${r.key}, not the one its identity derives`);
   }
   const performed = new Map<string, number>();
-  for (const r of mine) if (r.outboxId !== undefined) performed.set(r.outboxId, (performed.get(r.outboxId) ?? 0) + 1);
+  // A declined charge was not performed: the provider refused the effect itself.
+  for (const r of mine) if (r.outboxId !== undefined && r.declined === undefined) performed.set(r.outboxId, (performed.get(r.outboxId) ?? 0) + 1);
   for (const [id, n] of performed) if (n > 1) add('DELIVERY', `${id}: the payment provider performed it ${n} times (under ${n} keys)`);
   if (records !== undefined) {
     for (const i of items) if (i.status === 'SENT' && !performed.has(String(i.pk))) add('DELIVERY', `${String(i.pk)}: SENT, but the payment provider never performed it`);

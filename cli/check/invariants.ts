@@ -29,7 +29,7 @@ import { checkRuns, type RunsReport } from './run-invariants.js';
 import { readStream, type StreamChange } from '../local/streams.js';
 import { fenceKeyOfJob, type WireReport } from './wire-check.js';
 
-export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'RUNS';
+export type InvariantName = 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'CHAIN' | 'RUNS';
 
 /** A grant that replaced an owner who had not released (from the Leases stream). */
 export interface Takeover {
@@ -85,7 +85,7 @@ export async function checkInvariants(
   workload: Workload<any> = workloadNamed(DEFAULT_WORKLOAD),
 ): Promise<InvariantReport> {
   const fencePrefix = workload.fenceKeyPrefix ?? 'fence#';
-  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], RUNS: [] };
+  const v: Record<InvariantName, string[]> = { FENCE: [], ONCE: [], PROGRESS: [], TOKENS: [], DOCS: [], DELIVERY: [], CHAIN: [], RUNS: [] };
   const add = (name: InvariantName, msg: string) => {
     if (v[name].length < MAX_LISTED) v[name].push(msg);
     else if (v[name].length === MAX_LISTED) v[name].push('…');
@@ -113,7 +113,8 @@ export async function checkInvariants(
   // (A unit whose fence write changed nothing leaves no fence record, but then an earlier record
   // carries that very pair.)
   const fenceWrites = new Set(fenceStream.filter((c) => c.newImage !== undefined).map((c) => `${c.key}\u0000${String(c.newImage?.generation)}\u0000${String(c.newImage?.updatedAt)}`));
-  for (const c of [...recordStream, ...outboxStream.filter((x) => x.event === 'INSERT')]) {
+  // A follow-up (`parent`) has no tie: its parent's settle created it, and CHAIN holds it to that.
+  for (const c of [...recordStream, ...outboxStream.filter((x) => x.event === 'INSERT' && x.newImage?.parent === undefined)]) {
     if (c.newImage === undefined) continue;
     const jobId = c.newImage.jobId;
     const g = c.newImage.generation;

@@ -92,7 +92,7 @@ export function profileSource(p: LoadProfile): string {
  * The invoice run's measured load profile (generated: ${p.measuredWith}).
  * Do not edit: measure again. test/profile.test.ts checks it against a fresh measurement.
  */
-import type { LoadProfile } from '../workflow/index.js';
+import type { LoadProfile } from '../../workflow/index.js';
 
 export const INVOICE_PROFILE: LoadProfile = ${compact(round(p))};
 `;

@@ -9,7 +9,7 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type FollowUpStep, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type TableNames, type Telemetry } from '../../lib/workflow/index.js';
+import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type FollowUpStep, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type SenderPoint, type TableNames, type Telemetry } from '../../lib/workflow/index.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../../functions/effects-handlers.js';
 import { createSenderHandler } from '../../functions/sender-handler.js';
 import { asFunction, type AwsCallRecorder } from '../local/aws-calls.js';
@@ -40,6 +40,8 @@ export interface RunEffectsOptions {
   catalog?: DocumentCatalog;
   /** The workload's steps: what follows each settled outcome (Workload.steps). */
   steps?: readonly FollowUpStep[] | undefined;
+  /** The sender's own hooks beside the run's fault (a negative control's writes around its settle). */
+  senderHooks?: SenderHooks;
   /** The workload's fence key prefix: the collector reads the fences its workers raise. @default 'fence#' */
   fenceKeyPrefix?: string | undefined;
   /** Records the SES sends of the sender and the reconciler (locally SMTP: recorded at the provider port). */
@@ -102,7 +104,7 @@ class SenderKill implements SenderHooks {
   /** The outbox item whose sender was killed. */
   pk: string | undefined;
   constructor(private readonly timeline?: Timeline) {}
-  async at(point: 'after-claim' | 'after-send', info: { pk: string; result?: string }): Promise<void> {
+  async at(point: SenderPoint, info: { pk: string; result?: string }): Promise<void> {
     if (this.fired || point !== 'after-send' || info.result !== 'accepted' || !info.pk.startsWith('email#')) return;
     this.fired = true;
     this.pk = info.pk;
@@ -122,6 +124,13 @@ export function lostPutResolved(log: readonly S3Request[]): boolean {
   const after = log.slice(i + 1).filter((r) => r.key === log[i]!.key);
   const resent = after.findIndex((r) => r.method === 'PUT' && r.status === 412);
   return resent >= 0 && after.slice(resent + 1).some((r) => r.method === 'HEAD');
+}
+
+/** The run's fault (the sender killed) and another's hooks, each called at every point. */
+function hooksOf(...hooks: (SenderHooks | undefined)[]): { hooks?: SenderHooks } {
+  const all = hooks.filter((h): h is SenderHooks => h !== undefined);
+  if (all.length === 0) return {};
+  return { hooks: { at: async (point, info) => void (await Promise.all(all.map((h) => h.at(point, info)))) } };
 }
 
 /** The scheduled functions' timeout in AWS (infra): the local runtime gives them the same time. */
@@ -156,7 +165,7 @@ export class RunEffects {
       http: o.http ?? o.effects.http,
       from: o.effects.from,
       ...(o.keyRetentionMarginMs === undefined ? {} : { keyRetentionMarginMs: o.keyRetentionMarginMs }),
-      ...(this.kill === undefined ? {} : { hooks: this.kill }),
+      ...hooksOf(this.kill, o.senderHooks),
       // AWS's waits (1 s doubling to 15 min, a held account tried every 5 min), scaled to the run's lease.
       // The sender checks before each send that its claim outlives one (its adapters' timeout).
       claimTimeoutMs: this.claimTimeoutMs,
@@ -493,7 +502,7 @@ export class RunEffects {
       return [{ outboxId, outboxTable, event: ev.type === 'Complaint' ? ('COMPLAINT' as const) : ('BOUNCE' as const) }];
     });
     // The payment provider's refusals for good: a key reused with other parameters, a request turned away to another location.
-    const refusedForGood = new Set([...[...e.payments.records.values()].filter((r) => r.refused > 0 && r.outboxId !== undefined).map((r) => r.outboxId!), ...e.payments.redirected]);
+    const refusedForGood = new Set([...[...e.payments.records.values()].filter((r) => (r.refused > 0 || r.declined !== undefined) && r.outboxId !== undefined).map((r) => r.outboxId!), ...e.payments.redirected]);
     const providerFaults: Record<string, number> = { ...e.payments.fired };
     for (const [k, v] of Object.entries(e.sink?.fired ?? {})) providerFaults[k] = (providerFaults[k] ?? 0) + v;
     return { troubleEvents, refusedForGood, providerFaults };

@@ -281,7 +281,8 @@ async function waitForUnits(
 
 /**
  * The delivery stage, watched from the outbox table while fx.settle delivers: after the last
- * unit every item exists, so the count is final; what moves is how many are still unsent.
+ * unit every item the units created exists; the follow-ups their settles create (a workload's
+ * steps) join the count as they come, and what moves is how many are still unsent.
  */
 function watchDelivery(opts: RunOptions, fx: RunEffects): { stop: (settled: { at: number; unsent: number }) => Promise<Delivery> } {
   const clock = systemClock;
@@ -294,11 +295,10 @@ function watchDelivery(opts: RunOptions, fx: RunEffects): { stop: (settled: { at
     opts.onProgress?.({ stage: 'delivering', done: items - unsent, total: items, ...(waiting === undefined ? {} : { waiting }) });
   };
   const loop = (async () => {
-    items = await fx.items();
     let last = -1;
     let movedAt = clock.monotonicNow();
     while (!stop.signal.aborted) {
-      unsent = await fx.unsent();
+      [items, unsent] = await Promise.all([fx.items(), fx.unsent()]);
       if (unsent !== last) [last, movedAt] = [unsent, clock.monotonicNow()];
       tick(movedAt);
       await clock.sleep(500, stop.signal).catch(() => undefined);

@@ -50,7 +50,7 @@ export const SES_EVENTS: readonly { readonly event: EmailSendingEvent; readonly 
 ];
 
 /** What the effects are built from: the workload's outbox (email, http targets) and its documents. */
-export type EffectsWorkload = Pick<Workload, 'name' | 'outbox'> & { readonly processor: Pick<Workload['processor'], 'documents'> };
+export type EffectsWorkload = Pick<Workload, 'name' | 'outbox' | 'steps'> & { readonly processor: Pick<Workload['processor'], 'documents'> };
 
 export interface ExternalEffectsProps {
   /**
@@ -380,6 +380,9 @@ export class ExternalEffects extends Construct {
     }
     // Recorder (effects/recorder.ts): read the item's status (a SENT item needs no record), ADD providerEvents conditional on its existence.
     if (this.recorder !== undefined) allow(this.recorder, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);
+    // A workload with steps (effects/follow-ups.ts): the settle's transaction puts each follow-up
+    // (PutItem under attribute_not_exists) beside the parent's UpdateItem; only the settlers write it.
+    if ((props.workload.steps ?? []).length > 0) for (const f of [this.sender, this.reconciler]) allow(f, ['dynamodb:PutItem'], [outbox]);
     if (this.collector !== undefined && this.bucket !== undefined && this.documentsPrefix !== undefined) this.grantCollector(this.collector, this.bucket, this.documentsPrefix, props.tables);
   }
 

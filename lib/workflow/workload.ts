@@ -11,7 +11,7 @@
 import { describeValue, InvalidInputError } from '../protocol/index.js';
 import { shardJobId, MAX_SHARDS, type ShardSpec } from './runs.js';
 import { maxUnitSize, type Processor } from './processor.js';
-import { assertSteps, type FollowUpStep } from './effects/follow-ups.js';
+import { assertSteps, type FollowUpStep, type StepOutcome } from './effects/follow-ups.js';
 import type { DeclineRule } from './effects/providers.js';
 
 /** What the starter knows when it starts a run: the payload (a schedule's input or an operator's), the time, the stack's settings. */
@@ -81,9 +81,20 @@ export interface ExpectedRecord {
  * absent: the endpoint itself) and the request fields that matter (compared deeply; fields not
  * listed are free). DELIVERY compares the item, and what the provider itself received, with it.
  */
-export type ExpectedEffect =
+export type ExpectedEffect = (
   | { readonly id: string; readonly kind: 'email'; readonly to: string; readonly says: readonly string[] }
-  | { readonly id: string; readonly kind: 'http'; readonly target: string; readonly path?: string; readonly request: Readonly<Record<string, unknown>> };
+  | { readonly id: string; readonly kind: 'http'; readonly target: string; readonly path?: string; readonly request: Readonly<Record<string, unknown>> }
+) & {
+  /** A follow-up (Workload.steps): demanded exactly when its parent settled with `on`, as its provider's own record shows; never otherwise. */
+  readonly after?: FollowUpExpectation;
+};
+
+/** When a follow-up is demanded: its parent's id, the step that creates it, the outcome it follows. */
+export interface FollowUpExpectation {
+  readonly parent: string;
+  readonly step: string;
+  readonly on: StepOutcome;
+}
 
 export interface WorkloadChecks<Input> {
   /** Records are counted per group (a period, a day) once every job of the group is DONE. */

@@ -5,7 +5,7 @@
  * which is the evidence that a clean run of the real protocol means something.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   asGeneration,
   type Effect,
@@ -17,7 +17,7 @@ import {
   type FenceContext,
   type FencedUnit,
 } from '../../lib/protocol/index.js';
-import { fencedProtocol, messageIdentity, type EmailProvider, type HttpProvider, type ProtocolOps, type SendResult } from '../../lib/workflow/index.js';
+import { fencedProtocol, followUpsOf, messageIdentity, type EmailProvider, type FollowUpStep, type HttpProvider, type OutboxItem, type ProtocolOps, type SenderHooks, type SendResult, type StepOutcome } from '../../lib/workflow/index.js';
 import type { Effects } from '../../cli/local/effects-env.js';
 import type { FaultPoint } from '../../cli/demo/faults.js';
 
@@ -36,6 +36,9 @@ export const CONTROLS = [
   'wrongRecipient',
   'wrongDestination',
   'extraCall',
+  'receiptOnDecline',
+  'followUpTwice',
+  'followUpBeforeSettle',
 ] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
@@ -44,7 +47,7 @@ export type Variant = 'fenced' | (typeof CONTROLS)[number];
  * held by two. A control run counts as caught only when THIS one fails: a stall reported as
  * PROGRESS on a loaded machine is no evidence that the checker saw the mistake.
  */
-export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'LEASE'> = {
+export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGRESS' | 'TOKENS' | 'DOCS' | 'DELIVERY' | 'CHAIN' | 'LEASE'> = {
   leaseOnly: 'FENCE',
   checkThenAct: 'FENCE',
   separateFenceWrite: 'FENCE',
@@ -59,6 +62,9 @@ export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGR
   wrongRecipient: 'DELIVERY',
   wrongDestination: 'DELIVERY',
   extraCall: 'DELIVERY',
+  receiptOnDecline: 'CHAIN',
+  followUpTwice: 'CHAIN',
+  followUpBeforeSettle: 'CHAIN',
 };
 
 /**
@@ -116,6 +122,31 @@ const heldAsFailed = (r: SendResult): SendResult => (r.kind === 'held' ? { kind:
 export function senderEmail(variant: Variant, email: EmailProvider): EmailProvider | undefined {
   if (variant !== 'heldAsFailed') return undefined;
   return { name: email.name, send: async (mail) => heldAsFailed(await email.send(mail)) };
+}
+
+/**
+ * The chain controls live in the sender's steps and writes (lib/workflow/effects/follow-ups.ts),
+ * written for any workload's steps:
+ *   receiptOnDecline      every step that follows an acceptance follows a decline too (a receipt
+ *                         emailed to a customer whose card was declined);
+ *   followUpTwice         the settle creates nothing; after it, every settler puts the follow-ups
+ *                         of what it sees with a write of its own, unconditioned (created outside
+ *                         the settle's transaction, again by each racing settler);
+ *   followUpBeforeSettle  the settle creates nothing; the follow-ups of the provider's answer are
+ *                         put as soon as it comes, before the write that settles the item.
+ * `steps`: what the sender's settle creates; `senderHooks`: the writes outside it.
+ */
+export function senderChain(variant: Variant, steps: readonly FollowUpStep[] | undefined, doc: DynamoDBDocumentClient): { steps: readonly FollowUpStep[] | undefined; senderHooks?: SenderHooks } {
+  if (variant === 'receiptOnDecline') return { steps: (steps ?? []).flatMap((s) => (s.on === 'accepted' ? [s, { ...s, on: 'refusedForGood' as const }] : [s])) };
+  if (variant !== 'followUpTwice' && variant !== 'followUpBeforeSettle') return { steps };
+  const put = async (table: string, pk: string, outcome: StepOutcome | undefined) => {
+    const item = (await doc.send(new GetCommand({ TableName: table, Key: { pk }, ConsistentRead: true }))).Item as OutboxItem | undefined;
+    if (item === undefined || outcome === undefined) return;
+    for (const f of followUpsOf(steps, table, item, outcome, Date.now()).items) await doc.send(new PutCommand({ TableName: table, Item: f }));
+  };
+  const at = variant === 'followUpTwice' ? 'after-settle' : 'after-send';
+  const outcomeOf = (result: string | undefined): StepOutcome | undefined => (result === 'accepted' || result === 'sent' ? 'accepted' : result === 'declined' ? 'refusedForGood' : undefined);
+  return { steps: [], senderHooks: { at: async (point, info) => (point === at ? put(info.table, info.pk, outcomeOf(info.result)) : undefined) } };
 }
 
 /** Called by a control between its check and its write: where the schedule puts its pause. */
@@ -192,6 +223,10 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
     // The worker's protocol is the real one: this control's mistake is the sender's (senderProviders).
     case 'resendPastRetention':
     case 'heldAsFailed':
+    // The chain controls' mistakes are the sender's too (senderChain).
+    case 'receiptOnDecline':
+    case 'followUpTwice':
+    case 'followUpBeforeSettle':
       return fencedProtocol;
     // The lease alone: no fence anywhere; the writes carry no condition.
     case 'leaseOnly':
@@ -308,8 +343,14 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
 
 
 /** Whether a control's mistake can show in a workload: an email sent from the worker needs emails, an overwritten document documents, a provider's refusals http calls. */
-export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox: { email: boolean; http: readonly unknown[] }; processor: { documents?: unknown } }): boolean {
+export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox: { email: boolean; http: readonly unknown[] }; processor: { documents?: unknown }; steps?: readonly FollowUpStep[] | undefined }): boolean {
   switch (variant) {
+    case 'receiptOnDecline':
+      // A decline comes from an http provider; a step must follow an acceptance of what it declines.
+      return (w.steps ?? []).some((s) => s.on === 'accepted') && (w.steps ?? []).some((s) => s.on === 'refusedForGood');
+    case 'followUpTwice':
+    case 'followUpBeforeSettle':
+      return (w.steps ?? []).length > 0;
     case 'sendFromWorker':
       return w.outbox.email;
     case 'documentInPlace':

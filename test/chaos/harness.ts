@@ -26,7 +26,7 @@ import { startFaultProxy, type FaultRules, type WireExchange } from '../../cli/l
 import { WireCheck } from '../../cli/check/wire-check.js';
 import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/local/aws-calls.js';
 import { scheduleRuns, type ScheduleRuns } from './workload-runs.js';
-import { controlProtocol, senderEmail, senderProviders, type Variant } from './controls.js';
+import { controlProtocol, senderChain, senderEmail, senderProviders, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
 
@@ -208,7 +208,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
   const fx = new RunEffects({
     fenceKeyPrefix: FENCE_PREFIX,
     ...(workload.processor.documents ? { catalog: workload.processor.documents } : {}),
-    steps: workload.steps,
+    ...senderChain(variant, workload.steps, env.direct.doc),
     dynamo: env.direct,
     streams: env.streams,
     tables,

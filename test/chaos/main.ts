@@ -81,6 +81,7 @@ const effectsTotals = (): EffectsTotals => ({
   emails: { items: 0, sent: 0, delivered: 0, duplicated: 0, ambiguous: 0, unknown: 0, failed: 0 },
   payments: { items: 0, sent: 0, performed: 0, requests: 0, pastRetention: 0, resentPastRetention: 0 },
   providers: { throttled: 0, ambiguous5xx: 0, paused: 0, sandbox: 0, bounced: 0, complained: 0, deferredItems: 0, troubleRecorded: 0 },
+  chains: { followUps: 0, accepted: 0, refusedForGood: 0, declined: 0 },
 });
 
 function addEffects(into: EffectsTotals, run: EffectsStats): void {
@@ -117,7 +118,7 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
   for (const c of opts.controls ?? CONTROLS) for (let i = 0; i < opts.controlRuns; i++) tasks.push({ seed: opts.seed + i, variant: c });
   const summary: ChaosSummary = {
     runs: opts.runs,
-    violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, DOCS: 0, DELIVERY: 0, RUNS: 0, LEASE: 0 },
+    violations: { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, DOCS: 0, DELIVERY: 0, CHAIN: 0, RUNS: 0, LEASE: 0 },
     controls: Object.fromEntries(CONTROLS.map((c) => [c, { ...tally(), forced: tally(), timed: tally(), byWire: tally() }])) as ChaosSummary['controls'],
     dimensions: { wallClock: 0, versionWatch: 0, skewed: 0, drills: 0, successorCrashes: 0 },
     skewOverlaps: { runs: 0, overlaps: 0 },

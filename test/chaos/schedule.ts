@@ -234,6 +234,14 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
     case 'wrongDestination':
     case 'extraCall':
       return base;
+    // The chain controls need parents that settle: no provider outage past the key retention (every
+    // payment after its start would end UNKNOWN, which no step follows).
+    case 'receiptOnDecline':
+    case 'followUpTwice':
+    case 'followUpBeforeSettle': {
+      const { retentionOutage: _outage, ...settling } = base;
+      return settling;
+    }
     case 'counterReset':
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
     // An http item must outlive its key retention: forced, the outage lasts until the provider has

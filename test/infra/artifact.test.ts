@@ -253,7 +253,7 @@ describe.each(WORKLOADS.map((w) => [w.name, w] as const))('workload %s: the bund
         }
       }
       const outbox = new Set((await scanAll(t, t.names.outbox)).map((i) => String(i.pk)));
-      for (const { id } of workload.checks.outbox(start.input)) expect(outbox.has(id), id).toBe(true);
+      for (const { id, after } of workload.checks.outbox(start.input)) if (after === undefined) expect(outbox.has(id), id).toBe(true);
 
       // Powertools wrote CloudWatch EMF to stdout: three committed units, one lease acquired, the cold start once.
       expect(metricSum(emf, 'UnitsCommitted')).toBe(3);
@@ -271,7 +271,8 @@ describe.each(WORKLOADS.map((w) => [w.name, w] as const))('workload %s: the bund
     });
 
     it("the sender takes the job's outbox items from the stream and sends each once through its provider, at its destination (an http item's own path below its target's endpoint), marking it SENT", async () => {
-      const expected = [...workload.checks.outbox(input as never)];
+      // The unit's own items (their follow-ups come from the settles below, and are sent by the next stream batch).
+      const expected = [...workload.checks.outbox(input as never)].filter((e) => e.after === undefined);
       const ids = expected.map((e) => e.id);
       const raw = (await readStreamRecords(t.dynamo.client, streams, t.names.outbox)).filter((r) => r.record.eventName === 'INSERT' && ids.includes(String(r.record.dynamodb?.Keys?.pk?.S)));
       expect(raw).toHaveLength(ids.length);

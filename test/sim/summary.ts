@@ -88,7 +88,7 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
     s.meanVirtualMs = Math.round(s.meanVirtualMs / s.schedules);
     s.cpuMs = Math.round(s.cpuMs);
   }
-  const violations: Record<string, number> = { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, DOCS: 0, DELIVERY: 0, RUNS: 0, LEASE: 0, RUN: 0, WORLD: 0, UNSUPPORTED: 0 };
+  const violations: Record<string, number> = { FENCE: 0, ONCE: 0, PROGRESS: 0, TOKENS: 0, DOCS: 0, DELIVERY: 0, CHAIN: 0, RUNS: 0, LEASE: 0, RUN: 0, WORLD: 0, UNSUPPORTED: 0 };
   const covered: Record<string, number> = {};
   const faults: Record<string, number> = {};
   for (const o of protocol) {

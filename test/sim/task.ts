@@ -63,6 +63,9 @@ function coveredBy(s: Schedule, r: SimRun): string[] {
   if ((r.record?.report.stats.effects.documents.written ?? 0) > 0) out.push('documents');
   if ((r.record?.report.stats.effects.emails.items ?? 0) > 0) out.push('emails');
   if ((r.record?.report.stats.effects.payments.items ?? 0) > 0) out.push('payments');
+  const chains = r.record?.report.stats.effects.chains;
+  if ((chains?.accepted ?? 0) > 0) out.push('follow-ups after acceptance');
+  if ((chains?.refusedForGood ?? 0) > 0) out.push('follow-ups after a decline');
   return out;
 }
 

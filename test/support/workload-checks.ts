@@ -6,11 +6,23 @@
  */
 import { expect, it } from 'vitest';
 import { InvalidInputError, makeGeneration } from '../../lib/protocol/index.js';
-import { shardsOfRun, tableNames, unitSizeCap, type Workload } from '../../lib/workflow/index.js';
+import { followUpsOf, shardsOfRun, STEP_OUTCOMES, tableNames, unitSizeCap, type ExpectedEffect, type OutboxItem, type Workload } from '../../lib/workflow/index.js';
 
 const tables = tableNames('wl-');
 const startOf = (w: Workload<any>, items: number) => w.start.runOf({ payload: w.local.payloads(items, 7)[0]!, time: new Date('2026-10-02T03:00:00Z'), items, unitSize: w.local.unitSize });
 const unitOf = (w: Workload<any>, input: unknown, unit: number) => w.processor.unitEffects(input, { jobId: 'j', generation: makeGeneration(0, 1), unit, tables, now: 1 });
+
+/** An outbox item (as written) says what its expectation says: its kind, recipient and text, or its target, destination and request. */
+function expectSays(item: Record<string, unknown>, e: ExpectedEffect): void {
+  expect(item.kind).toBe(e.kind);
+  if (e.kind === 'email') {
+    expect(item.to).toBe(e.to);
+    for (const said of e.says) expect(`${String(item.subject)}\n${String(item.body)}`).toContain(said);
+  } else {
+    expect({ target: item.target, path: item.path }).toEqual({ target: e.target, path: e.path });
+    expect(item.request).toMatchObject(e.request);
+  }
+}
 
 /** Inside a describe: `w` against its own processor (its effect count, its checks' records and outbox items, its shards, its start payload). */
 export function describeAgainstProcessor(w: Workload<any>): void {
@@ -38,19 +50,11 @@ export function describeAgainstProcessor(w: Workload<any>): void {
       expect(w.checks.groupOfRecord(r.pk)).toBe(w.checks.groupOfInput(input));
     }
     const outbox = written.filter((e) => e.table === tables.outbox);
-    const expectedOutbox = [...w.checks.outbox(input)];
+    const expectedOutbox = [...w.checks.outbox(input)].filter((e) => e.after === undefined);
     expect(expectedOutbox.map((e) => e.id).sort()).toEqual(outbox.map((e) => e.item.pk).sort());
     // What each item says is what the input says (the descriptor's meaning, and the processor's).
     for (const e of expectedOutbox) {
-      const item = outbox.find((x) => x.item.pk === e.id)!.item;
-      expect(item.kind).toBe(e.kind);
-      if (e.kind === 'email') {
-        expect(item.to).toBe(e.to);
-        for (const s of e.says) expect(`${String(item.subject)}\n${String(item.body)}`).toContain(s);
-      } else {
-        expect({ target: item.target, path: item.path }).toEqual({ target: e.target, path: e.path });
-        expect(item.request).toMatchObject(e.request);
-      }
+      expectSays(outbox.find((x) => x.item.pk === e.id)!.item, e);
     }
   });
 
@@ -67,5 +71,21 @@ export function describeAgainstProcessor(w: Workload<any>): void {
   it("refuses a start payload field it does not know by name, and a bad value of one it does, before anything is written", () => {
     const field = w.start.payloadFields[0]!;
     expect(() => w.start.runOf({ payload: { [field]: 'not-a-value' }, time: new Date(), items: 1, unitSize: 1 })).toThrow(InvalidInputError);
+  });
+
+  it("its steps' follow-ups are the ones its checks expect after each outcome, each saying what its check says (from the unit's own items, settled)", () => {
+    const written = Array.from({ length: w.processor.totalUnits(input) }, (_, u) => unitOf(w, input, u)).flat().filter((e) => e.table === tables.outbox);
+    const followUps = [...w.checks.outbox(input)].filter((e) => e.after !== undefined);
+    const made = new Map<string, Record<string, unknown>>();
+    for (const e of written) {
+      const parent = { ...e.item, status: 'SENT', providerMessageId: 'p-1' } as unknown as OutboxItem;
+      for (const on of STEP_OUTCOMES) for (const f of followUpsOf(w.steps, tables.outbox, parent, on, 1).items) made.set(String(f.pk), { ...f, on });
+    }
+    expect(followUps.map((e) => e.id).sort()).toEqual([...made.keys()].sort());
+    for (const e of followUps) {
+      const f = made.get(e.id)!;
+      expect([f.parent, f.step, f.on]).toEqual([e.after!.parent, e.after!.step, e.after!.on]);
+      expectSays(f, e);
+    }
   });
 }

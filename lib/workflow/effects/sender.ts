@@ -26,13 +26,10 @@
  *                              5xx the provider replays as its saved answer for the key is final:
  *                              UNKNOWN with the reason (no resend can tell more)
  * Without a claim (http) "not accepted" and "nobody knows" write nothing: the item stays PENDING
- * and is sent again with the same key, by the stream's retry or the reconciler.
- *
- * A claim is sent under only while it outlives one more send (`claimCoversSend`): the reconciler
- * takes over a claim `claimTimeoutMs` old, and a sender paused after its claim must not send then.
- * The handler refuses at start-up a function timeout that is not below the claim timeout.
- *
- * Key retention (a provider that forgets keys, Stripe after 24 h): key-retention.ts.
+ * and is sent again with the same key, by the stream's retry or the reconciler. A claim is sent
+ * under only while it outlives one more send (`claimCoversSend`): the reconciler takes over a
+ * claim `claimTimeoutMs` old (the handler refuses a function timeout not below it). Key
+ * retention (a provider that forgets keys, Stripe after 24 h): key-retention.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -45,12 +42,12 @@ import { notBeforeOf, type BackoffSettings, type Pacer } from './pacing.js';
 import { httpTargetEnv } from '../workload.js';
 import type { EmailProvider, HttpProvider, SendResult } from './providers.js';
 
-/** Where fault injection may stop a sender: after its claim, and after the provider answered (before SENT). */
-export type SenderPoint = 'after-claim' | 'after-send';
+/** Where fault injection may stop a sender: after its claim, after the provider answered (before SENT), after its settle. */
+export type SenderPoint = 'after-claim' | 'after-send' | 'after-settle';
 
 export interface SenderHooks {
   /** Never resolve to model a sender that died there (its claim stays: the reconciler's case). */
-  at(point: SenderPoint, info: { table: string; pk: string; result?: SendResult['kind'] }): Promise<void>;
+  at(point: SenderPoint, info: { table: string; pk: string; result?: SendResult['kind'] | DeliveryOutcome }): Promise<void>;
 }
 
 export interface SenderDeps {
@@ -99,10 +96,7 @@ export const WAIT: ReadonlySet<DeliveryOutcome> = new Set(['deferred', 'held']);
 
 const providerOf = (deps: SenderDeps, item: OutboxItem): HttpProvider | undefined => (item.target === undefined ? undefined : deps.http?.[item.target]);
 
-/**
- * Sends the item once through its provider (no claim, no state change): the sender's and the
- * reconciler's one call. `notAfter` (wall ms): no http POST, first or resend, at or after it.
- */
+/** Sends the item once through its provider (no claim, no state change): the sender's and the reconciler's one call. `notAfter` (wall ms): no http POST at or after it. */
 export async function sendItem(deps: SenderDeps, item: OutboxItem, notAfter = Number.POSITIVE_INFINITY): Promise<SendResult> {
   if (item.kind === 'email') {
     if (deps.email === undefined || deps.from === undefined) return { kind: 'rejected', permanent: true, reason: 'no email provider configured' };
@@ -278,7 +272,11 @@ export function claimCoversSend(deps: SenderDeps, claimedAt: number): boolean {
 
 /** Send and settle one item (an email under a claim). `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
 export async function deliver(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
-  if (item.kind === 'http') return deliverKeyed(deps, item);
+  const outcome = item.kind === 'http' ? await deliverKeyed(deps, item) : await deliverClaimed(deps, item);
+  await deps.hooks?.at('after-settle', { table: deps.table, pk: item.pk, result: outcome });
+  return outcome;
+}
+async function deliverClaimed(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
   const token = randomUUID();
   const claimedAt = deps.clock.wallNow();
   if (!(await claim(deps.doc, deps.table, item.pk, token, claimedAt))) {

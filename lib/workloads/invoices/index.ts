@@ -6,9 +6,10 @@
  */
 import { createHash } from 'node:crypto';
 import { describeValue, InvalidInputError } from '../../protocol/index.js';
-import type { ExpectedEffect, ExpectedRecord, StartRequest, Workload } from '../../workflow/index.js';
+import { followUpId, type ExpectedEffect, type ExpectedRecord, type StartRequest, type Workload } from '../../workflow/index.js';
 import {
   amountCents,
+  cardOf,
   customerAddress,
   customerId,
   customerRange,
@@ -16,6 +17,7 @@ import {
   EFFECTS_PER_CUSTOMER,
   invoiceJobId,
   invoiceProcessor,
+  invoiceSteps,
   MAX_CUSTOMERS,
   PAYMENTS_TARGET,
   type InvoiceRunInput,
@@ -69,7 +71,12 @@ function* expectedOutbox(input: InvoiceRunInput): Iterable<ExpectedEffect> {
     const id = customerId(i);
     const cents = amountCents(input.seed, i);
     yield { id: `email#${input.period}#${id}`, kind: 'email', to: customerAddress(id), says: [input.period, `${(cents / 100).toFixed(2)} ${input.currency}`] };
-    yield { id: `payment#${input.period}#${id}`, kind: 'http', target: PAYMENTS_TARGET, request: { customerId: id, amountCents: cents, currency: input.currency, reference: `invoice#${input.period}#${id}` } };
+    const payment = `payment#${input.period}#${id}`;
+    const amount = `${(cents / 100).toFixed(2)} ${input.currency}`;
+    yield { id: payment, kind: 'http', target: PAYMENTS_TARGET, request: { customerId: id, amountCents: cents, currency: input.currency, card: cardOf(input.seed, i), reference: `invoice#${input.period}#${id}` } };
+    // After the payment, by what its provider did with it: the receipt, or the declined card's email.
+    yield { id: followUpId(payment, 'receipt'), kind: 'email', to: customerAddress(id), says: [input.period, amount, 'payment of'], after: { parent: payment, step: 'receipt', on: 'accepted' } };
+    yield { id: followUpId(payment, 'payment-failed'), kind: 'email', to: customerAddress(id), says: [input.period, amount, 'declined'], after: { parent: payment, step: 'payment-failed', on: 'refusedForGood' } };
   }
 }
 
@@ -93,6 +100,7 @@ export const invoices: Workload<InvoiceRunInput> = {
     maxItems: MAX_CUSTOMERS,
   },
   outbox: { email: true, http: [{ target: PAYMENTS_TARGET, description: 'the payment provider (charge notifications, Idempotency-Key)', keyRetentionMs: 86_400_000 }] },
+  steps: invoiceSteps,
   checks: {
     groupOfInput: (input) => input.period,
     groupOfRecord: (pk) => RECORD_KEY.exec(pk)?.[2],

@@ -8,11 +8,13 @@
  *   - a ONCE-ONLY charge (`charge#<period>#<customer>`, guarded by its operation key as well);
  *   - two OUTBOX items, once-only in the same transaction (the unprotected effects): the
  *     invoice email (`email#<period>#<customer>`) and the charge notification to the payment
- *     provider (`payment#<period>#<customer>`, an http effect with an Idempotency-Key).
+ *     provider (`payment#<period>#<customer>`, an http effect with an Idempotency-Key);
+ *   - after the payment, by its outcome (invoiceSteps): the receipt email once the provider took
+ *     the charge, a "payment failed" email once it declined the card, neither while nobody knows.
  * Amounts and counts are reproducible from the seed, so a report can state the expected totals.
  */
 import { describeValue, InvalidInputError, onceOnly, upsert, type Effect } from '../../protocol/index.js';
-import { maxUnitSize, outboxEmail, outboxHttp, type DocumentDraft, type DocumentRef, type Processor, type TableNames, type UnitContext } from '../../workflow/index.js';
+import { maxUnitSize, outboxEmail, outboxHttp, type DocumentDraft, type DocumentRef, type EmailPayload, type FollowUpStep, type OutboxItem, type Processor, type TableNames, type UnitContext } from '../../workflow/index.js';
 
 export interface InvoiceRunInput {
   period: string;
@@ -94,6 +96,15 @@ export function amountCents(seed: number, i: number): number {
   return 500 + Math.floor(mulberry32((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0)() * 50_000);
 }
 
+/**
+ * The card customer i pays with, from the seed alone: Stripe's test tokens, one customer in every
+ * ten (which one, the seed says) holding the one Stripe, and the local payment provider, always
+ * declines: every run of ten customers or more meets a declined card.
+ */
+export function cardOf(seed: number, i: number): string {
+  return (i + seed) % 10 === 7 ? 'tok_chargeDeclined' : 'tok_visa';
+}
+
 /** What a job (or a shard: its range) must bill, from its input alone. */
 export function expectedTotals(input: InvoiceRunInput): { invoices: number; charges: number; totalCents: number } {
   const { from, to } = customerRange(input);
@@ -119,11 +130,11 @@ export const PAYMENTS_TARGET = 'payments';
 export const customerAddress = (customer: string): string => `${customer}@customers.example`;
 
 /** The unit's customers (within the job's or shard's range), with their amounts. */
-function customersOf(input: InvoiceRunInput, unit: number): { id: string; amount: number }[] {
+function customersOf(input: InvoiceRunInput, unit: number): { id: string; amount: number; card: string }[] {
   const { from, to } = customerRange(input);
   const first = from + unit * input.unitSize;
   const last = Math.min(to, first + input.unitSize);
-  return Array.from({ length: Math.max(0, last - first) }, (_, k) => ({ id: customerId(first + k), amount: amountCents(input.seed, first + k) }));
+  return Array.from({ length: Math.max(0, last - first) }, (_, k) => ({ id: customerId(first + k), amount: amountCents(input.seed, first + k), card: cardOf(input.seed, first + k) }));
 }
 
 /** A customer's invoice document: everything from (input, generation, unit), never the clock (Processor.unitDocuments). */
@@ -170,7 +181,7 @@ export function invoiceWorkload(prefix: string = INVOICE_DOCUMENTS_PREFIX): Proc
             body: `Invoice ${input.period} for ${c.id}: ${amount}.${doc === undefined ? '' : ` Document: ${doc.key}`}\n`,
           }),
         );
-        effects.push(outboxHttp(ctx.tables.outbox, `payment#${input.period}#${c.id}`, origin, { target: PAYMENTS_TARGET, request: { customerId: c.id, amountCents: c.amount, currency: input.currency, reference: `invoice#${input.period}#${c.id}` } }));
+        effects.push(outboxHttp(ctx.tables.outbox, `payment#${input.period}#${c.id}`, origin, { target: PAYMENTS_TARGET, request: { customerId: c.id, amountCents: c.amount, currency: input.currency, card: c.card, reference: `invoice#${input.period}#${c.id}` } }));
       }
       return effects;
     },
@@ -187,3 +198,28 @@ export function invoiceWorkload(prefix: string = INVOICE_DOCUMENTS_PREFIX): Proc
 }
 
 export const invoiceProcessor: Processor<InvoiceRunInput> = invoiceWorkload();
+
+/** What a payment item says, read back by the steps that follow it. */
+function paymentOf(item: OutboxItem): { customer: string; period: string; amount: string; reference: string } {
+  const r = (item.request ?? {}) as { customerId?: unknown; amountCents?: unknown; currency?: unknown; reference?: unknown };
+  const reference = String(r.reference);
+  return { customer: String(r.customerId), period: reference.split('#')[1] ?? '', amount: `${(Number(r.amountCents) / 100).toFixed(2)} ${String(r.currency)}`, reference };
+}
+
+/** The receipt: once the payment provider took the charge. */
+function receipt(item: OutboxItem): EmailPayload {
+  const p = paymentOf(item);
+  return { to: customerAddress(p.customer), subject: `Payment received for ${p.period}: ${p.amount}`, body: `We received your payment of ${p.amount} for invoice ${p.reference} (charge ${String(item.providerMessageId)}). Thank you.\n` };
+}
+
+/** "Your payment failed": once the provider declined the card (a business outcome, not ours to retry with the same key). */
+function paymentFailed(item: OutboxItem): EmailPayload {
+  const p = paymentOf(item);
+  return { to: customerAddress(p.customer), subject: `Your payment for ${p.period} failed: ${p.amount}`, body: `Your card was declined for ${p.amount} (invoice ${p.reference}). Please update your card.\n` };
+}
+
+/** The steps after a payment, by its outcome; nothing follows while nobody knows whether it was taken (UNKNOWN: a person's). */
+export const invoiceSteps: readonly FollowUpStep[] = [
+  { name: 'receipt', after: PAYMENTS_TARGET, on: 'accepted', creates: 'email', description: 'the receipt, once the payment provider took the charge', next: receipt },
+  { name: 'payment-failed', after: PAYMENTS_TARGET, on: 'refusedForGood', creates: 'email', description: '"your payment failed", once the provider declined the card', next: paymentFailed },
+];

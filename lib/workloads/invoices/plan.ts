@@ -32,10 +32,13 @@ import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER, MAX_UNIT_SIZE } from './invoic
 
 /** What one customer costs outside DynamoDB (its DynamoDB writes are the measured profile). */
 export const INVOICE_MIX = {
-  /** Outbox items per customer (the invoice email, the payment provider's charge notification): one provider call each. */
+  /** Outbox items per customer the unit writes (the invoice email, the payment provider's charge notification): one provider call each. */
   outboxItems: 2,
+  /** Items per customer the payment's settle creates: its receipt, or the declined card's email (invoiceSteps). */
+  followUps: 1,
   s3Puts: 1,
-  emails: 1,
+  /** The invoice email and the payment's follow-up email. */
+  emails: 2,
   /** The payment provider's POST (outside AWS: no AWS cost, but one call per customer). */
   paymentCalls: 1,
 } as const;

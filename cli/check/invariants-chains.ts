@@ -1,0 +1,99 @@
+/**
+ * CHAIN (DESIGN.md, "Invariants every run must satisfy"): the steps that follow an outcome
+ * (lib/workflow/effects/follow-ups.ts), judged from the job's input (Workload.checks.outbox: each
+ * follow-up it demands, with the outcome it follows) and the providers' own records (what the
+ * payment provider performed or declined, what the email provider received), never through the
+ * sender's code:
+ *   - a follow-up exists exactly when its parent settled with the outcome its step follows: the
+ *     provider took the parent and it is SENT (`accepted`), or the provider declined it and it is
+ *     FAILED as a refusal of the effect (`refusedForGood`); for UNKNOWN, a refusal of our request
+ *     or an item not settled, none;
+ *   - each was created by its parent's settle: on the Outbox stream, the MODIFY that settled the
+ *     parent (PENDING or SENDING to SENT or FAILED) lists it in `followUps`, it was inserted once,
+ *     and every follow-up a settle lists exists;
+ *   - none exists that its job's input does not demand. What each says is DELIVERY's, as for the
+ *     unit's own items.
+ */
+import type { ExpectedEffect, StepOutcome } from '../../lib/workflow/index.js';
+import { headerOf } from '../local/sink-core.js';
+import type { StreamChange } from '../local/streams.js';
+import type { EffectsSources } from './invariants-effects.js';
+
+type Item = Record<string, unknown>;
+type Add = (name: 'CHAIN', msg: string) => void;
+
+export interface ChainStats {
+  /** Follow-ups created, and of them those after an accepted parent and after a declined one. */
+  followUps: number;
+  accepted: number;
+  refusedForGood: number;
+  /** Parents the payment provider declined (its own record). */
+  declined: number;
+}
+
+/** What each parent came to at its provider, from the provider's own record: taken, or declined for good. */
+function providerOutcomes(table: string, sources: EffectsSources): Map<string, StepOutcome> {
+  const out = new Map<string, StepOutcome>();
+  for (const r of sources.payments ?? []) {
+    if (r.outboxTable !== table || r.outboxId === undefined) continue;
+    if (r.declined !== undefined) out.set(r.outboxId, 'refusedForGood');
+    else if ((r.charges?.length ?? 1) > 0) out.set(r.outboxId, 'accepted');
+  }
+  for (const m of sources.mails ?? []) {
+    const id = headerOf(m.raw, 'X-Outbox-Id');
+    if (id !== undefined && headerOf(m.raw, 'X-Outbox-Table') === table) out.set(id, 'accepted');
+  }
+  return out;
+}
+
+/** The outcome an item's steps follow: its settle, confirmed by its provider's record; undefined for none (UNKNOWN, our request refused, unsettled). */
+function outcomeOf(item: Item | undefined, atProvider: StepOutcome | undefined, mailsRead: boolean): StepOutcome | undefined {
+  if (item === undefined) return undefined;
+  // An email's record cannot be read (an outside SMTP server): its settle alone says (CHAIN is then partly unchecked, as DELIVERY is).
+  const provider = item.kind === 'email' && !mailsRead ? (item.status === 'SENT' ? 'accepted' : undefined) : atProvider;
+  if (item.status === 'SENT' && provider === 'accepted') return 'accepted';
+  if (item.status === 'FAILED' && item.refusal === 'effect' && provider === 'refusedForGood') return 'refusedForGood';
+  return undefined;
+}
+
+const listed = (image: Item | undefined): string[] => (Array.isArray(image?.followUps) ? (image.followUps as string[]) : []);
+const SETTLED = new Set(['SENT', 'FAILED']);
+
+/** Per parent, the follow-ups its settle listed (the stream's MODIFY from PENDING or SENDING to SENT or FAILED). */
+function settleListings(outboxStream: readonly StreamChange[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const c of outboxStream) {
+    const was = c.oldImage?.status;
+    if (c.event === 'MODIFY' && (was === 'PENDING' || was === 'SENDING') && SETTLED.has(String(c.newImage?.status))) out.set(c.key, listed(c.newImage));
+  }
+  return out;
+}
+
+/** CHAIN over the outbox, its stream, the demanded effects and the providers' records; returns the follow-ups validly created (DELIVERY judges what they say). */
+export function checkChains(table: string, outbox: readonly Item[], outboxStream: readonly StreamChange[], demanded: ReadonlyMap<string, ExpectedEffect>, sources: EffectsSources, add: Add): { created: Set<string>; stats: ChainStats } {
+  const byId = new Map(outbox.map((i) => [String(i.pk), i]));
+  const settles = settleListings(outboxStream);
+  const inserts = new Map<string, number>();
+  for (const c of outboxStream) if (c.event === 'INSERT' && c.newImage?.parent !== undefined) inserts.set(c.key, (inserts.get(c.key) ?? 0) + 1);
+  const created = new Set<string>();
+  for (const [id, n] of inserts) {
+    const parent = String(byId.get(id)?.parent ?? outboxStream.find((c) => c.key === id)?.newImage?.parent);
+    if (!(settles.get(parent) ?? []).includes(id)) add('CHAIN', `${id}: a follow-up not created by its parent ${parent}'s settle (no MODIFY settling the parent lists it)`);
+    else if (n > 1) add('CHAIN', `${id}: a follow-up created ${n} times`);
+    else created.add(id);
+  }
+  for (const [parent, ids] of settles) for (const id of ids) if (!byId.has(id)) add('CHAIN', `${parent}: its settle lists ${id}, which was never created`);
+  const atProvider = providerOutcomes(table, sources);
+  const stats: ChainStats = { followUps: inserts.size, accepted: 0, refusedForGood: 0, declined: [...atProvider.values()].filter((o) => o === 'refusedForGood').length };
+  for (const e of demanded.values()) {
+    if (e.after === undefined) continue;
+    const parent = byId.get(e.after.parent);
+    const outcome = outcomeOf(parent, atProvider.get(e.after.parent), sources.mails !== undefined);
+    const exists = byId.has(e.id);
+    if (exists && outcome !== e.after.on) add('CHAIN', `${e.id}: step ${e.after.step} follows ${e.after.on}, and its parent ${e.after.parent} came to ${outcome ?? `no outcome a step follows (${String(parent?.status ?? 'missing')})`}`);
+    if (!exists && outcome === e.after.on) add('CHAIN', `${e.id}: its parent ${e.after.parent} came to ${outcome}, and step ${e.after.step}'s follow-up is missing`);
+    if (exists && outcome === e.after.on) stats[outcome === 'refusedForGood' ? 'refusedForGood' : 'accepted']++;
+  }
+  for (const i of outbox) if (i.parent !== undefined && demanded.get(String(i.pk))?.after === undefined) add('CHAIN', `${String(i.pk)}: a follow-up its job's input does not demand`);
+  return { created, stats };
+}
