@@ -87,6 +87,7 @@ describe('the steps a workload declares are checked when it is registered', () =
     expect(refusal([step({ after: 'webhooks' })])).toMatch(/^steps\.receipt\.after: must be email, an http target or a step/);
     expect(refusal([step({ creates: 'webhooks' })])).toMatch(/^steps\.receipt\.creates: must be one of email, payments/);
     expect(refusal([step({ on: 'bounced' })])).toMatch(/^steps\.receipt\.on: bounced follows email items only/);
+    expect(refusal([step({ on: 'bounced', after: 'email' })])).toBe('steps.receipt.on: bounced is not followed yet: the recorder creates no follow-ups (accepted and refusedForGood are)');
     expect(refusal([step({ name: 'a', after: 'b' }), step({ name: 'b', after: 'a' })])).toMatch(/the steps form a cycle/);
     const chain = Array.from({ length: 9 }, (_, i) => step({ name: `s${i}`, after: i === 0 ? 'payments' : `s${i - 1}` }));
     expect(refusal(chain)).toMatch(/chains are at most 8 steps long/);

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { invariantLine, metricsLine, plural } from '../cli/demo/report-lines.js';
+import { incidentHeading } from '../cli/demo/incident.js';
 
 describe("npm start's report lines", () => {
   it('counts take the number of their noun', () => {
@@ -41,5 +42,12 @@ describe('npm start -- --help', () => {
     expect(r.stdout).not.toMatch(/raise-epoch --epoch/); // the ops commands' help
     expect(r.stdout).toContain('npm run cli -- --help');
     expect(r.stdout.trim().split('\n').length).toBeLessThan(30);
+  });
+});
+
+describe("npm start's first section", () => {
+  it('says which sample the incident replays, and which workload the run after it takes when that is another', () => {
+    expect(incidentHeading('invoices')).toBe('1. The incident (source article), replayed on the invoices sample: A pauses past its lease; B takes over; A wakes and writes.');
+    expect(incidentHeading('reports')).toBe('1. The incident (source article), replayed on the invoices sample (section 2 runs reports): A pauses past its lease; B takes over; A wakes and writes.');
   });
 });

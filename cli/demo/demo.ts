@@ -16,7 +16,7 @@ import { startDynamoLocal, type DynamoLocal } from '../local/dynamodb-local.js';
 import { bucketFlag, smtpFlag, startEffects, type Effects } from '../local/effects-env.js';
 import { checkEndpoint } from '../local/endpoint.js';
 import { intFlag, outFileFlag, parseFlags, urlFlag } from '../shared/flags.js';
-import { replayIncident, type IncidentResult } from './incident.js';
+import { incidentHeading, replayIncident, type IncidentResult } from './incident.js';
 import { invoiceRun, PERIODS, type RunResult } from './run.js';
 import { recordAwsCalls, writeCalls } from '../local/aws-calls.js';
 import { renderSvg, splitDelivery } from '../shared/timeline.js';
@@ -223,7 +223,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
     const streams = streamsClient(endpoint);
     const fx = (set: string) => ({ effects: effects!, set, dynamo, streams });
 
-    out('\n1. The incident (source article): A pauses past its lease; B takes over; A wakes and writes.');
+    out(`\n${incidentHeading(flags.workload.name)}`);
     out('   With the fence:');
     const safe = await replayIncident({ doc: dynamo.doc, tables: incidentTables, clock: systemClock, fenced: true, log: out, effects: fx(documentSet(`${flags.prefix}incident-`)) });
     printIncidentEffects(safe, out);

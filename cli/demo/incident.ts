@@ -28,6 +28,13 @@ import { deliverCommitted, emailDirectly, emailsPerCustomer, overwriteDocuments,
 import { Timeline } from '../shared/timeline.js';
 import { plural } from './report-lines.js';
 
+/** The sample the incident replays, whatever workload the run after it takes. */
+export const INCIDENT_WORKLOAD = invoices.name;
+
+/** `npm start`'s first heading: the incident, and the sample it is replayed on when the run after it is another workload's. */
+export const incidentHeading = (runWorkload: string): string =>
+  `1. The incident (source article), replayed on the ${INCIDENT_WORKLOAD} sample${runWorkload === INCIDENT_WORKLOAD ? '' : ` (section 2 runs ${runWorkload})`}: A pauses past its lease; B takes over; A wakes and writes.`;
+
 export interface IncidentOptions {
   doc: DynamoDBDocumentClient;
   tables: TableNames;

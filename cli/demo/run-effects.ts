@@ -104,8 +104,9 @@ class SenderKill implements SenderHooks {
   /** The outbox item whose sender was killed. */
   pk: string | undefined;
   constructor(private readonly timeline?: Timeline) {}
-  async at(point: SenderPoint, info: { pk: string; result?: string }): Promise<void> {
-    if (this.fired || point !== 'after-send' || info.result !== 'accepted' || !info.pk.startsWith('email#')) return;
+  async at(point: SenderPoint, info: { pk: string; kind: string; result?: string }): Promise<void> {
+    // The first email the provider took, whatever the workload calls its items.
+    if (this.fired || point !== 'after-send' || info.result !== 'accepted' || info.kind !== 'email') return;
     this.fired = true;
     this.pk = info.pk;
     this.timeline?.add('sender', 'crash', `CRASH sender after the provider accepted ${info.pk}, before SENT`);

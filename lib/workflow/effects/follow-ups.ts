@@ -73,6 +73,8 @@ export function assertSteps(steps: readonly FollowUpStep[], outbox: { readonly e
     const source = byName.get(s.after)?.creates ?? s.after;
     if (!byName.has(s.after) && !creatable.includes(s.after)) bad(`steps.${s.name}.after`, `must be email, an http target or a step, got ${describeValue(s.after)}`);
     if (s.on === 'bounced' && source !== EMAIL_SOURCE) bad(`steps.${s.name}.on`, `bounced follows email items only; ${s.after} creates ${source}`);
+    // The recorder, which sees a bounce, does not create follow-ups yet: a step on it would never run.
+    if (s.on === 'bounced') bad(`steps.${s.name}.on`, 'bounced is not followed yet: the recorder creates no follow-ups (accepted and refusedForGood are)');
     let depth = 1;
     for (let up = byName.get(s.after); up !== undefined; up = byName.get(up.after)) {
       if (up === s || ++depth > MAX_CHAIN) bad(`steps.${s.name}.after`, up === s ? 'the steps form a cycle' : `chains are at most ${MAX_CHAIN} steps long`);

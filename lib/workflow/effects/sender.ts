@@ -47,7 +47,7 @@ export type SenderPoint = 'after-claim' | 'after-send' | 'after-settle';
 
 export interface SenderHooks {
   /** Never resolve to model a sender that died there (its claim stays: the reconciler's case). */
-  at(point: SenderPoint, info: { table: string; pk: string; result?: SendResult['kind'] | DeliveryOutcome }): Promise<void>;
+  at(point: SenderPoint, info: { table: string; pk: string; kind: OutboxItem['kind']; result?: SendResult['kind'] | DeliveryOutcome }): Promise<void>;
 }
 
 export interface SenderDeps {
@@ -211,7 +211,7 @@ async function deliverKeyed(deps: SenderDeps, item: OutboxItem): Promise<Deliver
   }
   if (deps.clock.wallNow() >= round.notAfter) return givenUpPastRetention(deps, item);
   const { result, posts } = await postRound(deps, item, round.notAfter);
-  await deps.hooks?.at('after-send', { table, pk: item.pk, result: result.kind });
+  await deps.hooks?.at('after-send', { table, pk: item.pk, kind: item.kind, result: result.kind });
   // A counted round of one POST answered with a refusal took nothing: counted so, it lets the key's window start again.
   const refusedRound = round.counted && posts === 1;
   switch (result.kind) {
@@ -273,7 +273,7 @@ export function claimCoversSend(deps: SenderDeps, claimedAt: number): boolean {
 /** Send and settle one item (an email under a claim). `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
 export async function deliver(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
   const outcome = item.kind === 'http' ? await deliverKeyed(deps, item) : await deliverClaimed(deps, item);
-  await deps.hooks?.at('after-settle', { table: deps.table, pk: item.pk, result: outcome });
+  await deps.hooks?.at('after-settle', { table: deps.table, pk: item.pk, kind: item.kind, result: outcome });
   return outcome;
 }
 async function deliverClaimed(deps: SenderDeps, item: OutboxItem): Promise<DeliveryOutcome> {
@@ -283,7 +283,7 @@ async function deliverClaimed(deps: SenderDeps, item: OutboxItem): Promise<Deliv
     deps.telemetry.event('outbox-claim-lost', { table: deps.table, pk: item.pk });
     return 'skipped';
   }
-  await deps.hooks?.at('after-claim', { table: deps.table, pk: item.pk });
+  await deps.hooks?.at('after-claim', { table: deps.table, pk: item.pk, kind: item.kind });
   if (!claimCoversSend(deps, claimedAt)) {
     // The reconciler may take this claim over before the send ends: give it back unsent.
     await release(deps.doc, deps.table, item.pk, token);
@@ -291,7 +291,7 @@ async function deliverClaimed(deps: SenderDeps, item: OutboxItem): Promise<Deliv
     return 'released';
   }
   const result = await sendItem(deps, item);
-  await deps.hooks?.at('after-send', { table: deps.table, pk: item.pk, result: result.kind });
+  await deps.hooks?.at('after-send', { table: deps.table, pk: item.pk, kind: item.kind, result: result.kind });
   return settle(deps, item, token, result);
 }
 
