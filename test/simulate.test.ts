@@ -15,6 +15,7 @@ import { simulateOne } from './sim/run.js';
 import { comparedShapes } from './sim/dynamodb/shape.js';
 import { runTask } from './sim/task.js';
 import { cli as simulateEntry, simPlan } from './sim/main.js';
+import { summarize, summaryLines } from './sim/summary.js';
 import { workloadNamed } from '../lib/workloads/index.js';
 import { expectOneLineError, inProcess, tsx } from './support/spawn.js';
 
@@ -74,6 +75,15 @@ describe('the deterministic simulator (bounded)', () => {
     const plan = simPlan(['--schedules', '1', '--workload', 'reports', '--control-schedules', '1']) as Exclude<ReturnType<typeof simPlan>, 'help'>;
     expect(plan.tasks.map((t) => t.variant)).not.toContain('sendFromWorker');
     expect(plan.tasks.every((t) => t.workload === 'reports')).toBe(true);
+    // ...and the summary says which were not run, and why.
+    expect(plan.skippedControls).toEqual([
+      { control: 'sendFromWorker', why: 'its units create no email' },
+      { control: 'wrongRecipient', why: 'its units create no email' },
+      { control: 'receiptOnDecline', why: 'none of its steps follows both an acceptance and a decline' },
+      { control: 'followUpTwice', why: 'it declares no steps' },
+      { control: 'followUpBeforeSettle', why: 'it declares no steps' },
+    ]);
+    expect(summaryLines(summarize(plan, [], 1_000))).toContain('  control sendFromWorker: not run, its units create no email');
   }, 60_000);
 
   it('refuses bad input in one line, exit 2, and runs nothing', async () => {

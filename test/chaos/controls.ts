@@ -342,6 +342,16 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
 }
 
 
+/** Why a control's mistake cannot show in a workload (undefined: it can), in a line a person reads. */
+export function controlCannotShow(variant: (typeof CONTROLS)[number], w: Parameters<typeof controlAppliesTo>[1]): string | undefined {
+  if (controlAppliesTo(variant, w)) return undefined;
+  if (variant === 'documentInPlace') return 'its units write no documents';
+  if (variant === 'receiptOnDecline') return 'none of its steps follows both an acceptance and a decline';
+  if (variant === 'followUpTwice' || variant === 'followUpBeforeSettle') return 'it declares no steps';
+  if (variant === 'sendFromWorker' || variant === 'wrongRecipient') return 'its units create no email';
+  return 'its units create no http call';
+}
+
 /** Whether a control's mistake can show in a workload: an email sent from the worker needs emails, an overwritten document documents, a provider's refusals http calls. */
 export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox: { email: boolean; http: readonly unknown[] }; processor: { documents?: unknown }; steps?: readonly FollowUpStep[] | undefined }): boolean {
   switch (variant) {

@@ -15,7 +15,7 @@ import { InvalidInputError } from '../../lib/protocol/index.js';
 import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 import { runScript } from '../../cli/shared/entry.js';
 import { intFlag as int, parseFlags } from '../../cli/shared/flags.js';
-import { controlAppliesTo, CONTROLS, type Variant } from '../chaos/controls.js';
+import { controlCannotShow, CONTROLS, type Variant } from '../chaos/controls.js';
 import { compareLocal } from './compare-local.js';
 import { runPool } from './pool.js';
 import { shapeNamed, SHAPES, type Shape } from './shapes.js';
@@ -46,6 +46,8 @@ export interface SimPlan {
   workload: string;
   /** How many of the protocol's schedules to carry out on DynamoDB Local too (the same-run baseline). */
   compareLocal: number;
+  /** The controls not run, each with why its mistake cannot show in the workload. */
+  skippedControls?: { control: string; why: string }[];
 }
 
 export function simPlan(argv: string[]): SimPlan | 'help' {
@@ -76,14 +78,15 @@ export function simPlan(argv: string[]): SimPlan | 'help' {
   const seed = int('seed', values.seed, 1, 0, 2 ** 31 - 1);
   const shape = values.shape === undefined || values.shape === 'mix' ? 'mix' : shapeNamed(values.shape);
   const named = values['no-controls'] ? [] : values.controls === undefined ? [...CONTROLS] : values.controls.split(',').map(controlNamed);
-  // A control whose mistake cannot show in the workload (an email sent from the worker, for a workload without emails) is not run.
-  const controls = named.filter((c) => workload === undefined || controlAppliesTo(c, workload));
+  // A control whose mistake cannot show in the workload (an email sent from the worker, for a workload without emails) is not run: the summary says which and why.
+  const skippedControls = workload === undefined ? [] : named.flatMap((c) => { const why = controlCannotShow(c, workload); return why === undefined ? [] : [{ control: c, why }]; });
+  const controls = named.filter((c) => !skippedControls.some((s) => s.control === c));
   const controlSchedules = controls.length === 0 ? 0 : int('control-schedules', values['control-schedules'], Math.min(1000, Math.max(10, Math.round(schedules / 10))), 1, 1_000_000);
   const tasks: SimTask[] = [];
   const of = workload === undefined || workload.name === DEFAULT_WORKLOAD ? {} : { workload: workload.name };
   for (let i = 0; i < schedules; i++) tasks.push({ seed: seed + i, variant: 'fenced', shape: shapeOfSeed(seed + i, shape), ...of });
   for (const c of controls) for (let i = 0; i < controlSchedules; i++) tasks.push({ seed: seed + i, variant: c, shape: shapeOfSeed(seed + i, shape), ...of });
-  return { tasks, parallel: Math.min(parallel, Math.max(1, tasks.length)), json, seed, schedules, controlSchedules, shape, workload: workload?.name ?? DEFAULT_WORKLOAD, compareLocal: int('compare-local', values['compare-local'], 0, 0, 10_000) };
+  return { tasks, parallel: Math.min(parallel, Math.max(1, tasks.length)), json, seed, schedules, controlSchedules, shape, workload: workload?.name ?? DEFAULT_WORKLOAD, compareLocal: int('compare-local', values['compare-local'], 0, 0, 10_000), skippedControls };
 }
 
 function controlNamed(name: string): (typeof CONTROLS)[number] {

@@ -38,6 +38,8 @@ export interface SimSummary {
   covered: Record<string, number>;
   faults: Record<string, number>;
   controls: Record<string, ControlFigures>;
+  /** The controls not run, and why each cannot show in the workload. */
+  skippedControls: { control: string; why: string }[];
   uncaught: { variant: string; seed: number; replay?: string }[];
   /** `--compare-local K`: the same schedules on DynamoDB Local, measured in this run. */
   localBaseline?: import('./compare-local.js').LocalBaseline;
@@ -122,6 +124,7 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
     covered,
     faults,
     controls,
+    skippedControls: plan.skippedControls ?? [],
     uncaught: uncaught.slice(0, 50),
   };
 }
@@ -134,6 +137,7 @@ export function summaryLines(s: SimSummary): string[] {
     ...s.failed.map((f) => `  seed ${f.seed} (${f.shape}) ${f.failed.join(',')}: ${f.first}\n    shrunk to ${f.faultsAfter} faults (from ${f.faultsBefore}); ${f.replay}`),
     `covered: ${Object.entries(s.covered).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     ...Object.entries(s.controls).map(([k, c]) => `  control ${k} (${c.breaks}): caught ${c.caught}/${c.schedules} (forced ${c.forced.caught}/${c.forced.schedules}, timed ${c.timed.caught}/${c.timed.schedules}), first at ${c.firstCaughtAt ?? 'never'}, median ${c.medianToCatch ?? '-'} schedules to catch`),
+    ...s.skippedControls.map((k) => `  control ${k.control}: not run, ${k.why}`),
     ...(s.localBaseline ? [`baseline: the first ${s.localBaseline.schedules} schedules on DynamoDB Local, one at a time: ${s.localBaseline.msPerSchedule} ms each against ${s.localBaseline.simMsPerSchedule} ms of one simulator thread (${s.localBaseline.speedup}x); the same verdict in ${s.localBaseline.sameVerdicts}`] : []),
     s.ok ? 'OK' : 'FAILED',
   ];
