@@ -113,7 +113,7 @@ function draft(s: FollowUpStep, table: string, parent: OutboxItem, payload: Emai
   return outboxHttp(table, id, origin, payload).item;
 }
 
-/** What a settler (the sender, the reconciler, the recorder) knows that follow-ups need. */
+/** What a settler (the sender, the reconciler) knows that follow-ups need. */
 export interface SettlerDeps {
   readonly steps?: readonly FollowUpStep[] | undefined;
   readonly table: string;
