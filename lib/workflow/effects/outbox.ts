@@ -199,11 +199,12 @@ export async function change(doc: DynamoDBDocumentClient, table: string, pk: str
     return true;
   } catch (e) {
     if (isConditionalCheckFailed(e)) return false;
-    const reasons = (e as { name?: string; CancellationReasons?: { Code?: string }[] }).name === 'TransactionCanceledException' ? ((e as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []) : undefined;
-    if (reasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
+    const cancelled = e as { name?: string; CancellationReasons?: { Code?: string }[] };
+    if (cancelled.name !== 'TransactionCanceledException') throw e;
+    const reasons = cancelled.CancellationReasons ?? [];
+    if (reasons[0]?.Code === 'ConditionalCheckFailed') return false;
     // A follow-up already there while its parent was not yet settled: only a write outside the settle can have made it.
-    if (reasons !== undefined) throw new TransactionFailedError(reasons, { cause: e });
-    throw e;
+    throw new TransactionFailedError(reasons, { cause: e });
   }
 }
 
