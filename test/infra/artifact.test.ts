@@ -125,6 +125,13 @@ const BUCKET = 'documents';
 const CONFIGURATION_SET = 'fenced-workflow-local';
 /** A small run: three units of a few items, inside every workload's unit-size cap. */
 const ITEMS = 12;
+
+/** The stream records as Lambda's event source mapping hands them to the sender (its ARN on each, creation time in seconds). */
+function streamEvent(raw: readonly { streamArn: string; record: { dynamodb?: { ApproximateCreationDateTime?: unknown } } }[]): DynamoDBStreamEvent {
+  const seconds = (d: unknown) => (d instanceof Date ? Math.floor(d.getTime() / 1000) : d);
+  const Records = raw.map(({ streamArn, record }) => ({ ...record, eventSourceARN: streamArn, dynamodb: { ...record.dynamodb, ApproximateCreationDateTime: seconds(record.dynamodb?.ApproximateCreationDateTime) } }));
+  return { Records: Records as unknown as DynamoDBRecord[] };
+}
 const UNIT_SIZE = 5;
 
 describe.each(WORKLOADS.map((w) => [w.name, w] as const))('workload %s: the bundled artifact', (name, workload) => {
@@ -276,11 +283,7 @@ describe.each(WORKLOADS.map((w) => [w.name, w] as const))('workload %s: the bund
       const ids = expected.map((e) => e.id);
       const raw = (await readStreamRecords(t.dynamo.client, streams, t.names.outbox)).filter((r) => r.record.eventName === 'INSERT' && ids.includes(String(r.record.dynamodb?.Keys?.pk?.S)));
       expect(raw).toHaveLength(ids.length);
-      const seconds = (d: unknown) => (d instanceof Date ? Math.floor(d.getTime() / 1000) : d);
-      const Records = raw.map(({ streamArn, record }) => ({ ...record, eventSourceARN: streamArn, dynamodb: { ...record.dynamodb, ApproximateCreationDateTime: seconds(record.dynamodb?.ApproximateCreationDateTime) } }));
-      const event: DynamoDBStreamEvent = { Records: Records as unknown as DynamoDBRecord[] };
-
-      const run = await invoke('sender', 'Sender', [event]);
+      const run = await invoke('sender', 'Sender', [streamEvent(raw)]);
       await ses?.relayed();
       expect(run.results).toEqual([{ batchItemFailures: [] }]);
       expect(metricSum(run.emf, 'OutboxSent')).toBe(ids.length);
@@ -300,6 +303,31 @@ describe.each(WORKLOADS.map((w) => [w.name, w] as const))('workload %s: the bund
       }
       // Every POST was one item's, once: nothing sent twice, nothing sent elsewhere.
       expect(http.requests.map((r) => r.outboxId).sort()).toEqual(expected.filter((e) => e.kind === 'http').map((e) => e.id).sort());
+    });
+
+    it.skipIf(workload.steps === undefined)("the settles above created the workload's follow-ups, each a step's for its parent's outcome, and the sender's next stream batch sends each once", async () => {
+      // The follow-ups the settles created: whatever their parents' outcomes were, each one the checks demand for that outcome.
+      const items = await scanAll(t, t.names.outbox);
+      const followUps = items.filter((i) => i.parent !== undefined);
+      expect(followUps.length).toBeGreaterThan(0);
+      const demanded = new Map([...workload.checks.outbox(input as never)].filter((e) => e.after !== undefined).map((e) => [e.id, e]));
+      for (const f of followUps) {
+        const parent = items.find((i) => i.pk === f.parent)!;
+        const outcome = parent.status === 'SENT' ? 'accepted' : parent.status === 'FAILED' && parent.refusal === 'effect' ? 'refusedForGood' : undefined;
+        expect(demanded.get(String(f.pk))?.after?.on, String(f.pk)).toBe(outcome);
+      }
+      const ids = followUps.map((f) => String(f.pk));
+      const raw = (await readStreamRecords(t.dynamo.client, streams, t.names.outbox)).filter((r) => r.record.eventName === 'INSERT' && ids.includes(String(r.record.dynamodb?.Keys?.pk?.S)));
+      expect(raw).toHaveLength(ids.length);
+      const run = await invoke('sender', 'Sender', [streamEvent(raw)]);
+      await ses?.relayed();
+      expect(run.results).toEqual([{ batchItemFailures: [] }]);
+      for (const id of ids) {
+        const item = (await readOutboxItem(t.dynamo.doc, t.names.outbox, id))!;
+        expect(item, id).toMatchObject({ status: 'SENT', attempts: 1 });
+        if (item.kind === 'email') expect(ses!.sent.filter((m) => m.tags.outboxId === messageIdentity.tag(id)), id).toHaveLength(1);
+        else expect(http.performed.get(messageIdentity.idempotencyKey(t.names.outbox, id)), id).toMatchObject({ requests: 1 });
+      }
     });
 
     it.skipIf(workload.processor.documents === undefined)(
