@@ -16,6 +16,7 @@ import { comparedShapes } from './sim/dynamodb/shape.js';
 import { runTask } from './sim/task.js';
 import { cli as simulateEntry, simPlan } from './sim/main.js';
 import { summarize, summaryLines } from './sim/summary.js';
+import { controlCannotShow } from './chaos/controls.js';
 import { workloadNamed } from '../lib/workloads/index.js';
 import { expectOneLineError, inProcess, tsx } from './support/spawn.js';
 
@@ -78,12 +79,16 @@ describe('the deterministic simulator (bounded)', () => {
     // ...and the summary says which were not run, and why.
     expect(plan.skippedControls).toEqual([
       { control: 'sendFromWorker', why: 'its units create no email' },
-      { control: 'wrongRecipient', why: 'its units create no email' },
+      { control: 'wrongRecipient', why: 'it sends no email' },
       { control: 'receiptOnDecline', why: 'none of its steps follows both an acceptance and a decline' },
       { control: 'followUpTwice', why: 'it declares no steps' },
       { control: 'followUpBeforeSettle', why: 'it declares no steps' },
     ]);
     expect(summaryLines(summarize(plan, [], 1_000))).toContain('  control sendFromWorker: not run, its units create no email');
+    // A workload that sends email only as its steps' follow-ups (a receipt after a charge): the worker has none to send itself, read off its checks.
+    const stepsOnly = { ...reports, outbox: { ...reports.outbox, email: true } };
+    expect(controlCannotShow('sendFromWorker', stepsOnly)).toBe('its units create no email (only its steps do)');
+    expect(controlCannotShow('wrongRecipient', stepsOnly)).toBeUndefined();
   }, 60_000);
 
   it('refuses bad input in one line, exit 2, and runs nothing', async () => {

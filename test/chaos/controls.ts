@@ -17,7 +17,7 @@ import {
   type FenceContext,
   type FencedUnit,
 } from '../../lib/protocol/index.js';
-import { fencedProtocol, followUpsOf, messageIdentity, type EmailProvider, type FollowUpStep, type HttpProvider, type OutboxItem, type ProtocolOps, type SenderHooks, type SendResult, type StepOutcome } from '../../lib/workflow/index.js';
+import { fencedProtocol, followUpsOf, messageIdentity, type EmailProvider, type FollowUpStep, type HttpProvider, type OutboxItem, type ProtocolOps, type SenderHooks, type SendResult, type StepOutcome, type Workload } from '../../lib/workflow/index.js';
 import type { Effects } from '../../cli/local/effects-env.js';
 import type { FaultPoint } from '../../cli/demo/faults.js';
 
@@ -137,6 +137,8 @@ export function senderEmail(variant: Variant, email: EmailProvider): EmailProvid
  * `steps`: what the sender's settle creates; `senderHooks`: the writes outside it.
  */
 export function senderChain(variant: Variant, steps: readonly FollowUpStep[] | undefined, doc: DynamoDBDocumentClient): { steps: readonly FollowUpStep[] | undefined; senderHooks?: SenderHooks } {
+  // wrongRecipient's mistake in the steps: each follow-up email (a receipt) to an address of nobody's, as the units' own emails are rotated.
+  if (variant === 'wrongRecipient') return { steps: steps?.map((s) => (s.creates === 'email' ? { ...s, next: (p: OutboxItem) => misaddressed(s.next(p)) } : s)) };
   if (variant === 'receiptOnDecline') return { steps: (steps ?? []).flatMap((s) => (s.on === 'accepted' ? [s, { ...s, on: 'refusedForGood' as const }] : [s])) };
   if (variant !== 'followUpTwice' && variant !== 'followUpBeforeSettle') return { steps };
   const put = async (table: string, pk: string, outcome: StepOutcome | undefined) => {
@@ -148,6 +150,8 @@ export function senderChain(variant: Variant, steps: readonly FollowUpStep[] | u
   const outcomeOf = (result: string | undefined): StepOutcome | undefined => (result === 'accepted' || result === 'sent' ? 'accepted' : result === 'declined' ? 'refusedForGood' : undefined);
   return { steps: [], senderHooks: { at: async (point, info) => (point === at ? put(info.table, info.pk, outcomeOf(info.result)) : undefined) } };
 }
+
+const misaddressed = (mail: ReturnType<FollowUpStep['next']>): ReturnType<FollowUpStep['next']> => (mail !== undefined && 'to' in mail ? { ...mail, to: `someone-else.${mail.to}` } : mail);
 
 /** Called by a control between its check and its write: where the schedule puts its pause. */
 export type InsideCommit = (point: FaultPoint, info: { jobId: string; owner: string; generation?: number; unit?: number }) => Promise<void>;
@@ -348,12 +352,13 @@ export function controlCannotShow(variant: (typeof CONTROLS)[number], w: Paramet
   if (variant === 'documentInPlace') return 'its units write no documents';
   if (variant === 'receiptOnDecline') return 'none of its steps follows both an acceptance and a decline';
   if (variant === 'followUpTwice' || variant === 'followUpBeforeSettle') return 'it declares no steps';
-  if (variant === 'sendFromWorker' || variant === 'wrongRecipient') return 'its units create no email';
+  if (variant === 'sendFromWorker') return w.outbox.email ? 'its units create no email (only its steps do)' : 'its units create no email';
+  if (variant === 'wrongRecipient') return 'it sends no email';
   return 'its units create no http call';
 }
 
 /** Whether a control's mistake can show in a workload: an email sent from the worker needs emails, an overwritten document documents, a provider's refusals http calls. */
-export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox: { email: boolean; http: readonly unknown[] }; processor: { documents?: unknown }; steps?: readonly FollowUpStep[] | undefined }): boolean {
+export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: Workload<any>): boolean {
   switch (variant) {
     case 'receiptOnDecline':
       // A decline comes from an http provider; a step must follow an acceptance of what it declines.
@@ -362,7 +367,7 @@ export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox
     case 'followUpBeforeSettle':
       return (w.steps ?? []).length > 0;
     case 'sendFromWorker':
-      return w.outbox.email;
+      return unitsCreateEmail(w);
     case 'documentInPlace':
       return w.processor.documents !== undefined;
     case 'resendPastRetention':
@@ -378,4 +383,11 @@ export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: { outbox
     default:
       return true;
   }
+}
+
+/** Whether a workload's units create email, not only its steps: read off its checks for a local run's input (never its processor). */
+function unitsCreateEmail(w: Workload<any>): boolean {
+  if (!w.outbox.email) return false;
+  const { input } = w.start.runOf({ payload: w.local.payloads(w.local.unitSize, 1)[0]!, time: new Date(0), items: w.local.unitSize, unitSize: w.local.unitSize });
+  return [...w.checks.outbox(input)].some((e) => e.kind === 'email' && e.after === undefined);
 }

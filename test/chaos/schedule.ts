@@ -230,12 +230,13 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
       return base;
     // The meaning controls are wrong in every unit, the incident's or not: any finished run shows them.
     case 'amountDoubled':
-    case 'wrongRecipient':
     case 'wrongDestination':
     case 'extraCall':
       return base;
-    // The chain controls need parents that settle: no provider outage past the key retention (every
-    // payment after its start would end UNKNOWN, which no step follows).
+    // The chain controls, and wrongRecipient where a step creates the emails (a receipt), need parents
+    // that settle: no provider outage past the key retention (every payment after its start would end
+    // UNKNOWN, which no step follows).
+    case 'wrongRecipient':
     case 'receiptOnDecline':
     case 'followUpTwice':
     case 'followUpBeforeSettle': {
