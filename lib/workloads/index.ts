@@ -8,8 +8,9 @@ import { ConfigError, InvalidInputError } from '../protocol/index.js';
 import { assertWorkload, type Workload } from '../workflow/index.js';
 import { invoices } from './invoices/index.js';
 import { reports } from './reports/index.js';
+import { renewals } from './renewals/index.js';
 
-export const WORKLOADS: readonly Workload<any>[] = [invoices, reports];
+export const WORKLOADS: readonly Workload<any>[] = [invoices, reports, renewals];
 
 /** The workload of a stack or a run that names none. */
 export const DEFAULT_WORKLOAD = invoices.name;
