@@ -8,9 +8,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPaymentsProvider, DECLINED_CARD, type PaymentsProvider } from '../cli/local/payments-provider.js';
 import { startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
-import { readStreamRecords, streamsClient } from '../cli/local/streams.js';
-import { commitFencedUnit, makeGeneration, systemClock, TransactionFailedError, type Effect } from '../lib/protocol/index.js';
-import { assertSteps, deliver, followUpId, outboxHttp, readOutboxItem, silentTelemetry, type FollowUpStep, type OutboxItem, type SenderDeps, type Telemetry } from '../lib/workflow/index.js';
+import { readStream, readStreamRecords, streamsClient } from '../cli/local/streams.js';
+import { checkChains } from '../cli/check/invariants-chains.js';
+import { commitFencedUnit, InvalidInputError, makeGeneration, systemClock, TransactionFailedError, type Effect } from '../lib/protocol/index.js';
+import {
+  assertSteps,
+  decideUnknown,
+  DecisionRefusedError,
+  deliver,
+  followUpId,
+  markUnknownUnclaimed,
+  messageIdentity,
+  outboxHttp,
+  readOutboxItem,
+  silentTelemetry,
+  type DecisionResult,
+  type ExpectedEffect,
+  type FollowUpStep,
+  type OutboxItem,
+  type SenderDeps,
+  type Telemetry,
+} from '../lib/workflow/index.js';
 import { classifyHttp2xx, FetchHttpProvider, SmtpEmailProvider } from '../lib/workflow/adapters/index.js';
 import { putJob } from './support/fixtures.js';
 import { makeTables, type TestTables } from './support/tables.js';
@@ -181,5 +199,86 @@ describe("a 2xx that says a refusal, by the target's declared rule", () => {
     expect(classifyHttp2xx(200, '{"id":"p_1","status":"failed"}', { json: true, requestId: null, declines })).toMatchObject({ kind: 'declined' });
     expect(classifyHttp2xx(200, '{"id":"p_1","status":"succeeded"}', { json: true, requestId: null, declines })).toEqual({ kind: 'accepted', providerMessageId: 'p_1' });
     expect(classifyHttp2xx(200, '{"id":"p_1","status":"failed"}', { json: true, requestId: null })).toEqual({ kind: 'accepted', providerMessageId: 'p_1' });
+  });
+});
+
+describe("an UNKNOWN item settles only by a person's decision, with its outcome's steps in the same write", () => {
+  const decider = () => ({ doc: t.dynamo.doc, table: t.names.outbox, clock: systemClock, telemetry, steps: STEPS });
+  const demands = (parents: string[]): Map<string, ExpectedEffect> =>
+    new Map(
+      parents.flatMap((p) =>
+        (['receipt', 'card-failed'] as const).map((step): [string, ExpectedEffect] => {
+          const id = followUpId(p, step);
+          return [id, { id, kind: 'email', to: 'x', says: [], after: { parent: p, step, on: step === 'receipt' ? 'accepted' : 'refusedForGood' } }];
+        }),
+      ),
+    );
+  /** CHAIN over these parents and their follow-ups, from the outbox, its stream and the provider's own record (cli/check). */
+  async function chainViolations(parents: string[]): Promise<string[]> {
+    const mine = (pk: string) => parents.some((p) => pk.startsWith(p));
+    const outbox = (await Promise.all([...demands(parents).keys(), ...parents].map(item))).filter((i): i is OutboxItem => i !== undefined);
+    const stream = (await readStream(t.dynamo.client, streamsClient(t.endpoint), t.names.outbox)).filter((c) => mine(c.key));
+    const found: string[] = [];
+    checkChains(t.names.outbox, outbox as unknown as Record<string, unknown>[], stream, demands(parents), { payments: [...payments.records.values()] }, (_, m) => void found.push(m));
+    return found;
+  }
+  /** A charge POSTed by a sender that died before it recorded the answer, then given up UNKNOWN (as the reconciler does past the provider's key retention). */
+  async function unknownCharge(customer: string, card = 'tok_visa'): Promise<OutboxItem> {
+    const parent = await charge(customer, card);
+    const { idempotencyKey, headers } = { idempotencyKey: messageIdentity.idempotencyKey(t.names.outbox, parent.pk), headers: messageIdentity.headers(t.names.outbox, parent.pk) };
+    await new FetchHttpProvider(`${payments.url}/charges`, 3_000).post({ idempotencyKey, headers, body: parent.request ?? {} });
+    expect(await markUnknownUnclaimed(t.dynamo.doc, t.names.outbox, parent.pk, 'past the provider key retention')).toBe(true);
+    return (await item(parent.pk))!;
+  }
+
+  it('accepted, with the provider\'s charge id: SENT with the decision on it and its receipt created once; the checker finds the chain whole', async () => {
+    const parent = await unknownCharge('cust-20');
+    const charged = [...payments.records.values()].find((r) => r.outboxId === parent.pk)!;
+    const r = await decideUnknown(decider(), parent.pk, { outcome: 'accepted', providerMessageId: charged.chargeId, note: 'charged, per the dashboard' });
+    const receiptId = followUpId(parent.pk, 'receipt');
+    expect(r).toEqual({ id: parent.pk, status: 'SENT', followUps: [receiptId] });
+    expect(await item(parent.pk)).toMatchObject({ status: 'SENT', providerMessageId: charged.chargeId, decidedBy: 'operator', decisionNote: 'charged, per the dashboard', followUps: [receiptId] });
+    expect(await item(receiptId)).toMatchObject({ kind: 'email', status: 'PENDING', parent: parent.pk, step: 'receipt', body: `Charge ${charged.chargeId}.\n` });
+    expect(await chainViolations([parent.pk])).toEqual([]);
+  });
+
+  it('declined: FAILED as a refusal of the effect, its "card failed" email created, no receipt; the checker finds the chain whole', async () => {
+    const parent = await unknownCharge('cust-21', DECLINED_CARD);
+    const r = await decideUnknown(decider(), parent.pk, { outcome: 'declined', note: 'card_declined on the dashboard' });
+    expect(r).toEqual({ id: parent.pk, status: 'FAILED', followUps: [followUpId(parent.pk, 'card-failed')] });
+    expect(await item(parent.pk)).toMatchObject({ status: 'FAILED', refusal: 'effect', decidedBy: 'operator', failureReason: "declined, an operator's decision: card_declined on the dashboard" });
+    expect(await item(followUpId(parent.pk, 'receipt'))).toBeUndefined();
+    expect(await chainViolations([parent.pk])).toEqual([]);
+  });
+
+  it('a decision the provider\'s own record contradicts (taken, where it declined) is caught by the checker: the receipt it created is a CHAIN violation', async () => {
+    const parent = await unknownCharge('cust-22', DECLINED_CARD);
+    await decideUnknown(decider(), parent.pk, { outcome: 'accepted', providerMessageId: 'ch_made_up', note: 'misread the dashboard' });
+    const found = await chainViolations([parent.pk]);
+    expect(found).toEqual([expect.stringContaining(`${followUpId(parent.pk, 'receipt')}: step receipt follows accepted`)]);
+  });
+
+  it('two people deciding at once: one decision stands, the other is refused and writes nothing; an item not UNKNOWN or missing is refused, untouched', async () => {
+    const parent = await unknownCharge('cust-23');
+    const both = await Promise.allSettled([
+      decideUnknown(decider(), parent.pk, { outcome: 'accepted', providerMessageId: 'ch_1', note: 'taken' }),
+      decideUnknown(decider(), parent.pk, { outcome: 'declined', note: 'declined' }),
+    ]);
+    expect(both.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    const refused = both.find((o) => o.status === 'rejected') as PromiseRejectedResult;
+    // Refused by the item's state, or cancelled by the other decision's transaction in flight: either way it wrote nothing.
+    expect(refused.reason instanceof DecisionRefusedError || refused.reason instanceof TransactionFailedError).toBe(true);
+    const settled = (await item(parent.pk))!;
+    const stood = (both.find((o) => o.status === 'fulfilled') as PromiseFulfilledResult<DecisionResult>).value;
+    expect(settled.status).toBe(stood.status);
+    expect(settled.followUps).toEqual(stood.followUps);
+    const other = followUpId(parent.pk, stood.status === 'SENT' ? 'card-failed' : 'receipt');
+    expect(await item(other)).toBeUndefined();
+
+    const before = await item(parent.pk);
+    await expect(decideUnknown(decider(), parent.pk, { outcome: 'declined', note: 'again' })).rejects.toThrow(DecisionRefusedError);
+    expect(await item(parent.pk)).toEqual(before);
+    await expect(decideUnknown(decider(), 'charge#2026-11#nobody', { outcome: 'declined', note: 'x' })).rejects.toThrow(/does not exist: only an UNKNOWN item/);
+    await expect(decideUnknown(decider(), parent.pk, { outcome: 'declined', note: ' ' })).rejects.toThrow(InvalidInputError);
   });
 });

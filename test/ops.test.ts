@@ -202,3 +202,33 @@ describe("seal raises the fences of the stack's own workload", () => {
     expect(await fence('invoices#r-1')).toMatchObject({ generation: 2 ** 32 });
   });
 });
+
+describe("decide: a person's decision on an UNKNOWN outbox item, with the stack's workload's steps", () => {
+  it("settles it as told, creates the step of that outcome once, prints what it did; bad flags and an item not UNKNOWN are refused, nothing written", async () => {
+    const own = await makeTables(import.meta.filename);
+    const { PutCommand, GetCommand } = await import('@aws-sdk/lib-dynamodb');
+    const file = join(tempDir('fenced-ops-'), 'outputs.json');
+    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(own.names, { [OUTPUTS.workload]: 'renewals' }) }));
+    const id = 'charge#2026-11#sub-0000007';
+    const request = { subscription: 'sub-0000007', merchant: 'm-03', plan: 'pro', amountCents: 1900, currency: 'EUR', card: 'tok_visa', reference: `renewal#2026-11#sub-0000007` };
+    await own.dynamo.doc.send(new PutCommand({ TableName: own.names.outbox, Item: { pk: id, kind: 'http', target: 'charges', path: '/merchants/m-03/charges', request, context: { subscriber: 'sub-0000007@subscribers.example', month: '2026-11' }, status: 'UNKNOWN', failureReason: 'past the provider key retention', jobId: 'renewal-run#2026-11' } }));
+    const read = async (pk: string) => (await own.dynamo.doc.send(new GetCommand({ TableName: own.names.outbox, Key: { pk }, ConsistentRead: true }))).Item;
+    const where = ['--outputs', file, '--endpoint', own.endpoint];
+
+    await expect(opsCommand('decide', [id, '--accepted', '--declined', '--note', 'x', ...where])).rejects.toThrow(/give exactly one/);
+    await expect(opsCommand('decide', [id, '--accepted', '--note', 'x', ...where])).rejects.toThrow(/--provider-id/);
+    await expect(opsCommand('decide', [id, '--declined', ...where])).rejects.toThrow(/--note/);
+    await expect(opsCommand('decide', [id, '--declined', '--provider-id', 'ch_1', '--note', 'x', ...where])).rejects.toThrow(InvalidInputError);
+    await expect(opsCommand('decide', ['--declined', '--note', 'x', ...where])).rejects.toThrow(/exactly one outbox item id/);
+    expect(await read(id)).toMatchObject({ status: 'UNKNOWN' });
+
+    const r = await ops('decide', [id, '--accepted', '--provider-id', 'ch_3Pq', '--note', 'charged, per the dashboard', ...where]);
+    expect(r).toEqual({ code: 0, stdout: `${id}: SENT (accepted, an operator's decision); follow-ups created: ${id}>receipt\n` });
+    expect(await read(id)).toMatchObject({ status: 'SENT', providerMessageId: 'ch_3Pq', decidedBy: 'operator', decisionNote: 'charged, per the dashboard', followUps: [`${id}>receipt`] });
+    expect(await read(`${id}>receipt`)).toMatchObject({ kind: 'email', status: 'PENDING', to: 'sub-0000007@subscribers.example', parent: id, step: 'receipt' });
+    expect(String((await read(`${id}>receipt`))?.body)).toContain('(charge ch_3Pq)');
+
+    await expect(opsCommand('decide', [id, '--declined', '--note', 'changed my mind', ...where])).rejects.toThrow(`outbox item ${id} is SENT, not UNKNOWN`);
+    expect(await read(`${id}>card-declined`)).toBeUndefined();
+  });
+});

@@ -9,8 +9,10 @@
  *     FAILED as a refusal of the effect (`refusedForGood`); for UNKNOWN, a refusal of our request
  *     or an item not settled, none;
  *   - each was created by its parent's settle: on the Outbox stream, the MODIFY that settled the
- *     parent (PENDING or SENDING to SENT or FAILED) lists it in `followUps`, it was inserted once,
- *     and every follow-up a settle lists exists;
+ *     parent (PENDING or SENDING to SENT or FAILED, or a person's decision on it UNKNOWN) lists it
+ *     in `followUps`, it was inserted once, and every follow-up a settle lists exists; a decision
+ *     is judged as every settle, by the provider's record: the steps of a decision it contradicts
+ *     (taken, where it declined) are violations;
  *   - none exists that its job's input does not demand. What each says is DELIVERY's, as for the
  *     unit's own items.
  */
@@ -59,12 +61,13 @@ function outcomeOf(item: Item | undefined, atProvider: StepOutcome | undefined, 
 const listed = (image: Item | undefined): string[] => (Array.isArray(image?.followUps) ? (image.followUps as string[]) : []);
 const SETTLED = new Set(['SENT', 'FAILED']);
 
-/** Per parent, the follow-ups its settle listed (the stream's MODIFY from PENDING or SENDING to SENT or FAILED). */
+/** Per parent, the follow-ups its settle listed (the stream's MODIFY from PENDING or SENDING to SENT or FAILED, or a person's decision on an UNKNOWN item). */
 function settleListings(outboxStream: readonly StreamChange[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const c of outboxStream) {
     const was = c.oldImage?.status;
-    if (c.event === 'MODIFY' && (was === 'PENDING' || was === 'SENDING') && SETTLED.has(String(c.newImage?.status))) out.set(c.key, listed(c.newImage));
+    const decided = was === 'UNKNOWN' && c.newImage?.decidedBy !== undefined;
+    if (c.event === 'MODIFY' && (was === 'PENDING' || was === 'SENDING' || decided) && SETTLED.has(String(c.newImage?.status))) out.set(c.key, listed(c.newImage));
   }
   return out;
 }

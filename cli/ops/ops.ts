@@ -1,5 +1,5 @@
 /**
- * Ops commands: status, requeue, raise-epoch, seal, pause, resume (cli/ops/pause.ts), plan (cli/ops/plan.ts). They work against DynamoDB Local
+ * Ops commands: status, requeue, decide (cli/ops/decide.ts), raise-epoch, seal, pause, resume (cli/ops/pause.ts), plan (cli/ops/plan.ts). They work against DynamoDB Local
  * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
@@ -39,10 +39,11 @@ import {
 import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 import { OUTPUTS } from '../../infra/outputs.js';
 import { parseFlags, urlFlag } from '../shared/flags.js';
+import { decide, DECIDE_USAGE, decisionOf, type DecideFlags } from './decide.js';
 import { PLAN_HELP, planCommand } from './plan.js';
 import { listPrefixes } from './prefixes.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'decide', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
@@ -67,6 +68,7 @@ Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never th
   npm run cli -- pause --outputs cdk-outputs.json     (or --mapping-id UUID [--region R])`,
   resume: `resume: enable the worker's SQS event source mapping again and wait until Lambda says Enabled.
   npm run cli -- resume --outputs cdk-outputs.json    (or --mapping-id UUID [--region R])`,
+  decide: `${DECIDE_USAGE}\n${COMMON}`,
   plan: PLAN_HELP,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
 };
@@ -306,18 +308,24 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
       'queue-url': { type: 'string' },
       'mapping-id': { type: 'string' },
       epoch: { type: 'string' },
+      accepted: { type: 'boolean' },
+      declined: { type: 'boolean' },
+      'provider-id': { type: 'string' },
+      note: { type: 'string' },
       prefixes: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
-    allowPositionals: command === 'requeue',
+    allowPositionals: command === 'requeue' || command === 'decide',
   });
   if (values.help) {
     process.stdout.write(USAGE[command] + '\n');
     return 0;
   }
   if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
+  if (command === 'decide' && positionals.length !== 1) throw new InvalidInputError('outboxId', 'decide takes exactly one outbox item id');
+  if (command === 'decide') decisionOf(values); // its flags refused before any table is named or read
   const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
   if (command === 'pause' || command === 'resume') return pauseOrResume(command, values);
   if (values.prefixes) return prefixesHere(command, values);
@@ -336,7 +344,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
 async function run(
   command: OpsCommand,
   t: Target,
-  values: { json: boolean },
+  values: { json: boolean } & Omit<DecideFlags, 'json'>,
   positionals: string[],
   epoch: number | undefined,
 ): Promise<number> {
@@ -345,6 +353,8 @@ async function run(
       return status(t, values.json);
     case 'requeue':
       return requeue(t, positionals[0], values.json);
+    case 'decide':
+      return decide(t, positionals[0], values);
     case 'raise-epoch': {
       const r = await raiseEpoch(t.doc, t.tables.leases, epoch!);
       process.stdout.write(

@@ -100,3 +100,18 @@ export class ObjectStateUnknownError extends FencedError {
     super(`cannot tell whether ${key} exists: S3 answered ${status} (AccessDenied) to the HEAD; a missing key reads as 403 to a role without s3:ListBucket on its prefix`);
   }
 }
+
+/**
+ * A person's decision on an outbox item (effects/decisions.ts) that the item's state refuses: it
+ * is missing, or not UNKNOWN (settled by its provider's answer, or moved while the decision was
+ * being written). Nothing was written by the refused call.
+ */
+export class DecisionRefusedError extends FencedError {
+  readonly code = 'DECISION_REFUSED';
+  constructor(
+    readonly id: string,
+    readonly status: string | undefined,
+  ) {
+    super(`outbox item ${id} ${status === undefined ? 'does not exist' : `is ${status}, not UNKNOWN`}: only an UNKNOWN item takes a person's decision (read it with status, or look for a follow-up's own id)`);
+  }
+}

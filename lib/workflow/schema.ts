@@ -143,6 +143,10 @@ export const OUTBOX_ATTR = {
   followUps: 'followUps',
   /** Why the item settled without its follow-ups (a step's next() failed): alarmed, an operator's. */
   followUpError: 'followUpError',
+  /** An UNKNOWN item a person settled (effects/decisions.ts): who decided (`operator`), and the note they gave, with the time. */
+  decidedBy: 'decidedBy',
+  decisionNote: 'decisionNote',
+  decidedAt: 'decidedAt',
 } as const;
 
 /**
