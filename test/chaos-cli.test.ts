@@ -99,3 +99,23 @@ describe('npm run chaos -- --runs 1 --seed S', () => {
     expectOneLineError(await inProcess(chaosEntry, ['--runs', '0', '--no-controls']), '--runs: nothing to run');
   });
 });
+
+describe('npm run chaos -- --workload NAME', () => {
+  it("runs a registered workload's runs; the controls whose mistake cannot show in it are listed with why, not run; an unknown name is refused in one line", async () => {
+    const r = await inProcess(chaosEntry, ['--workload', 'renewals', '--runs', '0', '--control-runs', '1', '--controls', 'sendFromWorker,documentInPlace']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('control sendFromWorker: not run, its units create no email (only its steps do)');
+    expect(r.stdout).toContain('control documentInPlace: not run, its units write no documents');
+    expect(r.stdout).toContain('negative controls: not run');
+    expectOneLineError(await inProcess(chaosEntry, ['--workload', 'nope', '--runs', '1']), '--workload');
+    // A failing seed or an uncaught control names the workload in its replay line.
+    const uncaught = summaryLines(await summary({ uncaughtControls: [{ variant: 'wrongRecipient', seed: 7 }], failedSeeds: [3] }), 'renewals').join('\n');
+    expect(uncaught).toContain('(replay one: --replay 3 --workload renewals)');
+    expect(uncaught).toContain('(replay one: --replay wrongRecipient@7 --workload renewals)');
+    // What the steps did, when there were any: the chains' own line.
+    const base = await summary({});
+    const chained = summaryLines({ ...base, runs: 1, effects: { ...base.effects, chains: { followUps: 12, accepted: 10, refusedForGood: 2, declined: 2 } } }).join('\n');
+    expect(chained).toContain('steps: 12 follow-ups created, 10 after an acceptance and 2 after a decline (the provider declined 2)');
+    expect(summaryLines({ ...base, runs: 1 }).join('\n')).not.toContain('steps:');
+  });
+});

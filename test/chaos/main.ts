@@ -1,5 +1,5 @@
 /**
- * `npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--stalls-allowed]`
+ * `npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--no-controls] [--stalls-allowed] [--workload NAME]`
  * `npm run chaos -- --replay S | --replay CONTROL@S`
  *
  * Runs N seeded schedules of the real protocol and, by default, M runs of each negative control,
@@ -9,6 +9,8 @@
  * one control's run, as an uncaught control is printed. `--stalls-allowed` (the short run `.ci/run`
  * makes on a machine of unknown speed): a run the stall watchdog cut short is a stall, not a
  * failure, its partial state still checked for every safety invariant (stall-verdict.ts).
+ * `--workload NAME`: a registered workload's runs under the same schedules (workload-runs.ts), the
+ * controls whose mistake cannot show in it listed with the reason instead of run.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -21,7 +23,9 @@ import { intFlag as int, parseFlags, urlFlag } from '../../cli/shared/flags.js';
 import { streamsClient } from '../../cli/local/streams.js';
 import type { InvariantName } from '../../cli/check/invariants.js';
 import type { EffectsStats } from '../../cli/check/invariants-effects.js';
-import { BREAKS, CONTROLS, type Variant } from './controls.js';
+import type { Workload } from '../../lib/workflow/index.js';
+import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
+import { BREAKS, controlCannotShow, CONTROLS, type Variant } from './controls.js';
 import { chaosRun, localChaosEnv, type RunRecord } from './harness.js';
 import { stallVerdict } from './stall-verdict.js';
 import type { ChaosLeaseMode } from './schedule.js';
@@ -106,6 +110,8 @@ export interface ChaosOptions {
   recycleEvery?: number;
   /** Force one lease mode for every run (default: a third of the seeds run version-watch). */
   leaseMode?: ChaosLeaseMode;
+  /** The workload the runs are (default the invoice sample). */
+  workload?: Workload<any>;
   onRun?: (r: RunRecord, done: number, total: number) => void;
 }
 
@@ -157,7 +163,10 @@ export async function chaos(opts: ChaosOptions): Promise<ChaosSummary> {
           for (;;) {
             const task = slice[next++];
             if (task === undefined) return;
-            const r = await chaosRun(localChaosEnv({ endpoint, direct, streams }), task.seed, task.variant, opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode });
+            const r = await chaosRun(localChaosEnv({ endpoint, direct, streams }), task.seed, task.variant, {
+              ...(opts.leaseMode === undefined ? {} : { leaseMode: opts.leaseMode }),
+              ...(opts.workload === undefined ? {} : { workload: opts.workload }),
+            });
             done++;
             if (task.variant === 'fenced') {
               for (const [name, inv] of Object.entries(r.report.invariants)) if (!inv.ok) summary.violations[name as InvariantName]++;
@@ -223,11 +232,13 @@ export function caughtBy(variant: (typeof CONTROLS)[number], r: RunRecord): bool
 }
 
 const HELP =
-  'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--controls A,B] [--no-controls] [--lease-mode M] [--endpoint URL] [--stalls-allowed]\n' +
+  'npm run chaos -- --runs N --seed S [--json] [--concurrency K] [--control-runs M] [--controls A,B] [--no-controls] [--lease-mode M] [--endpoint URL] [--stalls-allowed] [--workload NAME]\n' +
   '  N runs of the real protocol (seeds S..S+N-1) and M runs of each negative control\n' +
   '  (default M = clamp(N/10, 10, 100); none for --runs 1, a replay); failing histories are saved under .chaos/\n' +
   '  --stalls-allowed: a run cut short by the stall watchdog is a stall, not a failure (its partial\n' +
   '  state is checked for safety all the same); at least one run must finish\n' +
+  '  --workload NAME: a registered workload (npm run cli -- workloads) under the same schedules; the\n' +
+  '  controls whose mistake cannot show in it are listed with the reason, not run\n' +
   'npm run chaos -- --replay S            replay seed S of the real protocol alone\n' +
   `npm run chaos -- --replay CONTROL@S    replay one control's run (${CONTROLS.join(', ')}), as uncaught ones are printed\n`;
 
@@ -275,7 +286,8 @@ function controlsFlag(raw: string | undefined): readonly (typeof CONTROLS)[numbe
 }
 
 /** The human summary: only what ran, and no rate for a run too short to have one. */
-export function summaryLines(s: ChaosSummary): string[] {
+export function summaryLines(s: ChaosSummary, workload?: string): string[] {
+  const also = workload === undefined || workload === DEFAULT_WORKLOAD ? '' : ` --workload ${workload}`;
   const out: string[] = [''];
   if (s.runs > 0) {
     out.push(`${s.runs} run${s.runs === 1 ? '' : 's'} of the real protocol: violations ${Object.entries(s.violations).map(([k, v]) => `${k}=${v}`).join(' ')}`);
@@ -289,6 +301,8 @@ export function summaryLines(s: ChaosSummary): string[] {
     out.push(`  wire (structural FENCE, ${w.runs} runs): ${w.transactions} transactions applied, ${w.effectWritesChecked} effect writes checked, ${w.fenceWrites} fence writes, ${w.replays} token replays; ${w.violations} violations`);
     out.push(`  documents ${o.written} written, ${o.referenced} referenced, ${o.orphaned} orphaned, ${o.collected} collected; emails ${m.items} queued, ${m.delivered} received, ${m.duplicated} duplicated (${m.ambiguous} ambiguous sends); payments ${p.performed} performed for ${p.requests} requests, ${p.pastRetention} past-retention refused (${p.resentPastRetention} resent past retention)`);
     out.push(`  providers misbehaving: ${v.throttled} throttled, ${v.ambiguous5xx} 5xx (maybe taken), ${v.paused} paused, ${v.sandbox} sandbox refusals, ${v.bounced} bounced, ${v.complained} complaints; ${v.deferredItems} items deferred, ${v.troubleRecorded} trouble events recorded`);
+    const c = s.effects.chains;
+    if (c.followUps > 0 || c.declined > 0) out.push(`  steps: ${c.followUps} follow-ups created, ${c.accepted} after an acceptance and ${c.refusedForGood} after a decline (the provider declined ${c.declined})`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
   const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;
@@ -301,8 +315,8 @@ export function summaryLines(s: ChaosSummary): string[] {
   if (ran.length === 0) out.push('  negative controls: not run (--control-runs M runs each M times; --replay CONTROL@S one of them)');
   const total = s.runs + ran.reduce((n, [, v]) => n + v.runs, 0);
   out.push(`${Math.round(s.elapsedMs / 1000)} s${total > 1 && s.runsPerMinute > 0 ? `, ${s.runsPerMinute} runs/min` : ''}`);
-  if (s.failedSeeds.length) out.push(`failing seeds (histories in .chaos/): ${s.failedSeeds.join(' ')}`);
-  if (s.uncaughtControls.length) out.push(`uncaught controls: ${s.uncaughtControls.map((u) => `${u.variant}@${u.seed}`).join(' ')} (replay one: --replay ${s.uncaughtControls[0]!.variant}@${s.uncaughtControls[0]!.seed})`);
+  if (s.failedSeeds.length) out.push(`failing seeds (histories in .chaos/): ${s.failedSeeds.join(' ')}${also === '' ? '' : ` (replay one: --replay ${s.failedSeeds[0]}${also})`}`);
+  if (s.uncaughtControls.length) out.push(`uncaught controls: ${s.uncaughtControls.map((u) => `${u.variant}@${u.seed}`).join(' ')} (replay one: --replay ${s.uncaughtControls[0]!.variant}@${s.uncaughtControls[0]!.seed}${also})`);
   return out;
 }
 
@@ -320,6 +334,7 @@ export async function cli(argv: string[]): Promise<number> {
       endpoint: { type: 'string' },
       'lease-mode': { type: 'string' },
       'stalls-allowed': { type: 'boolean', default: false },
+      workload: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -329,7 +344,11 @@ export async function cli(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
-  const { runs, seed, controlRuns, controls } = chaosPlan(values);
+  const { runs, seed, controlRuns, controls: named } = chaosPlan(values);
+  const workload = values.workload === undefined ? undefined : workloadNamed(values.workload, '--workload');
+  // A control whose mistake cannot show in the workload (an email sent from the worker, where its units create none) is not run: said, with why.
+  const skipped = workload === undefined ? [] : named.flatMap((c) => { const why = controlCannotShow(c, workload); return why === undefined ? [] : [{ control: c, why }]; });
+  const controls = named.filter((c) => !skipped.some((k) => k.control === c));
   const endpoint = urlFlag('endpoint', values.endpoint);
   const concurrency = int('concurrency', values.concurrency, 3, 1, 16);
   if (endpoint !== undefined) await checkEndpoint(endpoint);
@@ -348,6 +367,7 @@ export async function cli(argv: string[]): Promise<number> {
     concurrency,
     ...(endpoint === undefined ? {} : { endpoint }),
     ...(leaseMode === undefined ? {} : { leaseMode }),
+    ...(workload === undefined || workload.name === DEFAULT_WORKLOAD ? {} : { workload }),
     historyDir: resolve('.chaos'),
     onRun: (r, done, total) => {
       if (r.variant === 'fenced') protocolRuns.push(r);
@@ -375,10 +395,13 @@ export async function cli(argv: string[]): Promise<number> {
         runsPerMinute: core.runsPerMinute,
         failedSeeds,
         uncaughtControls,
+        workload: workload?.name ?? DEFAULT_WORKLOAD,
+        skippedControls: skipped,
       }) + '\n',
     );
   } else {
-    for (const line of summaryLines(summary)) process.stdout.write(line + '\n');
+    for (const line of summaryLines(summary, workload?.name)) process.stdout.write(line + '\n');
+    for (const k of skipped) process.stdout.write(`  control ${k.control}: not run, ${k.why}\n`);
   }
   const rate = (t: Tally) => t.runs === 0 || t.caught / t.runs >= 0.95;
   const controlsOk = Object.values(core.controls).every((c) => rate(c.forced) && rate(c.timed));
