@@ -4,7 +4,7 @@
  * (SES events, through EventBridge, onto the outbox item they name).
  */
 import type { Context, EventBridgeEvent } from 'aws-lambda';
-import { collect, reconcile, recordSesEvent, type CollectorDeps, type CollectReport, type ReconcilerDeps, type ReconcileReport, type SesEventDetail, type Telemetry } from '../lib/workflow/index.js';
+import { collect, reconcile, recordSesEvent, type CollectorDeps, type CollectReport, type ReconcilerDeps, type ReconcileReport, type RecorderDeps, type SesEventDetail, type Telemetry } from '../lib/workflow/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /** What the scheduled handlers read of Lambda's context: the time left, their budget. */
@@ -21,6 +21,6 @@ export const createReconcilerHandler = (deps: ReconcilerDeps): ReconcilerHandler
 /** The collector's resume point is durable (its cursor item), not the container's. */
 export const createCollectorHandler = (deps: CollectorDeps): CollectorHandler => async (_event, context) => collect(deps, budgetOf(context));
 
-export function createRecorderHandler(deps: { doc: DynamoDBDocumentClient; table: string; telemetry?: Telemetry }): RecorderHandler {
-  return async (event) => ({ recorded: await recordSesEvent(deps.doc, deps.table, event.detail, deps.telemetry) });
+export function createRecorderHandler(deps: RecorderDeps): RecorderHandler {
+  return async (event) => ({ recorded: await recordSesEvent(deps, event.detail) });
 }

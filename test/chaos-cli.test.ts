@@ -114,8 +114,8 @@ describe('npm run chaos -- --workload NAME', () => {
     expect(uncaught).toContain('(replay one: --replay wrongRecipient@7 --workload renewals)');
     // What the steps did, when there were any: the chains' own line.
     const base = await summary({});
-    const chained = summaryLines({ ...base, runs: 1, effects: { ...base.effects, chains: { followUps: 12, accepted: 10, refusedForGood: 2, declined: 2 } } }).join('\n');
-    expect(chained).toContain('steps: 12 follow-ups created, 10 after an acceptance and 2 after a decline (the provider declined 2)');
+    const chained = summaryLines({ ...base, runs: 1, effects: { ...base.effects, chains: { followUps: 12, accepted: 10, refusedForGood: 2, bounced: 0, declined: 2 } } }).join('\n');
+    expect(chained).toContain('steps: 12 follow-ups created, 10 after an acceptance, 2 after a decline (the provider declined 2), 0 after a hard bounce');
     expect(summaryLines({ ...base, runs: 1 }).join('\n')).not.toContain('steps:');
   });
 });

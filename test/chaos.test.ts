@@ -9,7 +9,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { METRIC } from '../lib/workflow/index.js';
-import { BREAKS, CONTROLS } from './chaos/controls.js';
+import { DEFAULT_WORKLOAD, WORKLOADS } from '../lib/workloads/index.js';
+import { BREAKS, controlAppliesTo, CONTROLS } from './chaos/controls.js';
 import { RESTART_FAULT, type RunRecord } from './chaos/harness.js';
 import { RUNS_SHORT, withInvocationRunningShort } from './chaos/schedule.js';
 import { simSchedule, simulateOne } from './sim/run.js';
@@ -120,10 +121,13 @@ describe('chaos (fixed seeds, virtual time)', () => {
   });
 
   // Each control once, both ways across the set: the incident's interleaving forced (seed 102,
-  // even) for every other control, left to timing (seed 103, odd) for the rest. The long runs
-  // (`npm run chaos`, `npm run simulate`) run every control both ways on many seeds.
-  it.each(CONTROLS.map((c, i) => [c, i % 2 === 0 ? 102 : 103, BREAKS[c]] as const))('negative control %s (seed %i) is caught by the checker (%s)', async (variant, seed, expected) => {
-    const sim = await simulateOne(seed, variant, { shape: 'chaos', keepRecord: true });
+  // even) for every other control, left to timing (seed 103, odd) for the rest, on the first
+  // registered workload its mistake can show in. The long runs (`npm run chaos`, `npm run
+  // simulate`) run every control both ways on many seeds.
+  const showsIn = (c: (typeof CONTROLS)[number]) => WORKLOADS.find((w) => controlAppliesTo(c, w))!;
+  it.each(CONTROLS.map((c, i) => [c, i % 2 === 0 ? 102 : 103, BREAKS[c], showsIn(c).name] as const))('negative control %s (seed %i) is caught by the checker (%s, workload %s)', async (variant, seed, expected) => {
+    const workload = showsIn(variant);
+    const sim = await simulateOne(seed, variant, { shape: 'chaos', keepRecord: true, ...(workload.name === DEFAULT_WORKLOAD ? {} : { workload }) });
     expect({ unsupported: sim.unsupported, world: sim.worldError }).toEqual({ unsupported: [], world: undefined });
     const r = sim.record!;
     if (variant === 'leaseOnly') kept.control = r;

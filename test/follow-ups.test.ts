@@ -8,8 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPaymentsProvider, DECLINED_CARD, type PaymentsProvider } from '../cli/local/payments-provider.js';
 import { startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
-import { readStream, readStreamRecords, streamsClient } from '../cli/local/streams.js';
+import { readStream, readStreamRecords, streamsClient, type StreamChange } from '../cli/local/streams.js';
 import { checkChains } from '../cli/check/invariants-chains.js';
+import type { EffectsSources } from '../cli/check/invariants-effects.js';
 import { commitFencedUnit, InvalidInputError, makeGeneration, systemClock, TransactionFailedError, type Effect } from '../lib/protocol/index.js';
 import {
   assertSteps,
@@ -21,7 +22,9 @@ import {
   messageIdentity,
   outboxHttp,
   readOutboxItem,
+  recordSesEvent,
   silentTelemetry,
+  type SesEventDetail,
   type DecisionResult,
   type ExpectedEffect,
   type FollowUpStep,
@@ -105,7 +108,10 @@ describe('the steps a workload declares are checked when it is registered', () =
     expect(refusal([step({ after: 'webhooks' })])).toMatch(/^steps\.receipt\.after: must be email, an http target or a step/);
     expect(refusal([step({ creates: 'webhooks' })])).toMatch(/^steps\.receipt\.creates: must be one of email, payments/);
     expect(refusal([step({ on: 'bounced' })])).toMatch(/^steps\.receipt\.on: bounced follows email items only/);
-    expect(refusal([step({ on: 'bounced', after: 'email' })])).toBe('steps.receipt.on: bounced is not followed yet: the recorder creates no follow-ups (accepted and refusedForGood are)');
+    // A bounce follows email: the units' own, or a step's that creates email.
+    expect(refusal([step({ on: 'bounced', after: 'email' })])).toBe('accepted');
+    expect(refusal([...STEPS, step({ name: 'bounce-notice', on: 'bounced', after: 'receipt' })])).toBe('accepted');
+    expect(refusal([...STEPS, step({ name: 'bounce-notice', on: 'bounced', after: 'merchant-notice' })])).toMatch(/^steps\.bounce-notice\.on: bounced follows email items only; merchant-notice creates payments/);
     expect(refusal([step({ name: 'a', after: 'b' }), step({ name: 'b', after: 'a' })])).toMatch(/the steps form a cycle/);
     const chain = Array.from({ length: 9 }, (_, i) => step({ name: `s${i}`, after: i === 0 ? 'payments' : `s${i - 1}` }));
     expect(refusal(chain)).toMatch(/chains are at most 8 steps long/);
@@ -281,4 +287,76 @@ describe("an UNKNOWN item settles only by a person's decision, with its outcome'
     await expect(decideUnknown(decider(), 'charge#2026-11#nobody', { outcome: 'declined', note: 'x' })).rejects.toThrow(/does not exist: only an UNKNOWN item/);
     await expect(decideUnknown(decider(), parent.pk, { outcome: 'declined', note: ' ' })).rejects.toThrow(InvalidInputError);
   });
+});
+
+describe('a hard bounce is followed by the write that records it, once: the recorder creates the `bounced` steps\' follow-ups', () => {
+  /** The receipt's bounce: the merchant's webhook told, at the merchant's own path. */
+  const BOUNCED: FollowUpStep[] = [
+    ...STEPS,
+    { name: 'bounce-notice', after: 'receipt', on: 'bounced', creates: 'payments', description: 'the merchant told', next: (p) => ({ target: 'payments', request: { notice: 'receipt-bounced', receipt: p.pk }, path: `/merchants/${String(p.context?.merchant)}/notices` }) },
+  ];
+  const tags = (pk: string) => ({ outboxId: [messageIdentity.tag(pk)], outboxTable: [messageIdentity.tag(t.names.outbox)] });
+  const event = (pk: string, eventType: string, bounce?: { bounceType: string; bounceSubType: string }): SesEventDetail => ({ eventType, mail: { messageId: `m-${pk}`, tags: tags(pk) }, ...(bounce === undefined ? {} : { bounce }) });
+  const hard = { bounceType: 'Permanent', bounceSubType: 'General' };
+  const recorder = { doc: () => t.dynamo.doc, steps: BOUNCED };
+  const record = (detail: SesEventDetail, steps: readonly FollowUpStep[] | undefined = recorder.steps) => recordSesEvent({ doc: recorder.doc(), table: t.names.outbox, steps, telemetry }, detail);
+  /** A charge taken and its receipt sent: the receipt is the SENT email a bounce comes back for. */
+  async function sentReceipt(customer: string): Promise<OutboxItem> {
+    const parent = await charge(customer);
+    expect(await deliver(deps({ steps: BOUNCED }), parent)).toBe('sent');
+    const receipt = (await item(followUpId(parent.pk, 'receipt')))!;
+    expect(await deliver(deps({ steps: BOUNCED }), receipt)).toBe('sent');
+    return (await item(receipt.pk))!;
+  }
+
+  it('a Permanent bounce: BOUNCE recorded, the follow-up created with it and listed in bounceFollowUps; the event again (EventBridge repeats), and twice at once: created once, one INSERT', async () => {
+    const receipt = await sentReceipt('cust-30');
+    const notice = followUpId(receipt.pk, 'bounce-notice');
+    const both = await Promise.allSettled([record(event(receipt.pk, 'Bounce', hard)), record(event(receipt.pk, 'Bounce', hard))]);
+    // A recorder cancelled by the other's transaction in flight fails its invocation, and EventBridge retries it.
+    for (const o of both) if (o.status === 'rejected') expect(o.reason).toBeInstanceOf(TransactionFailedError);
+    expect(await record(event(receipt.pk, 'Bounce', hard))).toBe(true);
+    const after = (await item(receipt.pk))!;
+    expect(after).toMatchObject({ status: 'SENT', bounceFollowUps: [notice], followUps: [followUpId(receipt.pk, 'merchant-notice')] });
+    expect([...(after.providerEvents ?? [])]).toContain(`BOUNCE:m-${receipt.pk}`);
+    expect(await item(notice)).toMatchObject({ kind: 'http', status: 'PENDING', parent: receipt.pk, step: 'bounce-notice', path: '/merchants/m-7/notices', request: { notice: 'receipt-bounced', receipt: receipt.pk } });
+    const records = (await readStreamRecords(t.dynamo.client, streamsClient(t.endpoint), t.names.outbox)).map((r) => r.record);
+    expect(records.filter((r) => r.dynamodb?.Keys?.pk?.S === notice).map((r) => r.eventName)).toEqual(['INSERT']);
+    expect(await chainOf([receipt], [notice], [{ outboxId: receipt.pk, outboxTable: t.names.outbox, event: 'BOUNCE' }])).toEqual([]);
+  });
+
+  it('a soft bounce, a complaint, or a workload without a bounced step: recorded, followed by nothing', async () => {
+    const receipt = await sentReceipt('cust-31');
+    expect(await record(event(receipt.pk, 'Bounce', { bounceType: 'Transient', bounceSubType: 'MailboxFull' }))).toBe(true);
+    expect(await record(event(receipt.pk, 'Complaint'))).toBe(true);
+    expect(await record(event(receipt.pk, 'Bounce', hard), STEPS)).toBe(true);
+    const after = (await item(receipt.pk))!;
+    expect(after.bounceFollowUps).toBeUndefined();
+    expect(await item(followUpId(receipt.pk, 'bounce-notice'))).toBeUndefined();
+    // The provider's record shows a hard bounce: the checker demands the notice, and finds it missing.
+    expect(await chainOf([receipt], [followUpId(receipt.pk, 'bounce-notice')], [{ outboxId: receipt.pk, outboxTable: t.names.outbox, event: 'BOUNCE' }])).toEqual([expect.stringContaining('came to bounced, and step bounce-notice')]);
+  });
+
+  it("a follow-up created for a complaint (no hard bounce in the provider's record) is a CHAIN violation", async () => {
+    const receipt = await sentReceipt('cust-32');
+    expect(await record(event(receipt.pk, 'Bounce', hard))).toBe(true);
+    const notice = followUpId(receipt.pk, 'bounce-notice');
+    expect(await chainOf([receipt], [notice], [{ outboxId: receipt.pk, outboxTable: t.names.outbox, event: 'COMPLAINT' }])).toEqual([expect.stringContaining(`${notice}: step bounce-notice follows bounced`)]);
+  });
+
+  /**
+   * CHAIN over these receipts' bounce follow-ups alone, with the email provider's trouble events as
+   * given: each receipt as a root (its own creation and settle are the other tests'), the notices
+   * and the writes that recorded the receipts' bounces.
+   */
+  async function chainOf(receipts: OutboxItem[], notices: string[], troubleEvents: EffectsSources['troubleEvents']): Promise<string[]> {
+    const demanded = new Map<string, ExpectedEffect>(notices.map((id, k) => [id, { id, kind: 'http', target: 'payments', request: {}, after: { parent: receipts[k]!.pk, step: 'bounce-notice', on: 'bounced' } }]));
+    const roots = new Set(receipts.map((r) => r.pk));
+    const outbox = (await Promise.all([...roots, ...notices].map(item))).filter((i): i is OutboxItem => i !== undefined).map(({ parent: _p, followUps: _f, ...i }) => i);
+    const bounceWrite = (c: StreamChange) => roots.has(c.key) && c.event === 'MODIFY' && c.oldImage?.bounceFollowUps === undefined && c.newImage?.bounceFollowUps !== undefined;
+    const stream = (await readStream(t.dynamo.client, streamsClient(t.endpoint), t.names.outbox)).filter((c) => notices.includes(c.key) || bounceWrite(c));
+    const found: string[] = [];
+    checkChains(t.names.outbox, outbox as unknown as Record<string, unknown>[], stream, demanded, { troubleEvents }, (_, m) => void found.push(m));
+    return found;
+  }
 });

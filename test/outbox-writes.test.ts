@@ -58,7 +58,7 @@ async function commitUnit(effect: Effect): Promise<OutboxItem> {
 /** The events SES event publishing sends for a delivered email (Send, then Delivery), through the recorder. */
 async function sesRecords(pk: string, messageId: string): Promise<void> {
   const tags = { outboxId: [messageIdentity.tag(pk)], outboxTable: [messageIdentity.tag(t.names.outbox)] };
-  for (const eventType of ['Send', 'Delivery']) await recordSesEvent(measured.doc, t.names.outbox, { eventType, mail: { messageId, tags } });
+  for (const eventType of ['Send', 'Delivery']) await recordSesEvent({ doc: measured.doc, table: t.names.outbox }, { eventType, mail: { messageId, tags } });
 }
 
 describe('write units per outbox item, from the engine', () => {

@@ -321,11 +321,11 @@ describe('the record: bounces and complaints kept, any acceptance event settles 
   it('a hard bounce and a complaint on a SENT item are recorded and counted; a suppression-list bounce is named so', async () => {
     const a = await item('email', { status: 'SENT' });
     const tel = counting();
-    expect(await recordSesEvent(t.dynamo.doc, t.names.outbox, { eventType: 'Send', mail: { messageId: 'm', tags: tags(a.pk) } }, tel)).toBe(false);
-    expect(await recordSesEvent(t.dynamo.doc, t.names.outbox, { eventType: 'Bounce', mail: { messageId: 'm', tags: tags(a.pk) }, bounce: { bounceType: 'Permanent', bounceSubType: 'General' } }, tel)).toBe(true);
-    expect(await recordSesEvent(t.dynamo.doc, t.names.outbox, { eventType: 'Complaint', mail: { messageId: 'm', tags: tags(a.pk) } }, tel)).toBe(true);
+    expect(await recordSesEvent({ doc: t.dynamo.doc, table: t.names.outbox, telemetry: tel }, { eventType: 'Send', mail: { messageId: 'm', tags: tags(a.pk) } })).toBe(false);
+    expect(await recordSesEvent({ doc: t.dynamo.doc, table: t.names.outbox, telemetry: tel }, { eventType: 'Bounce', mail: { messageId: 'm', tags: tags(a.pk) }, bounce: { bounceType: 'Permanent', bounceSubType: 'General' } })).toBe(true);
+    expect(await recordSesEvent({ doc: t.dynamo.doc, table: t.names.outbox, telemetry: tel }, { eventType: 'Complaint', mail: { messageId: 'm', tags: tags(a.pk) } })).toBe(true);
     const b = await item('email', { status: 'SENT' });
-    expect(await recordSesEvent(t.dynamo.doc, t.names.outbox, { eventType: 'Bounce', mail: { messageId: 'n', tags: tags(b.pk) }, bounce: { bounceType: 'Permanent', bounceSubType: 'OnAccountSuppressionList' } }, tel)).toBe(true);
+    expect(await recordSesEvent({ doc: t.dynamo.doc, table: t.names.outbox, telemetry: tel }, { eventType: 'Bounce', mail: { messageId: 'n', tags: tags(b.pk) }, bounce: { bounceType: 'Permanent', bounceSubType: 'OnAccountSuppressionList' } })).toBe(true);
     expect([...((await read(a.pk)).providerEvents ?? [])].sort()).toEqual(['BOUNCE:m', 'COMPLAINT:m']);
     expect([...((await read(b.pk)).providerEvents ?? [])]).toEqual(['SUPPRESSED:n']);
     expect(tel.counts.get(METRIC.outboxBounced)).toBe(2);

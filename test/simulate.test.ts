@@ -83,6 +83,7 @@ describe('the deterministic simulator (bounded)', () => {
       { control: 'receiptOnDecline', why: 'none of its steps follows both an acceptance and a decline' },
       { control: 'followUpTwice', why: 'it declares no steps' },
       { control: 'followUpBeforeSettle', why: 'it declares no steps' },
+      { control: 'bounceOnComplaint', why: 'none of its steps follows a bounce' },
     ]);
     expect(summaryLines(summarize(plan, [], 1_000))).toContain('  control sendFromWorker: not run, its units create no email');
     // A workload that sends email only as its steps' follow-ups (a receipt after a charge): the worker has none to send itself, read off its checks.

@@ -13,6 +13,10 @@
  *     in `followUps`, it was inserted once, and every follow-up a settle lists exists; a decision
  *     is judged as every settle, by the provider's record: the steps of a decision it contradicts
  *     (taken, where it declined) are violations;
+ *   - a `bounced` step's follow-up exists exactly when the email provider's own record shows a
+ *     hard bounce of its parent (a Permanent bounce, or the suppression list's), created by the
+ *     MODIFY that recorded it (listing it in `bounceFollowUps`), once; a soft bounce or a
+ *     complaint demands none;
  *   - none exists that its job's input does not demand. What each says is DELIVERY's, as for the
  *     unit's own items.
  */
@@ -25,10 +29,11 @@ type Item = Record<string, unknown>;
 type Add = (name: 'CHAIN', msg: string) => void;
 
 export interface ChainStats {
-  /** Follow-ups created, and of them those after an accepted parent and after a declined one. */
+  /** Follow-ups created, and of them those after an accepted parent, a declined one and a hard-bounced email. */
   followUps: number;
   accepted: number;
   refusedForGood: number;
+  bounced: number;
   /** Parents the payment provider declined (its own record). */
   declined: number;
 }
@@ -58,7 +63,15 @@ function outcomeOf(item: Item | undefined, atProvider: StepOutcome | undefined, 
   return undefined;
 }
 
-const listed = (image: Item | undefined): string[] => (Array.isArray(image?.followUps) ? (image.followUps as string[]) : []);
+const listed = (image: Item | undefined, as = 'followUps'): string[] => (Array.isArray(image?.[as]) ? (image[as] as string[]) : []);
+
+/** The emails the provider's own record shows hard-bounced (its events; where it cannot be read, the events recorded on the items). */
+function hardBounced(table: string, outbox: readonly Item[], sources: EffectsSources): Set<string> {
+  const hard = (e: string) => e === 'BOUNCE' || e === 'SUPPRESSED';
+  if (sources.troubleEvents !== undefined) return new Set(sources.troubleEvents.filter((t) => t.outboxTable === table && hard(t.event)).map((t) => t.outboxId));
+  const recorded = (i: Item) => [...((i.providerEvents as Iterable<string> | undefined) ?? [])].some((e) => hard(e.split(':')[0]!));
+  return new Set(outbox.filter(recorded).map((i) => String(i.pk)));
+}
 const SETTLED = new Set(['SENT', 'FAILED']);
 
 /** Per parent, the follow-ups its settle listed (the stream's MODIFY from PENDING or SENDING to SENT or FAILED, or a person's decision on an UNKNOWN item). */
@@ -67,7 +80,9 @@ function settleListings(outboxStream: readonly StreamChange[]): Map<string, stri
   for (const c of outboxStream) {
     const was = c.oldImage?.status;
     const decided = was === 'UNKNOWN' && c.newImage?.decidedBy !== undefined;
-    if (c.event === 'MODIFY' && (was === 'PENDING' || was === 'SENDING' || decided) && SETTLED.has(String(c.newImage?.status))) out.set(c.key, listed(c.newImage));
+    if (c.event === 'MODIFY' && (was === 'PENDING' || was === 'SENDING' || decided) && SETTLED.has(String(c.newImage?.status))) out.set(c.key, [...(out.get(c.key) ?? []), ...listed(c.newImage)]);
+    // The recorder's write that recorded a hard bounce with its follow-ups.
+    if (c.event === 'MODIFY' && c.oldImage?.bounceFollowUps === undefined && c.newImage?.bounceFollowUps !== undefined) out.set(c.key, [...(out.get(c.key) ?? []), ...listed(c.newImage, 'bounceFollowUps')]);
   }
   return out;
 }
@@ -87,15 +102,16 @@ export function checkChains(table: string, outbox: readonly Item[], outboxStream
   }
   for (const [parent, ids] of settles) for (const id of ids) if (!byId.has(id)) add('CHAIN', `${parent}: its settle lists ${id}, which was never created`);
   const atProvider = providerOutcomes(table, sources);
-  const stats: ChainStats = { followUps: inserts.size, accepted: 0, refusedForGood: 0, declined: [...atProvider.values()].filter((o) => o === 'refusedForGood').length };
+  const bounced = hardBounced(table, outbox, sources);
+  const stats: ChainStats = { followUps: inserts.size, accepted: 0, refusedForGood: 0, bounced: 0, declined: [...atProvider.values()].filter((o) => o === 'refusedForGood').length };
   for (const e of demanded.values()) {
     if (e.after === undefined) continue;
     const parent = byId.get(e.after.parent);
-    const outcome = outcomeOf(parent, atProvider.get(e.after.parent), sources.mails !== undefined);
+    const outcome = e.after.on === 'bounced' ? (bounced.has(e.after.parent) ? 'bounced' : undefined) : outcomeOf(parent, atProvider.get(e.after.parent), sources.mails !== undefined);
     const exists = byId.has(e.id);
     if (exists && outcome !== e.after.on) add('CHAIN', `${e.id}: step ${e.after.step} follows ${e.after.on}, and its parent ${e.after.parent} came to ${outcome ?? `no outcome a step follows (${String(parent?.status ?? 'missing')})`}`);
     if (!exists && outcome === e.after.on) add('CHAIN', `${e.id}: its parent ${e.after.parent} came to ${outcome}, and step ${e.after.step}'s follow-up is missing`);
-    if (exists && outcome === e.after.on) stats[outcome === 'refusedForGood' ? 'refusedForGood' : 'accepted']++;
+    if (exists && outcome === e.after.on) stats[outcome === 'bounced' ? 'bounced' : outcome === 'refusedForGood' ? 'refusedForGood' : 'accepted']++;
   }
   for (const i of outbox) if (i.parent !== undefined && demanded.get(String(i.pk))?.after === undefined) add('CHAIN', `${String(i.pk)}: a follow-up its job's input does not demand`);
   return { created, stats };

@@ -216,7 +216,7 @@ export async function demo(flags: DemoFlags): Promise<number> {
     await refuseExistingTables(dynamo.client, flags.prefix, endpoint);
     const [incidentTables, unsafeTables, runTables] = tableSets(flags.prefix) as [TableNames, TableNames, TableNames];
     // Before any table exists: an --s3-endpoint or --smtp that does not answer as one is refused first.
-    effects = await startEffects({ doc: dynamo.doc, httpTargets: flags.workload.outbox.http, ...(flags.s3Endpoint === undefined ? {} : { s3Endpoint: flags.s3Endpoint }), ...(flags.bucket === undefined ? {} : { bucket: flags.bucket }), ...(flags.smtp === undefined ? {} : { smtp: flags.smtp }) });
+    effects = await startEffects({ doc: dynamo.doc, httpTargets: flags.workload.outbox.http, steps: flags.workload.steps, ...(flags.s3Endpoint === undefined ? {} : { s3Endpoint: flags.s3Endpoint }), ...(flags.bucket === undefined ? {} : { bucket: flags.bucket }), ...(flags.smtp === undefined ? {} : { smtp: flags.smtp }) });
     await Promise.all([incidentTables, unsafeTables, runTables].map((n) => ensureTables(dynamo.client, n)));
     out(`Tables: prefix ${flags.prefix} at ${flags.endpoint ?? `${endpoint} (embedded)`}`);
     out(`Documents: bucket ${effects.bucket} at ${effects.s3Url}${effects.embeddedS3 ? ' (embedded S3 endpoint)' : ''}; emails: ${effects.emailName}; payments: embedded provider ${effects.payments.url}`);

@@ -12,7 +12,7 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError } from '../../lib/protocol/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SmtpEmailProvider } from '../../lib/workflow/adapters/index.js';
-import { messageIdentity, recordSesEvent, type EmailProvider, type HttpProvider, type HttpTargetSpec } from '../../lib/workflow/index.js';
+import { messageIdentity, recordSesEvent, type EmailProvider, type FollowUpStep, type HttpProvider, type HttpTargetSpec } from '../../lib/workflow/index.js';
 import { asFunction } from './aws-calls.js';
 import { startPaymentsProvider, type PaymentsProvider } from './payments-provider.js';
 import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';
@@ -37,6 +37,10 @@ export interface EffectsOptions {
    * Default: the invoice sample's `payments` at `/charges`.
    */
   httpTargets?: readonly HttpTargetSpec[];
+  /** The workload's steps: the recorder creates the follow-ups of a hard bounce (its `bounced` steps). */
+  steps?: readonly FollowUpStep[] | undefined;
+  /** The recorder's code (default recordSesEvent): a negative control passes a broken one. */
+  record?: typeof recordSesEvent;
 }
 
 /**
@@ -183,7 +187,7 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
             // The recorder's invocation (SES events through EventBridge in AWS), after the answer. A
             // record that fails to land is a lost event (EventBridge gives up on a target too): the reconciler's case.
             const later: Promise<unknown> = new Promise((r) => setTimeout(r, opts.eventDelayMs ?? EVENT_DELAY_MS))
-              .then(() => asFunction('recorder', () => recordSesEvent(opts.doc, detail.table, detail.detail)))
+              .then(() => asFunction('recorder', () => (opts.record ?? recordSesEvent)({ doc: opts.doc, table: detail.table, steps: opts.steps }, detail.detail)))
               .catch(() => undefined)
               .finally(() => events.delete(later));
             events.add(later);

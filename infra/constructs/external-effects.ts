@@ -383,6 +383,8 @@ export class ExternalEffects extends Construct {
     // A workload with steps (effects/follow-ups.ts): the settle's transaction puts each follow-up
     // (PutItem under attribute_not_exists) beside the parent's UpdateItem; only the settlers write it.
     if ((props.workload.steps ?? []).length > 0) for (const f of [this.sender, this.reconciler]) allow(f, ['dynamodb:PutItem'], [outbox]);
+    // A `bounced` step's follow-ups are the recorder's: put in the write that records the hard bounce (recorder.ts, provider-records.ts recordBounce).
+    if (this.recorder !== undefined && (props.workload.steps ?? []).some((s) => s.on === 'bounced')) allow(this.recorder, ['dynamodb:PutItem'], [outbox]);
     if (this.collector !== undefined && this.bucket !== undefined && this.documentsPrefix !== undefined) this.grantCollector(this.collector, this.bucket, this.documentsPrefix, props.tables);
   }
 

@@ -79,7 +79,6 @@ export {
   outboxHttp,
   readOutboxItem,
   recordAmbiguous,
-  recordProviderEvent,
   release as releaseClaim,
   settleByRecord,
   takeOver,
@@ -99,7 +98,8 @@ export { countKeyedRefusal, DEFAULT_KEY_RETENTION_MARGIN_MS, keyedDeadline, PAST
 export { claimCoversSend, deliver, handleOutboxRecords, sendItem, settle, type DeliveryOutcome, type OutboxRecord, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';
 export { reconcile, type ReconcileReport, type ReconcilerDeps } from './effects/reconciler.js';
 export { countUnsent } from './effects/unsent-index.js';
-export { recordSesEvent, type SesEventDetail } from './effects/recorder.js';
+export { recordSesEvent, type RecorderDeps, type SesEventDetail } from './effects/recorder.js';
+export { recordBounce, recordProviderEvent } from './effects/provider-records.js';
 export { collect, type CollectorDeps, type CollectReport, type CollectWindow, type DocumentRef } from './effects/collector.js';
 export { CURSOR_KIND, cursorKeyOf, isJobItem, readCursor, type CollectorCursor } from './effects/collector-cursor.js';
 export {

@@ -143,6 +143,8 @@ export const OUTBOX_ATTR = {
   followUps: 'followUps',
   /** Why the item settled without its follow-ups (a step's next() failed): alarmed, an operator's. */
   followUpError: 'followUpError',
+  /** The follow-ups a hard bounce of a SENT email created (its `bounced` steps), listed by the recorder's write that recorded the bounce. */
+  bounceFollowUps: 'bounceFollowUps',
   /** An UNKNOWN item a person settled (effects/decisions.ts): who decided (`operator`), and the note they gave, with the time. */
   decidedBy: 'decidedBy',
   decisionNote: 'decisionNote',

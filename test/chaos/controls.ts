@@ -17,7 +17,7 @@ import {
   type FenceContext,
   type FencedUnit,
 } from '../../lib/protocol/index.js';
-import { fencedProtocol, followUpsOf, messageIdentity, type EmailProvider, type FollowUpStep, type HttpProvider, type OutboxItem, type ProtocolOps, type SenderHooks, type SendResult, type StepOutcome, type Workload } from '../../lib/workflow/index.js';
+import { fencedProtocol, followUpsOf, messageIdentity, recordBounce, recordSesEvent, type EmailProvider, type FollowUpStep, type HttpProvider, type OutboxItem, type ProtocolOps, type SenderHooks, type SendResult, type StepOutcome, type Workload } from '../../lib/workflow/index.js';
 import type { Effects } from '../../cli/local/effects-env.js';
 import type { FaultPoint } from '../../cli/demo/faults.js';
 
@@ -39,6 +39,7 @@ export const CONTROLS = [
   'receiptOnDecline',
   'followUpTwice',
   'followUpBeforeSettle',
+  'bounceOnComplaint',
 ] as const;
 export type Variant = 'fenced' | (typeof CONTROLS)[number];
 
@@ -65,6 +66,7 @@ export const BREAKS: Record<(typeof CONTROLS)[number], 'FENCE' | 'ONCE' | 'PROGR
   receiptOnDecline: 'CHAIN',
   followUpTwice: 'CHAIN',
   followUpBeforeSettle: 'CHAIN',
+  bounceOnComplaint: 'CHAIN',
 };
 
 /**
@@ -151,6 +153,28 @@ export function senderChain(variant: Variant, steps: readonly FollowUpStep[] | u
   return { steps: [], senderHooks: { at: async (point, info) => (point === at ? put(info.table, info.pk, outcomeOf(info.result)) : undefined) } };
 }
 
+/**
+ * bounceOnComplaint lives in the recorder: a complaint (or a soft bounce) is followed as if the
+ * address had bounced for good: after recording it as it is, the recorder puts the `bounced`
+ * steps' follow-ups too, in the same kind of write the real recorder makes for a hard bounce. The
+ * merchant hears of a receipt that reached its subscriber.
+ */
+export function controlRecorder(variant: Variant, doc: DynamoDBDocumentClient, steps: readonly FollowUpStep[] | undefined): typeof recordSesEvent | undefined {
+  if (variant !== 'bounceOnComplaint') return undefined;
+  return async (deps, detail) => {
+    const recorded = await recordSesEvent(deps, detail);
+    const soft = detail.eventType === 'Complaint' || (detail.eventType === 'Bounce' && detail.bounce?.bounceType !== 'Permanent');
+    const id = detail.mail?.tags?.outboxId?.[0];
+    if (!soft || id === undefined) return recorded;
+    const pk = messageIdentity.untag(id);
+    const item = (await doc.send(new GetCommand({ TableName: deps.table, Key: { pk }, ConsistentRead: true }))).Item as OutboxItem | undefined;
+    if (item === undefined) return recorded;
+    const next = followUpsOf(steps, deps.table, item, 'bounced', Date.now());
+    if (next.items.length > 0) await recordBounce(doc, deps.table, pk, 'COMPLAINT', detail.mail.messageId, next);
+    return recorded;
+  };
+}
+
 const misaddressed = (mail: ReturnType<FollowUpStep['next']>): ReturnType<FollowUpStep['next']> => (mail !== undefined && 'to' in mail ? { ...mail, to: `someone-else.${mail.to}` } : mail);
 
 /** Called by a control between its check and its write: where the schedule puts its pause. */
@@ -231,6 +255,8 @@ export function controlProtocol(variant: Variant, inside: InsideCommit, env: Con
     case 'receiptOnDecline':
     case 'followUpTwice':
     case 'followUpBeforeSettle':
+    // The recorder's mistake (controlRecorder).
+    case 'bounceOnComplaint':
       return fencedProtocol;
     // The lease alone: no fence anywhere; the writes carry no condition.
     case 'leaseOnly':
@@ -352,6 +378,7 @@ export function controlCannotShow(variant: (typeof CONTROLS)[number], w: Paramet
   if (variant === 'documentInPlace') return 'its units write no documents';
   if (variant === 'receiptOnDecline') return 'none of its steps follows both an acceptance and a decline';
   if (variant === 'followUpTwice' || variant === 'followUpBeforeSettle') return 'it declares no steps';
+  if (variant === 'bounceOnComplaint') return 'none of its steps follows a bounce';
   if (variant === 'sendFromWorker') return w.outbox.email ? 'its units create no email (only its steps do)' : 'its units create no email';
   if (variant === 'wrongRecipient') return 'it sends no email';
   return 'its units create no http call';
@@ -366,6 +393,8 @@ export function controlAppliesTo(variant: (typeof CONTROLS)[number], w: Workload
     case 'followUpTwice':
     case 'followUpBeforeSettle':
       return (w.steps ?? []).length > 0;
+    case 'bounceOnComplaint':
+      return (w.steps ?? []).some((s) => s.on === 'bounced');
     case 'sendFromWorker':
       return unitsCreateEmail(w);
     case 'documentInPlace':

@@ -26,7 +26,7 @@ import { startFaultProxy, type FaultRules, type WireExchange } from '../../cli/l
 import { WireCheck } from '../../cli/check/wire-check.js';
 import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/local/aws-calls.js';
 import { scheduleRuns, type ScheduleRuns } from './workload-runs.js';
-import { controlProtocol, senderChain, senderEmail, senderProviders, type Variant } from './controls.js';
+import { controlProtocol, controlRecorder, senderChain, senderEmail, senderProviders, type Variant } from './controls.js';
 import { forControl, forcedFor, makeSchedule, rng, type ChaosLeaseMode, type Schedule } from './schedule.js';
 
 
@@ -201,14 +201,19 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
   // The payment provider forgets keys after 16 leases (Stripe: 24 h, scaled); the sender stops 4
   // leases before: the margin covers a POST's way on a loaded machine, and the stream's retries
   // and the reconciler's first pass (6 leases) leave an item stuck by a short outage well inside it.
-  const effects = await env.effects({ doc: env.direct.doc, httpTargets: workload.outbox.http, paymentsKeyRetentionMs: schedule.leaseMs * 16, sendTimeoutMs: schedule.leaseMs });
+  const chain = senderChain(variant, workload.steps, env.direct.doc);
+  // The recorder creates a hard bounce's follow-ups with the sender's steps (a control's rewrite of
+  // them included); the two controls that move the settle's follow-ups into hooks leave it the workload's.
+  const recorderSteps = chain.senderHooks === undefined ? chain.steps : workload.steps;
+  const record = controlRecorder(variant, env.direct.doc, workload.steps);
+  const effects = await env.effects({ doc: env.direct.doc, httpTargets: workload.outbox.http, paymentsKeyRetentionMs: schedule.leaseMs * 16, sendTimeoutMs: schedule.leaseMs, steps: recorderSteps, ...(record === undefined ? {} : { record }) });
   opts.calls?.attach(effects.s3);
   const http = senderProviders(variant, effects.http);
   const email = senderEmail(variant, effects.email);
   const fx = new RunEffects({
     fenceKeyPrefix: FENCE_PREFIX,
     ...(workload.processor.documents ? { catalog: workload.processor.documents } : {}),
-    ...senderChain(variant, workload.steps, env.direct.doc),
+    ...chain,
     dynamo: env.direct,
     streams: env.streams,
     tables,

@@ -85,7 +85,7 @@ const effectsTotals = (): EffectsTotals => ({
   emails: { items: 0, sent: 0, delivered: 0, duplicated: 0, ambiguous: 0, unknown: 0, failed: 0 },
   payments: { items: 0, sent: 0, performed: 0, requests: 0, pastRetention: 0, resentPastRetention: 0 },
   providers: { throttled: 0, ambiguous5xx: 0, paused: 0, sandbox: 0, bounced: 0, complained: 0, deferredItems: 0, troubleRecorded: 0 },
-  chains: { followUps: 0, accepted: 0, refusedForGood: 0, declined: 0 },
+  chains: { followUps: 0, accepted: 0, refusedForGood: 0, bounced: 0, declined: 0 },
 });
 
 function addEffects(into: EffectsTotals, run: EffectsStats): void {
@@ -302,7 +302,7 @@ export function summaryLines(s: ChaosSummary, workload?: string): string[] {
     out.push(`  documents ${o.written} written, ${o.referenced} referenced, ${o.orphaned} orphaned, ${o.collected} collected; emails ${m.items} queued, ${m.delivered} received, ${m.duplicated} duplicated (${m.ambiguous} ambiguous sends); payments ${p.performed} performed for ${p.requests} requests, ${p.pastRetention} past-retention refused (${p.resentPastRetention} resent past retention)`);
     out.push(`  providers misbehaving: ${v.throttled} throttled, ${v.ambiguous5xx} 5xx (maybe taken), ${v.paused} paused, ${v.sandbox} sandbox refusals, ${v.bounced} bounced, ${v.complained} complaints; ${v.deferredItems} items deferred, ${v.troubleRecorded} trouble events recorded`);
     const c = s.effects.chains;
-    if (c.followUps > 0 || c.declined > 0) out.push(`  steps: ${c.followUps} follow-ups created, ${c.accepted} after an acceptance and ${c.refusedForGood} after a decline (the provider declined ${c.declined})`);
+    if (c.followUps > 0 || c.declined > 0) out.push(`  steps: ${c.followUps} follow-ups created, ${c.accepted} after an acceptance, ${c.refusedForGood} after a decline (the provider declined ${c.declined}), ${c.bounced} after a hard bounce`);
   }
   const ran = Object.entries(s.controls).filter(([, v]) => v.runs > 0);
   const rate = (t: Tally) => `${t.caught}/${t.runs}${t.runs > 0 ? ` (${Math.round((t.caught / t.runs) * 100)}%)` : ''}`;

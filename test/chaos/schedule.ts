@@ -243,6 +243,12 @@ export function forControl(s: Schedule, variant: string, forced = true): Schedul
       const { retentionOutage: _outage, ...settling } = base;
       return settling;
     }
+    // A complaint on the emails a bounced step follows: forced, from every recipient that does not
+    // bounce; timed, from one in three. No outage past the key retention (the receipts must exist).
+    case 'bounceOnComplaint': {
+      const { retentionOutage: _outage, ...settling } = base;
+      return { ...settling, providerFaults: { ...base.providerFaults, complaintEvery: forced ? 1 : 3 } };
+    }
     case 'counterReset':
       return { ...base, faults: base.faults.filter((f) => f.action.kind !== 'crash') };
     // An http item must outlive its key retention: forced, the outage lasts until the provider has

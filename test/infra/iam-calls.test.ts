@@ -27,6 +27,7 @@ import { InvalidInputError } from '../../lib/protocol/index.js';
 import { tableNames } from '../../lib/workflow/index.js';
 import { INVOICE_DOCUMENTS_PREFIX, invoiceWorkload } from '../../lib/workloads/invoices/invoices.js';
 import { simDemoRun } from '../sim/demo-run.js';
+import { simulateOne } from '../sim/run.js';
 import { StackIam, type FunctionRole, type TemplateJson } from './iam-eval.js';
 import { buildApp, nagViolations, PROJECT_ROOT, templateOf, withoutCfnValidation } from './support.js';
 import { WORKLOADS } from '../../lib/workloads/index.js';
@@ -236,5 +237,22 @@ describe('a registered workload of a shape neither sample has (email only, no do
     const { denied } = await noticeStack.evaluate(recorded.records);
     expect(denied).toEqual([]);
     expect(recorded.records.filter((c) => c.service === 's3')).toEqual([]);
+  }, 60_000);
+});
+
+describe('a workload whose steps follow a hard bounce: the recorder creates their follow-ups, and its role allows exactly that', () => {
+  const bouncing = WORKLOADS.filter((w) => (w.steps ?? []).some((s) => s.on === 'bounced'));
+  it.each(bouncing.map((w) => [w.name, w] as const))("%s: a simulated chaos schedule with hard bounces; every call allowed by its own stack, the recorder's put of a follow-up among them, denied without the grant", async (_name, w) => {
+    const template = templateOf({ workload: w.name, stackName: 'FencedWorkflow' }).template.toJSON() as TemplateJson;
+    const own = new StackIam(template);
+    const recorded = recordAwsCalls(own.arnNames());
+    const sim = await simulateOne(11, 'fenced', { shape: 'small', workload: w, calls: recorded });
+    expect(sim.unsupported).toEqual([]);
+    const puts = recorded.records.filter((c) => c.fn === 'recorder' && c.authorizations.some((a) => a.action === 'dynamodb:PutItem'));
+    expect(puts.length).toBeGreaterThan(0);
+    expect((await own.evaluate(recorded.records)).denied).toEqual([]);
+    const { denied } = await new StackIam(withoutGrant(template, own, 'recorder', 'dynamodb:PutItem')).evaluate(recorded.records);
+    expect(denied.length).toBeGreaterThan(0);
+    expect(denied.every((d) => d.startsWith('recorder: dynamodb:PutItem on '))).toBe(true);
   }, 60_000);
 });

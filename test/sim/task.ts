@@ -66,6 +66,7 @@ function coveredBy(s: Schedule, r: SimRun): string[] {
   const chains = r.record?.report.stats.effects.chains;
   if ((chains?.accepted ?? 0) > 0) out.push('follow-ups after acceptance');
   if ((chains?.refusedForGood ?? 0) > 0) out.push('follow-ups after a decline');
+  if ((chains?.bounced ?? 0) > 0) out.push('follow-ups after a hard bounce');
   return out;
 }
 

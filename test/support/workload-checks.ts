@@ -6,7 +6,7 @@
  */
 import { expect, it } from 'vitest';
 import { InvalidInputError, makeGeneration } from '../../lib/protocol/index.js';
-import { followUpsOf, shardsOfRun, STEP_OUTCOMES, tableNames, unitSizeCap, type ExpectedEffect, type OutboxItem, type Workload } from '../../lib/workflow/index.js';
+import { followUpsOf, MAX_CHAIN, shardsOfRun, STEP_OUTCOMES, tableNames, unitSizeCap, type ExpectedEffect, type OutboxItem, type Workload } from '../../lib/workflow/index.js';
 
 const tables = tableNames('wl-');
 const startOf = (w: Workload<any>, items: number) => w.start.runOf({ payload: w.local.payloads(items, 7)[0]!, time: new Date('2026-10-02T03:00:00Z'), items, unitSize: w.local.unitSize });
@@ -77,9 +77,14 @@ export function describeAgainstProcessor(w: Workload<any>): void {
     const written = Array.from({ length: w.processor.totalUnits(input) }, (_, u) => unitOf(w, input, u)).flat().filter((e) => e.table === tables.outbox);
     const followUps = [...w.checks.outbox(input)].filter((e) => e.after !== undefined);
     const made = new Map<string, Record<string, unknown>>();
-    for (const e of written) {
-      const parent = { ...e.item, status: 'SENT', providerMessageId: 'p-1' } as unknown as OutboxItem;
-      for (const on of STEP_OUTCOMES) for (const f of followUpsOf(w.steps, tables.outbox, parent, on, 1).items) made.set(String(f.pk), { ...f, on });
+    // Each level's follow-ups, settled in turn, are the next level's parents (a step after a step).
+    for (let parents: Record<string, unknown>[] = written.map((e) => e.item), depth = 0; parents.length > 0 && depth <= MAX_CHAIN; depth++) {
+      const next: Record<string, unknown>[] = [];
+      for (const item of parents) {
+        const parent = { ...item, status: 'SENT', providerMessageId: 'p-1' } as unknown as OutboxItem;
+        for (const on of STEP_OUTCOMES) for (const f of followUpsOf(w.steps, tables.outbox, parent, on, 1).items) made.set(String(f.pk), { ...f, on }), next.push(f);
+      }
+      parents = next;
     }
     expect(followUps.map((e) => e.id).sort()).toEqual([...made.keys()].sort());
     for (const e of followUps) {

@@ -12,6 +12,8 @@
  * a duplicate stream delivery, the reconciler and the recorder racing on one item therefore create
  * its follow-ups once or not at all, and a follow-up's id is its parent's with the step's name
  * (stable across retries). Nothing follows an uncertain answer or UNKNOWN: those are a person's.
+ * A `bounced` step follows a hard bounce of a SENT email: the recorder, which receives it, creates
+ * its follow-ups in the write that records it (recorder.ts), listed in `bounceFollowUps`.
  *
  * A follow-up is an outbox item like any other (sent, retried, reconciled, recorded), with
  * `parent` and `step`; it carries no generation: the fence guarded its parent's creation, and the
@@ -73,8 +75,6 @@ export function assertSteps(steps: readonly FollowUpStep[], outbox: { readonly e
     const source = byName.get(s.after)?.creates ?? s.after;
     if (!byName.has(s.after) && !creatable.includes(s.after)) bad(`steps.${s.name}.after`, `must be email, an http target or a step, got ${describeValue(s.after)}`);
     if (s.on === 'bounced' && source !== EMAIL_SOURCE) bad(`steps.${s.name}.on`, `bounced follows email items only; ${s.after} creates ${source}`);
-    // The recorder, which sees a bounce, does not create follow-ups yet: a step on it would never run.
-    if (s.on === 'bounced') bad(`steps.${s.name}.on`, 'bounced is not followed yet: the recorder creates no follow-ups (accepted and refusedForGood are)');
     let depth = 1;
     for (let up = byName.get(s.after); up !== undefined; up = byName.get(up.after)) {
       if (up === s || ++depth > MAX_CHAIN) bad(`steps.${s.name}.after`, up === s ? 'the steps form a cycle' : `chains are at most ${MAX_CHAIN} steps long`);

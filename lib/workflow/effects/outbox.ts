@@ -91,6 +91,8 @@ export interface OutboxItem {
   /** The follow-ups its settle created. */
   readonly followUps?: readonly string[];
   readonly followUpError?: string;
+  /** The follow-ups a hard bounce created (its `bounced` steps), listed by the recorder's write. */
+  readonly bounceFollowUps?: readonly string[];
 }
 
 export interface EmailPayload {
@@ -162,7 +164,8 @@ export async function readOutboxItem(doc: DynamoDBDocumentClient, table: string,
 export interface Change {
   readonly set: Record<string, unknown>;
   readonly remove?: readonly string[];
-  readonly add?: Record<string, number>;
+  /** Numbers added, or strings added to a string set. */
+  readonly add?: Record<string, number | Set<string>>;
   /** The condition, over `#<name>` placeholders of the attributes it names. */
   readonly condition: string;
   readonly values: Record<string, unknown>;
@@ -173,6 +176,8 @@ export interface Change {
 export interface FollowUpWrite {
   readonly items: readonly Record<string, unknown>[];
   readonly error?: string;
+  /** The attribute that lists them on the parent: `followUps` for a settle's, `bounceFollowUps` for a bounce's. */
+  readonly listAs?: string;
 }
 
 const NO_FOLLOW_UPS: FollowUpWrite = { items: [] };
@@ -183,7 +188,7 @@ const NO_FOLLOW_UPS: FollowUpWrite = { items: [] };
  * each follow-up put under `attribute_not_exists(pk)`: created with the settle or not at all.
  */
 export async function change(doc: DynamoDBDocumentClient, table: string, pk: string, c: Change, next: FollowUpWrite = NO_FOLLOW_UPS): Promise<boolean> {
-  const listed = { ...c.set, ...(next.items.length > 0 ? { [O.followUps]: next.items.map((i) => String(i.pk)) } : {}), ...(next.error === undefined ? {} : { [O.followUpError]: next.error }) };
+  const listed = { ...c.set, ...(next.items.length > 0 ? { [next.listAs ?? O.followUps]: next.items.map((i) => String(i.pk)) } : {}), ...(next.error === undefined ? {} : { [O.followUpError]: next.error }) };
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ...c.values };
   const name = (a: string) => ((names[`#${a}`] = a), `#${a}`);
@@ -327,22 +332,3 @@ export function deferUnclaimed(doc: DynamoDBDocumentClient, table: string, pk: s
   return change(doc, table, pk, { ...x, ...unclaimed });
 }
 
-/** The recorder: the provider's own record of a delivery (an SES SEND event, the local sink), on the item it names. */
-export async function recordProviderEvent(doc: DynamoDBDocumentClient, table: string, pk: string, event: string, messageId: string): Promise<boolean> {
-  try {
-    await doc.send(
-      new UpdateCommand({
-        TableName: table,
-        Key: { pk },
-        UpdateExpression: 'ADD #events :e',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: { '#events': O.providerEvents },
-        ExpressionAttributeValues: { ':e': new Set([`${event}:${messageId}`]) },
-      }),
-    );
-    return true;
-  } catch (e) {
-    if (isConditionalCheckFailed(e)) return false;
-    throw e;
-  }
-}

@@ -125,7 +125,7 @@ export const PROVIDER_EVENT = {
 
 const ACCEPTED: ReadonlySet<string> = new Set(Object.values(PROVIDER_EVENT).filter((e) => e !== PROVIDER_EVENT.Reject));
 
-/** Reads an outbox item's recorded provider events (outbox.ts recordProviderEvent). */
+/** Reads an outbox item's recorded provider events (provider-records.ts recordProviderEvent). */
 export function recordedDelivery(events: Iterable<string> | undefined): RecordAnswer {
   let rejected: string | undefined;
   for (const e of events ?? []) {

@@ -10,13 +10,29 @@
  * eventually consistent GetItem, half a read unit) and skips the write (a write unit, which a
  * failed condition would still bill). A stale read can only show an earlier state: one write too
  * many, never one too few.
+ *
+ * A hard bounce (SES's Permanent, the suppression list's included) of an email whose workload
+ * declares `bounced` steps (follow-ups.ts) creates those steps' follow-ups in the write that
+ * records it, once (provider-records.ts recordBounce): the item, read first, is what each step's next()
+ * sees. A soft bounce, a complaint or a rejection is recorded and alarmed, and followed by nothing.
  */
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { InvalidInputError } from '../../protocol/index.js';
-import { METRIC, type MetricName, type Telemetry } from '../ports.js';
+import { InvalidInputError, systemClock, type Clock } from '../../protocol/index.js';
+import { METRIC, silentTelemetry, type MetricName, type Telemetry } from '../ports.js';
 import { OUTBOX_ATTR as O } from '../schema.js';
 import { PROVIDER_EVENT } from './providers.js';
-import { messageIdentity, recordProviderEvent } from './outbox.js';
+import { followUps, type FollowUpStep } from './follow-ups.js';
+import { messageIdentity, type OutboxItem } from './outbox.js';
+import { recordBounce, recordProviderEvent } from './provider-records.js';
+
+/** What the recorder writes with: the outbox table, and the workload's steps (a `bounced` step's follow-ups are the recorder's to create). */
+export interface RecorderDeps {
+  readonly doc: DynamoDBDocumentClient;
+  readonly table: string;
+  readonly telemetry?: Telemetry;
+  readonly steps?: readonly FollowUpStep[] | undefined;
+  readonly clock?: Clock;
+}
 
 /** The part of an SES event (EventBridge `detail`) the recorder reads. */
 export interface SesEventDetail {
@@ -69,7 +85,8 @@ const ALARMED: Readonly<Record<string, MetricName>> = {
  * (another sender's mail, an unknown item), it is a type not recorded, or it is a SEND for an
  * item SENT already.
  */
-export async function recordSesEvent(doc: DynamoDBDocumentClient, table: string, detail: SesEventDetail, telemetry?: Telemetry): Promise<boolean> {
+export async function recordSesEvent(deps: RecorderDeps, detail: SesEventDetail): Promise<boolean> {
+  const { doc, table, telemetry } = deps;
   const kind = recordedAs(detail ?? { eventType: '' });
   if (kind === undefined) return false;
   if (typeof detail.mail?.messageId !== 'string') throw new InvalidInputError('detail.mail.messageId', 'must be a string');
@@ -81,9 +98,22 @@ export async function recordSesEvent(doc: DynamoDBDocumentClient, table: string,
     const now = await doc.send(new GetCommand({ TableName: table, Key: { pk }, ProjectionExpression: '#status', ExpressionAttributeNames: { '#status': O.status } }));
     if (now.Item?.[O.status] === 'SENT') return false;
   }
-  const recorded = await recordProviderEvent(doc, table, pk, kind, detail.mail.messageId);
+  const recorded = (await recordWithFollowUps(deps, pk, kind, detail.mail.messageId)) || (await recordProviderEvent(doc, table, pk, kind, detail.mail.messageId));
   const metric = ALARMED[kind];
   if (recorded && metric !== undefined) telemetry?.count(metric);
   if (recorded && kind !== PROVIDER_EVENT.Send) telemetry?.event('outbox-provider-event', { table, pk, event: kind, providerMessageId: detail.mail.messageId });
   return recorded;
+}
+
+/** The hard bounces: the address will never take mail (SES tried it, or its suppression list refused it). */
+const HARD = new Set<string>([PROVIDER_EVENT.Bounce, PROVIDER_EVENT.Suppressed]);
+
+/** A hard bounce of an item some `bounced` step follows: recorded with its follow-ups (recordBounce). false: not such a bounce, no follow-up to create, or listed already. */
+async function recordWithFollowUps(deps: RecorderDeps, pk: string, kind: string, messageId: string): Promise<boolean> {
+  if (!HARD.has(kind) || !(deps.steps ?? []).some((s) => s.on === 'bounced')) return false;
+  const item = (await deps.doc.send(new GetCommand({ TableName: deps.table, Key: { pk } }))).Item as OutboxItem | undefined;
+  if (item === undefined || item.bounceFollowUps !== undefined) return false;
+  const next = followUps({ steps: deps.steps, table: deps.table, clock: deps.clock ?? systemClock, telemetry: deps.telemetry ?? silentTelemetry }, item, 'bounced');
+  if (next.items.length === 0 && next.error === undefined) return false;
+  return recordBounce(deps.doc, deps.table, pk, kind, messageId, next);
 }

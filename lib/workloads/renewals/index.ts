@@ -2,7 +2,8 @@
  * Monthly subscription renewals as a workload descriptor (lib/workflow/workload.ts): the sample of
  * a chained job. The unit writes the once-only renewal and the charge to the subscription's
  * merchant; what follows the charge (the receipt, or the declined card's email) is the
- * descriptor's `steps`, created exactly once by the write that settles the charge. No documents,
+ * descriptor's `steps`, created exactly once by the write that settles the charge, and what
+ * follows a receipt that bounced for good (a word to the merchant) by the write that records the bounce. No documents,
  * so its stack has no collector; email only as a step, so its units create none.
  */
 import { describeValue, InvalidInputError } from '../../protocol/index.js';
@@ -14,6 +15,7 @@ import {
   EFFECTS_PER_SUBSCRIPTION,
   formatAmount,
   MAX_SUBSCRIPTIONS,
+  merchantAddress,
   merchantPath,
   parseRenewalInput,
   renewalJobId,
@@ -48,7 +50,7 @@ function* records(input: RenewalRunInput): Iterable<ExpectedRecord> {
   }
 }
 
-/** Per subscription: the charge to its merchant, then the receipt if the provider took it, or the declined card's email if it declined it. */
+/** Per subscription: the charge to its merchant, then the receipt if the provider took it, or the declined card's email if it declined it; the merchant told if the receipt bounced for good. */
 function* outbox(input: RenewalRunInput): Iterable<ExpectedEffect> {
   const { from, to } = subscriptionRange(input);
   for (let i = from; i < to; i++) {
@@ -58,6 +60,8 @@ function* outbox(input: RenewalRunInput): Iterable<ExpectedEffect> {
     const to = subscriberAddress(s.id);
     yield { id: charge, kind: 'http', target: CHARGES_TARGET, path: merchantPath(s.merchant), request: { subscription: s.id, merchant: s.merchant, amountCents: s.amountCents, currency: input.currency, card: cardOf(input.seed, i) } };
     yield { id: followUpId(charge, 'receipt'), kind: 'email', to, says: [input.month, amount, s.merchant, 'renewed'], after: { parent: charge, step: 'receipt', on: 'accepted' } };
+    const receipt = followUpId(charge, 'receipt');
+    yield { id: followUpId(receipt, 'receipt-bounced'), kind: 'email', to: merchantAddress(s.merchant), says: [s.id, input.month, 'bounced'], after: { parent: receipt, step: 'receipt-bounced', on: 'bounced' } };
     yield { id: followUpId(charge, 'card-declined'), kind: 'email', to, says: [input.month, amount, s.merchant, 'declined'], after: { parent: charge, step: 'card-declined', on: 'refusedForGood' } };
   }
 }

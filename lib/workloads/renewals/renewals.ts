@@ -7,7 +7,8 @@
  *     subscription's MERCHANT: a per-item destination, `/merchants/<merchant>/charges` below the
  *     charges endpoint, with an Idempotency-Key;
  *   - after the charge, by what the provider did with it (renewalSteps): the receipt once it took
- *     the charge, "your card was declined" once it declined the card, neither while nobody knows.
+ *     the charge, "your card was declined" once it declined the card, neither while nobody knows;
+ *     and after a receipt that bounced for good, a word to the merchant's billing desk.
  *     The subscriber's address rides on the charge as its `context`: the steps read it, the
  *     provider never sees it.
  * No documents. Plans, merchants and amounts follow the subscription; which cards decline follows
@@ -52,6 +53,8 @@ export const renewalJobId = (month: string): string => `renewal-run#${month}`;
 export const subscriptionId = (i: number): string => `sub-${String(i).padStart(7, '0')}`;
 /** Subscribers live in a reserved domain (RFC 2606): the sample never mails anyone real. */
 export const subscriberAddress = (subscription: string): string => `${subscription}@subscribers.example`;
+/** A merchant's billing desk, told of a subscriber's receipt that bounced for good (RFC 2606's reserved domain too). */
+export const merchantAddress = (merchant: string): string => `billing@${merchant}.merchants.example`;
 /** Where a merchant's charges go below the charges endpoint. */
 export const merchantPath = (merchant: string): string => `/merchants/${merchant}/charges`;
 
@@ -123,15 +126,27 @@ export const renewalProcessor: Processor<RenewalRunInput> = {
 };
 
 /** What a settled charge says, read back by the steps that follow it. */
-function chargeOf(item: OutboxItem): { to: string; month: string; merchant: string; plan: string; amount: string } {
+function chargeOf(item: OutboxItem): { to: string; month: string; subscription: string; merchant: string; plan: string; amount: string } {
   const r = (item.request ?? {}) as Record<string, unknown>;
   const c = (item.context ?? {}) as Record<string, unknown>;
-  return { to: String(c.subscriber), month: String(c.month), merchant: String(r.merchant), plan: String(r.plan), amount: formatAmount(Number(r.amountCents), String(r.currency)) };
+  return { to: String(c.subscriber), month: String(c.month), subscription: String(r.subscription), merchant: String(r.merchant), plan: String(r.plan), amount: formatAmount(Number(r.amountCents), String(r.currency)) };
 }
 
+/** The receipt carries, as its context, whom to tell if it bounces: the merchant, for this subscription and month. */
 function receipt(item: OutboxItem): EmailPayload {
   const c = chargeOf(item);
-  return { to: c.to, subject: `Your ${c.plan} plan is renewed for ${c.month}: ${c.amount}`, body: `${c.merchant} charged ${c.amount} for your ${c.plan} plan, ${c.month} (charge ${String(item.providerMessageId)}). Thank you.\n` };
+  return {
+    to: c.to,
+    subject: `Your ${c.plan} plan is renewed for ${c.month}: ${c.amount}`,
+    body: `${c.merchant} charged ${c.amount} for your ${c.plan} plan, ${c.month} (charge ${String(item.providerMessageId)}). Thank you.\n`,
+    context: { merchant: c.merchant, subscription: c.subscription, month: c.month },
+  };
+}
+
+function receiptBounced(item: OutboxItem): EmailPayload {
+  const c = (item.context ?? {}) as Record<string, unknown>;
+  const [merchant, subscription, month] = [String(c.merchant), String(c.subscription), String(c.month)];
+  return { to: merchantAddress(merchant), subject: `A renewal receipt bounced: ${subscription}, ${month}`, body: `The receipt for ${subscription}'s renewal (${month}) bounced for good: ask the subscriber for an address that takes mail.\n` };
 }
 
 function cardDeclined(item: OutboxItem): EmailPayload {
@@ -143,4 +158,5 @@ function cardDeclined(item: OutboxItem): EmailPayload {
 export const renewalSteps: readonly FollowUpStep[] = [
   { name: 'receipt', after: CHARGES_TARGET, on: 'accepted', creates: 'email', description: 'the receipt, once the merchant charged the card', next: receipt },
   { name: 'card-declined', after: CHARGES_TARGET, on: 'refusedForGood', creates: 'email', description: '"your card was declined", once the provider declined it', next: cardDeclined },
+  { name: 'receipt-bounced', after: 'receipt', on: 'bounced', creates: 'email', description: "the merchant told, once a subscriber's receipt bounced for good", next: receiptBounced },
 ];

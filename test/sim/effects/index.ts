@@ -98,7 +98,7 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
       if (detail === undefined) return;
       const later: Promise<unknown> = clock
         .sleep(opts.eventDelayMs ?? EVENT_DELAY_MS)
-        .then(() => asFunction('recorder', () => recordSesEvent(opts.doc, detail.table, detail.detail)))
+        .then(() => asFunction('recorder', () => (opts.record ?? recordSesEvent)({ doc: opts.doc, table: detail.table, steps: opts.steps, clock }, detail.detail)))
         .catch(() => undefined)
         .finally(() => events.delete(later));
       events.add(later);

@@ -6,10 +6,12 @@
  * the takeover of a stale email claim with no record (conditional on none having come).
  * Then an http item to a provider that forgets keys, refused in every round (held, then refused
  * for now) past its key retention: each round counted, its window started again, then SENT.
+ * And a hard bounce of a SENT email recorded with a `bounced` step's follow-up, then again
+ * (refused: the follow-up listed already).
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ManualClock } from '../../../lib/protocol/index.js';
-import { claim, deferClaimed, deliver, ensureTables, reconcile, recordProviderEvent, silentTelemetry, tableNames, unsentKeyOf, type EmailProvider, type HttpProvider, type OutboxItem, type SendResult } from '../../../lib/workflow/index.js';
+import { claim, deferClaimed, deliver, ensureTables, reconcile, recordBounce, recordProviderEvent, silentTelemetry, tableNames, unsentKeyOf, type EmailProvider, type HttpProvider, type OutboxItem, type SendResult } from '../../../lib/workflow/index.js';
 import { simDynamo } from '../dynamodb/clients.js';
 import { DynamoModel, type DynamoModelOptions } from '../dynamodb/model.js';
 
@@ -41,6 +43,10 @@ export async function recordAfterRelease(onRequest: NonNullable<DynamoModelOptio
     await doc.send(new PutCommand({ TableName: table, Item: item }));
     const answers: SendResult[] = [{ kind: 'held', reason: 'account inactive' }, { kind: 'rejected', permanent: false, reason: 'refused for now' }, { kind: 'accepted', providerMessageId: 'ch_1' }];
     const pay: HttpProvider = { name: 'forgets keys after a minute', keyRetentionMs: 60_000, post: async () => answers.shift()! };
+    const bounced = { pk: 'email#bounced', kind: 'email', jobId: 'j', generation: 1, unit: 3, updatedAt: T0, status: 'SENT', attempts: 1, to: 'c@customers.example', subject: 's', body: 'b' };
+    await doc.send(new PutCommand({ TableName: table, Item: bounced }));
+    const notice = { items: [{ pk: 'email#bounced>notice', kind: 'email', jobId: 'j', unit: 3, status: 'PENDING', attempts: 0, unsent: unsentKeyOf('email#bounced>notice'), to: 'm@merchants.example', subject: 'bounced', body: 'b', parent: 'email#bounced', step: 'notice', updatedAt: T0 }] };
+    for (let i = 0; i < 2; i++) await recordBounce(doc, table, bounced.pk, 'BOUNCE', 'm-bounced', notice);
     for (const at of [T0, T0 + 120_000, T0 + 240_000]) await deliver({ doc, table, clock: new ManualClock({ wall: at }), telemetry: silentTelemetry, http: { pay }, keyRetentionMarginMs: 10_000 }, item as unknown as OutboxItem);
   } finally {
     client.destroy();
