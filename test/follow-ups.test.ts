@@ -3,16 +3,22 @@
  * Steps that depend on an effect's outcome (lib/workflow/effects/follow-ups.ts), on DynamoDB Local
  * and the local payment provider: the follow-ups of an item are created by the very write that
  * settles it, once, whoever races for it; a decline is told apart from a refusal of the request;
- * nothing follows UNKNOWN; a chain goes on from a follow-up's own settle.
+ * nothing follows UNKNOWN but a person's decision; a chain goes on from a follow-up's own settle;
+ * a hard bounce is followed by the recorder's write; a declined charge is tried again only as a
+ * new attempt under a new key.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPaymentsProvider, DECLINED_CARD, type PaymentsProvider } from '../cli/local/payments-provider.js';
 import { startSmtpSink, type SmtpSink } from '../cli/local/smtp-sink.js';
 import { readStream, readStreamRecords, streamsClient, type StreamChange } from '../cli/local/streams.js';
+import { PutCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { checkChains } from '../cli/check/invariants-chains.js';
+import { withAttempts } from '../cli/check/invariants-attempts.js';
 import type { EffectsSources } from '../cli/check/invariants-effects.js';
 import { commitFencedUnit, InvalidInputError, makeGeneration, systemClock, TransactionFailedError, type Effect } from '../lib/protocol/index.js';
 import {
+  AttemptRefusedError,
+  attemptId,
   assertSteps,
   decideUnknown,
   DecisionRefusedError,
@@ -23,6 +29,7 @@ import {
   outboxHttp,
   readOutboxItem,
   recordSesEvent,
+  retryAsNewAttempt,
   silentTelemetry,
   type SesEventDetail,
   type DecisionResult,
@@ -193,7 +200,7 @@ describe('follow-ups are created by the write that settles their parent, once', 
 
   it('a follow-up already there while its parent is unsettled (created outside the settle): the settle is refused whole, the parent stays PENDING', async () => {
     const parent = await charge('cust-7');
-    await t.dynamo.doc.send(new (await import('@aws-sdk/lib-dynamodb')).PutCommand({ TableName: t.names.outbox, Item: { pk: followUpId(parent.pk, 'receipt'), kind: 'email', status: 'PENDING' } }));
+    await t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item: { pk: followUpId(parent.pk, 'receipt'), kind: 'email', status: 'PENDING' } }));
     await expect(deliver(deps(), parent)).rejects.toBeInstanceOf(TransactionFailedError);
     expect((await item(parent.pk))!.status).toBe('PENDING');
   });
@@ -359,4 +366,93 @@ describe('a hard bounce is followed by the write that records it, once: the reco
     checkChains(t.names.outbox, outbox as unknown as Record<string, unknown>[], stream, demanded, { troubleEvents }, (_, m) => void found.push(m));
     return found;
   }
+});
+
+const retrier = () => ({ doc: t.dynamo.doc, table: t.names.outbox, clock: systemClock });
+const keyOf = (pk: string) => messageIdentity.idempotencyKey(t.names.outbox, pk);
+
+/** A charge the provider declined (every new key declined while the card is bad). */
+async function declined(customer: string, steps: FollowUpStep[] = STEPS): Promise<OutboxItem> {
+  const c = await charge(customer);
+  payments.declineShare(1);
+  try {
+    expect(await deliver(deps({ steps }), c)).toBe('declined');
+  } finally {
+    payments.declineShare(0);
+  }
+  return (await item(c.pk))!;
+}
+/** What the job's input demands of one charge: the charge, its receipt after an acceptance, its "card failed" after a decline. */
+const demandsOf = (c: OutboxItem): Map<string, ExpectedEffect> =>
+  new Map<string, ExpectedEffect>([
+    [c.pk, { id: c.pk, kind: 'http', target: 'payments', request: c.request ?? {} }],
+    [followUpId(c.pk, 'receipt'), { id: followUpId(c.pk, 'receipt'), kind: 'email', to: String(c.context?.email), says: ['Receipt'], after: { parent: c.pk, step: 'receipt', on: 'accepted' } }],
+    [followUpId(c.pk, 'card-failed'), { id: followUpId(c.pk, 'card-failed'), kind: 'email', to: String(c.context?.email), says: ['declined'], after: { parent: c.pk, step: 'card-failed', on: 'refusedForGood' } }],
+  ]);
+/** CHAIN over one charge's items (its attempts and their follow-ups), with the provider's records. */
+async function chainOf(c: OutboxItem): Promise<string[]> {
+  const outbox = ((await t.dynamo.doc.send(new ScanCommand({ TableName: t.names.outbox, ConsistentRead: true }))).Items ?? []).filter((i) => String(i.pk).startsWith(c.pk));
+  const stream = (await readStream(t.dynamo.client, streamsClient(t.endpoint), t.names.outbox)).filter((s) => s.key.startsWith(c.pk));
+  const found: string[] = [];
+  checkChains(t.names.outbox, outbox, stream, withAttempts(demandsOf(c), outbox), { payments: [...payments.records.values()] }, (_, m) => void found.push(m));
+  return found;
+}
+
+describe('a new attempt of a declined charge, under a new key', () => {
+  it("a person's retry once the card is fixed: a new item, a new Idempotency-Key; taken, it has its own receipt; the declined key is never sent again; the checker finds it whole", async () => {
+    const first = await declined('retry-a');
+    expect(first).toMatchObject({ status: 'FAILED', refusal: 'effect', followUps: [followUpId(first.pk, 'card-failed')] });
+    const next = await retryAsNewAttempt(retrier(), first.pk, 'card updated, ticket 4411');
+    expect(next).toBe(attemptId(first.pk, 2));
+    expect(await item(first.pk)).toMatchObject({ status: 'FAILED', retriedBy: [next], retryNote: 'card updated, ticket 4411' });
+    const attempt = (await item(next))!;
+    expect(attempt).toMatchObject({ status: 'PENDING', kind: 'http', target: 'payments', request: first.request, context: first.context, attemptOf: first.pk, attempt: 2 });
+    expect(attempt.generation).toBeUndefined();
+    expect(keyOf(next)).not.toBe(keyOf(first.pk));
+
+    expect(await deliver(deps(), attempt)).toBe('sent');
+    const taken = (await item(next))!;
+    expect(taken).toMatchObject({ status: 'SENT', followUps: [followUpId(next, 'receipt')] });
+    expect(await item(followUpId(next, 'receipt'))).toMatchObject({ to: 'retry-a@customers.example', body: `Charge ${String(taken.providerMessageId)}.\n` });
+    // The provider's own record: the declined key once (declined), the new key charged once.
+    expect(payments.records.get(keyOf(first.pk))).toMatchObject({ requests: 1, declined: 'card_declined', charges: [] });
+    expect(payments.records.get(keyOf(next))).toMatchObject({ requests: 1, charges: [taken.providerMessageId] });
+    expect(await chainOf(first)).toEqual([]);
+  });
+
+  it('refused, writing nothing: a retry of an item retried already, of one the provider took, of one missing; of two people at once, one attempt stands', async () => {
+    const first = await declined('retry-b');
+    const both = await Promise.allSettled([retryAsNewAttempt(retrier(), first.pk, 'a'), retryAsNewAttempt(retrier(), first.pk, 'b')]);
+    expect(both.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    for (const o of both) if (o.status === 'rejected') expect(o.reason instanceof AttemptRefusedError || o.reason instanceof TransactionFailedError).toBe(true);
+    await expect(retryAsNewAttempt(retrier(), first.pk, 'again')).rejects.toThrow(`was retried already, by ${attemptId(first.pk, 2)}`);
+    expect(await item(attemptId(first.pk, 3))).toBeUndefined();
+
+    const taken = await charge('retry-c');
+    expect(await deliver(deps(), taken)).toBe('sent');
+    await expect(retryAsNewAttempt(retrier(), taken.pk, 'x')).rejects.toThrow(AttemptRefusedError);
+    expect((await item(taken.pk))!.retriedBy).toBeUndefined();
+    await expect(retryAsNewAttempt(retrier(), 'charge#2026-11#nobody', 'x')).rejects.toThrow(/does not exist/);
+  });
+
+  it('an attempt of a charge its provider took (made outside the retry) is a CHAIN violation: the effect a second time', async () => {
+    const taken = await charge('retry-d');
+    expect(await deliver(deps(), taken)).toBe('sent');
+    const next = attemptId(taken.pk, 2);
+        const copy = { ...(await item(taken.pk))!, pk: next, status: 'PENDING', attemptOf: taken.pk, attempt: 2 } as Record<string, unknown>;
+    for (const k of ['followUps', 'providerMessageId', 'sentAt', 'generation']) delete copy[k];
+    await t.dynamo.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: new UpdateCommand({ TableName: t.names.outbox, Key: { pk: taken.pk }, UpdateExpression: 'SET retriedBy = :n', ExpressionAttributeValues: { ':n': [next] } }).input as never }, { Put: new PutCommand({ TableName: t.names.outbox, Item: copy }).input as never }] }));
+    expect(await chainOf(taken)).toEqual([expect.stringContaining(`${next}: a new attempt of ${taken.pk}, which its provider took`)]);
+  });
+
+  it('a step a workload declares after a decline that creates the same target: its follow-up is a new attempt under its own key, never the declined one', async () => {
+    const retryStep: FollowUpStep = { name: 'retry', after: 'payments', on: 'refusedForGood', creates: 'payments', description: 'charge again, on the card on file', next: (p) => ({ target: 'payments', request: p.request ?? {} }) };
+    const first = await declined('retry-e', [...STEPS, retryStep]);
+    const again = followUpId(first.pk, 'retry');
+    expect(await item(again)).toMatchObject({ status: 'PENDING', request: first.request, parent: first.pk, step: 'retry' });
+    expect(keyOf(again)).not.toBe(keyOf(first.pk));
+    expect(await deliver(deps({ steps: [...STEPS, retryStep] }), (await item(again))!)).toBe('sent');
+    expect(payments.records.get(keyOf(first.pk))?.requests).toBe(1);
+    expect(payments.records.get(keyOf(again))?.charges).toHaveLength(1);
+  });
 });

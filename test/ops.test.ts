@@ -232,3 +232,28 @@ describe("decide: a person's decision on an UNKNOWN outbox item, with the stack'
     expect(await read(`${id}>card-declined`)).toBeUndefined();
   });
 });
+
+describe('retry: a new attempt of a declined outbox item, under a new key', () => {
+  it('creates <id>#attempt-2 with what the item said and marks the item retriedBy it, printing what it did; without a note, or an item not declined, refused, nothing written', async () => {
+    const own = await makeTables(import.meta.filename);
+    const { PutCommand, GetCommand } = await import('@aws-sdk/lib-dynamodb');
+    const file = join(tempDir('fenced-ops-'), 'outputs.json');
+    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(own.names, { [OUTPUTS.workload]: 'renewals' }) }));
+    const id = 'charge#2026-11#sub-0000009';
+    const request = { subscription: 'sub-0000009', merchant: 'm-03', plan: 'pro', amountCents: 1900, currency: 'EUR', card: 'tok_visa' };
+    await own.dynamo.doc.send(new PutCommand({ TableName: own.names.outbox, Item: { pk: id, kind: 'http', target: 'charges', path: '/merchants/m-03/charges', request, status: 'FAILED', refusal: 'effect', failureReason: 'card_declined', jobId: 'renewal-run#2026-11', unit: 0 } }));
+    await own.dynamo.doc.send(new PutCommand({ TableName: own.names.outbox, Item: { pk: 'sent-one', kind: 'http', target: 'charges', request, status: 'SENT', jobId: 'renewal-run#2026-11', unit: 0 } }));
+    const read = async (pk: string) => (await own.dynamo.doc.send(new GetCommand({ TableName: own.names.outbox, Key: { pk }, ConsistentRead: true }))).Item;
+    const where = ['--outputs', file, '--endpoint', own.endpoint];
+
+    await expect(opsCommand('retry', [id, ...where])).rejects.toThrow(/--note: say why/);
+    await expect(opsCommand('retry', ['--note', 'x', ...where])).rejects.toThrow(/exactly one outbox item id/);
+    await expect(opsCommand('retry', ['sent-one', '--note', 'x', ...where])).rejects.toThrow('outbox item sent-one is SENT');
+    expect(await read(id)).not.toHaveProperty('retriedBy');
+
+    const r = await ops('retry', [id, '--note', 'card updated', ...where]);
+    expect(r).toEqual({ code: 0, stdout: `${id}: retried as ${id}#attempt-2 (a new attempt under a new key; the sender sends it)\n` });
+    expect(await read(id)).toMatchObject({ status: 'FAILED', retriedBy: [`${id}#attempt-2`], retryNote: 'card updated' });
+    expect(await read(`${id}#attempt-2`)).toMatchObject({ status: 'PENDING', request, path: '/merchants/m-03/charges', attemptOf: id, attempt: 2 });
+  });
+});

@@ -18,12 +18,15 @@
  *     MODIFY that recorded it (listing it in `bounceFollowUps`), once; a soft bounce or a
  *     complaint demands none;
  *   - none exists that its job's input does not demand. What each says is DELIVERY's, as for the
- *     unit's own items.
+ *     unit's own items;
+ *   - a new attempt of a declined effect was made by a retry, once, of an effect its provider did
+ *     not take (invariants-attempts.ts).
  */
 import type { ExpectedEffect, StepOutcome } from '../../lib/workflow/index.js';
 import { headerOf } from '../local/sink-core.js';
 import type { StreamChange } from '../local/streams.js';
 import type { EffectsSources } from './invariants-effects.js';
+import { checkAttempts } from './invariants-attempts.js';
 
 type Item = Record<string, unknown>;
 type Add = (name: 'CHAIN', msg: string) => void;
@@ -36,6 +39,14 @@ export interface ChainStats {
   bounced: number;
   /** Parents the payment provider declined (its own record). */
   declined: number;
+}
+
+/** The items any provider has a record of (a request with their key, a message with their id), taken or not. */
+function seenByProvider(table: string, sources: EffectsSources): Set<string> {
+  const out = new Set<string>();
+  for (const r of sources.payments ?? []) if (r.outboxTable === table && r.outboxId !== undefined) out.add(r.outboxId);
+  for (const m of sources.mails ?? []) if (headerOf(m.raw, 'X-Outbox-Table') === table) out.add(headerOf(m.raw, 'X-Outbox-Id') ?? '');
+  return out;
 }
 
 /** What each parent came to at its provider, from the provider's own record: taken, or declined for good. */
@@ -114,5 +125,6 @@ export function checkChains(table: string, outbox: readonly Item[], outboxStream
     if (exists && outcome === e.after.on) stats[outcome === 'bounced' ? 'bounced' : outcome === 'refusedForGood' ? 'refusedForGood' : 'accepted']++;
   }
   for (const i of outbox) if (i.parent !== undefined && demanded.get(String(i.pk))?.after === undefined) add('CHAIN', `${String(i.pk)}: a follow-up its job's input does not demand`);
+  for (const id of checkAttempts(outbox, outboxStream, atProvider, seenByProvider(table, sources), add)) created.add(id);
   return { created, stats };
 }

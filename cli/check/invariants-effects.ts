@@ -27,6 +27,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { messageIdentity, type ExpectedEffect, type Workload } from '../../lib/workflow/index.js';
 import type { StreamChange } from '../local/streams.js';
 import { checkChains, type ChainStats } from './invariants-chains.js';
+import { withAttempts } from './invariants-attempts.js';
 
 export interface EffectsSources {
   /** `prefix`: the workload's documents folder (its descriptor's `documents.prefix`). */
@@ -258,8 +259,8 @@ export async function checkDelivery(
   const created = new Set<string>();
   for (const c of outboxStream) {
     const n = c.newImage;
-    // A follow-up has no tie: its parent's settle created it (CHAIN).
-    if (c.event === 'INSERT' && n !== undefined && n.parent === undefined) {
+    // A follow-up has no tie: its parent's settle created it (CHAIN); nor has a new attempt: a retry of the item it replaces did (CHAIN).
+    if (c.event === 'INSERT' && n !== undefined && n.parent === undefined && n.attemptOf === undefined) {
       const tie = `${fenceKeyOfJob(String(n.jobId), w.fenceKeyPrefix)}\u0000${String(n.generation)}\u0000${String(n.updatedAt)}`;
       if (!fenceWrites.has(tie)) add('DELIVERY', `${c.key}: created at generation ${String(n.generation)} with no fence write of that generation and updatedAt: no committed unit created it`);
       else created.add(c.key);
@@ -273,7 +274,7 @@ export async function checkDelivery(
   const byId = new Map(outbox.map((i) => [String(i.pk), i]));
   for (const id of expectedOutboxIds(w, jobs)) if (!byId.has(id)) add('DELIVERY', `${id}: the finished job's outbox item is missing`);
   // What each item a committed unit (or a parent's settle) created says, against its job's input: none its input does not demand.
-  const demanded = expectedEffects(w, jobs, 'any');
+  const demanded = withAttempts(expectedEffects(w, jobs, 'any'), outbox);
   const chains = checkChains(table, outbox, outboxStream, demanded, sources, add);
   for (const id of chains.created) created.add(id);
   const read = new Set(jobs.filter((j) => inputOf(w, j) !== undefined).map((j) => String(j.pk)));

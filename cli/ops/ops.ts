@@ -1,5 +1,5 @@
 /**
- * Ops commands: status, requeue, decide (cli/ops/decide.ts), raise-epoch, seal, pause, resume (cli/ops/pause.ts), plan (cli/ops/plan.ts). They work against DynamoDB Local
+ * Ops commands: status, requeue, decide (cli/ops/decide.ts), retry (cli/ops/retry.ts), raise-epoch, seal, pause, resume (cli/ops/pause.ts), plan (cli/ops/plan.ts). They work against DynamoDB Local
  * (--endpoint + --table-prefix) or a deployed stack (--outputs cdk-outputs.json from
  * `cdk deploy --outputs-file`, or explicit --*-table flags) with the standard credential chain.
  */
@@ -40,10 +40,11 @@ import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 import { OUTPUTS } from '../../infra/outputs.js';
 import { parseFlags, urlFlag } from '../shared/flags.js';
 import { decide, DECIDE_USAGE, decisionOf, type DecideFlags } from './decide.js';
+import { retry, RETRY_USAGE, retryNoteOf } from './retry.js';
 import { PLAN_HELP, planCommand } from './plan.js';
 import { listPrefixes } from './prefixes.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'decide', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'decide', 'retry', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
@@ -69,6 +70,7 @@ Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never th
   resume: `resume: enable the worker's SQS event source mapping again and wait until Lambda says Enabled.
   npm run cli -- resume --outputs cdk-outputs.json    (or --mapping-id UUID [--region R])`,
   decide: `${DECIDE_USAGE}\n${COMMON}`,
+  retry: `${RETRY_USAGE}\n${COMMON}`,
   plan: PLAN_HELP,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
 };
@@ -317,7 +319,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
       help: { type: 'boolean', default: false },
     },
     strict: true,
-    allowPositionals: command === 'requeue' || command === 'decide',
+    allowPositionals: command === 'requeue' || command === 'decide' || command === 'retry',
   });
   if (values.help) {
     process.stdout.write(USAGE[command] + '\n');
@@ -326,6 +328,8 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
   if (command === 'requeue' && positionals.length !== 1) throw new InvalidInputError('jobId', 'requeue takes exactly one job id');
   if (command === 'decide' && positionals.length !== 1) throw new InvalidInputError('outboxId', 'decide takes exactly one outbox item id');
   if (command === 'decide') decisionOf(values); // its flags refused before any table is named or read
+  if (command === 'retry' && positionals.length !== 1) throw new InvalidInputError('outboxId', 'retry takes exactly one outbox item id');
+  if (command === 'retry') retryNoteOf(values.note);
   const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
   if (command === 'pause' || command === 'resume') return pauseOrResume(command, values);
   if (values.prefixes) return prefixesHere(command, values);
@@ -355,6 +359,8 @@ async function run(
       return requeue(t, positionals[0], values.json);
     case 'decide':
       return decide(t, positionals[0], values);
+    case 'retry':
+      return retry(t, positionals[0], values);
     case 'raise-epoch': {
       const r = await raiseEpoch(t.doc, t.tables.leases, epoch!);
       process.stdout.write(

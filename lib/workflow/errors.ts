@@ -102,6 +102,21 @@ export class ObjectStateUnknownError extends FencedError {
 }
 
 /**
+ * A new attempt of an outbox item (effects/attempts.ts) that the item's state refuses: it is
+ * missing, neither declined (FAILED as a refusal of the effect) nor UNKNOWN, or already retried.
+ * Nothing was written by the refused call.
+ */
+export class AttemptRefusedError extends FencedError {
+  readonly code = 'ATTEMPT_REFUSED';
+  constructor(
+    readonly id: string,
+    readonly why: string,
+  ) {
+    super(`outbox item ${id} ${why}: only a declined item (FAILED, refusal effect) or an UNKNOWN one its provider has no record of takes a new attempt, once`);
+  }
+}
+
+/**
  * A person's decision on an outbox item (effects/decisions.ts) that the item's state refuses: it
  * is missing, or not UNKNOWN (settled by its provider's answer, or moved while the decision was
  * being written). Nothing was written by the refused call.

@@ -20,7 +20,7 @@ export {
 } from './config.js';
 export { assertJobId, createJob, fenceKeyOf, fencesOfLease, jobFromItem, leaseKeyOf, MAX_UNIT_FAILURES, readJob, type Job, type JobStatus } from './jobs.js';
 export { claimRequeue, markFailed, recordUnitFailure } from './job-writes.js';
-export { DecisionRefusedError, InvalidJobItemError, InvalidRunItemError, JobNotFoundError, ObjectStateUnknownError, ObjectWriteConflictError, RunInputMismatchError, UnprocessedKeysError } from './errors.js';
+export { AttemptRefusedError, DecisionRefusedError, InvalidJobItemError, InvalidRunItemError, JobNotFoundError, ObjectStateUnknownError, ObjectWriteConflictError, RunInputMismatchError, UnprocessedKeysError } from './errors.js';
 export { METRIC, silentTelemetry, type MetricName, type Telemetry, type WorkMessage, type WorkQueue } from './ports.js';
 export { maxUnitSize, type Processor, type UnitContext } from './processor.js';
 export {
@@ -91,6 +91,7 @@ export {
   type OutboxStatus,
 } from './effects/outbox.js';
 export { decideUnknown, type Decision, type DecisionResult } from './effects/decisions.js';
+export { attemptId, retryAsNewAttempt } from './effects/attempts.js';
 export { assertSteps, EMAIL_SOURCE, followUpId, followUps, followUpsOf, MAX_CHAIN, sourceOf, STEP_OUTCOMES, type FollowUpStep, type StepOutcome } from './effects/follow-ups.js';
 export { Pacer, notBeforeOf, type BackoffSettings } from './effects/pacing.js';
 export { PROVIDER_EVENT, recordedDelivery, type SendVerdict, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult, type DeclineRule } from './effects/providers.js';

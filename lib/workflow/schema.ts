@@ -149,6 +149,16 @@ export const OUTBOX_ATTR = {
   decidedBy: 'decidedBy',
   decisionNote: 'decisionNote',
   decidedAt: 'decidedAt',
+  /**
+   * A new attempt of a declined (or untaken UNKNOWN) item, under a new key (effects/attempts.ts):
+   * on the attempt, the first attempt's id (`attemptOf`) and its number (`attempt`, 2 on); on the
+   * attempt it replaces, `retriedBy` (L of S, its one successor), with the person's note and the time.
+   */
+  attemptOf: 'attemptOf',
+  attempt: 'attempt',
+  retriedBy: 'retriedBy',
+  retryNote: 'retryNote',
+  retriedAt: 'retriedAt',
 } as const;
 
 /**

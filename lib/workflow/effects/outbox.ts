@@ -93,6 +93,10 @@ export interface OutboxItem {
   readonly followUpError?: string;
   /** The follow-ups a hard bounce created (its `bounced` steps), listed by the recorder's write. */
   readonly bounceFollowUps?: readonly string[];
+  /** A new attempt (attempts.ts): the first attempt's id and this one's number; on the one it replaced, its successor. */
+  readonly attemptOf?: string;
+  readonly attempt?: number;
+  readonly retriedBy?: readonly string[];
 }
 
 export interface EmailPayload {
