@@ -93,6 +93,17 @@ export class ContextSettings {
     return this.integer('unitSize', 1, unitSizeCap(workload), ` (workload ${workload.name}: ${workload.effectsPerItem} effects per item + fence + checkpoint in one transaction)`);
   }
 
+  /**
+   * `true`: the starter's schedule starts the workload's runs. Unset or `false`: it is deployed
+   * disabled, so a fresh deploy starts nothing until the operator says so (a sample's made-up work
+   * never reaches a provider on its own); a run can still be started by hand.
+   */
+  scheduleRuns(): boolean {
+    const v = this.string('scheduleRuns');
+    if (v !== undefined && v !== 'true' && v !== 'false') throw new ConfigError('scheduleRuns', `must be true or false, got "${v.slice(0, 100)}"`);
+    return v === 'true';
+  }
+
   /** `true` for the first of the two deploys an index replacement takes (docs/deploy.md, Upgrading). */
   keepRetiredIndexes(): boolean {
     const v = this.string('keepRetiredIndexes');

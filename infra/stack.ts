@@ -11,6 +11,7 @@
  * | `leaseMode`                 | `wall-clock` or `version-watch`                      | `wall-clock`         |
  * | `sweepIntervalMinutes`      | sweeper rate                                         | 1                    |
  * | `starterSchedule`           | EventBridge Scheduler expression for the starter     | the workload's       |
+ * | `scheduleRuns`              | `true`: the starter's schedule is enabled            | false (disabled)     |
  * | `runItems`                  | items in a run the payload does not size             | 1000                 |
  * | `unitSize`                  | items per fenced unit (at most the workload's cap)   | the workload's       |
  * | `shards`                    | shard jobs per run (npm run cli -- plan recommends)  | 1                    |
@@ -79,6 +80,7 @@ export class FencedWorkflowStack extends Stack {
     const runItems = settings.runItems(workload);
     const unitSize = settings.unitSize(workload);
     const starterSchedule = settings.starterSchedule();
+    const scheduleRuns = settings.scheduleRuns();
     const alarmTopicArn = settings.arn('alarmTopicArn');
     const metricsNamespace = settings.metricsNamespace();
     const adoptTables = settings.adoptTables();
@@ -101,6 +103,7 @@ export class FencedWorkflowStack extends Stack {
       ...(runItems !== undefined ? { runItems } : {}),
       ...(unitSize !== undefined ? { unitSize } : {}),
       ...(starterSchedule ? { starterSchedule: ScheduleExpression.expression(starterSchedule) } : {}),
+      scheduleRuns,
       ...(alarmTopicArn ? { alarmTopic: this.alarmTopicHere(alarmTopicArn) } : {}),
       ...(adoptTables ? { adoptTables } : {}),
       ...(metricsNamespace ? { metricsNamespace } : {}),

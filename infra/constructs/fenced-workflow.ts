@@ -112,6 +112,8 @@ export interface FencedWorkflowProps {
   readonly staleAfter?: Duration;
   /** When the starter starts a run. @default the workload's `start.schedule` (UTC) */
   readonly starterSchedule?: ScheduleExpression;
+  /** Whether the starter's schedule is enabled (default false: a fresh deploy starts no run until the operator says so). */
+  readonly scheduleRuns?: boolean;
   /** SQS messages a worker invocation takes. @default 5 */
   readonly workerBatchSize?: number;
   /**
@@ -416,6 +418,7 @@ export class FencedWorkflow extends Construct {
     this.starterSchedule = new Schedule(this, 'StarterSchedule', {
       description: starterScheduleDescription(workload),
       schedule: props.starterSchedule ?? workloadSchedule(workload),
+      enabled: props.scheduleRuns === true,
       target: new LambdaInvoke(this.starter.fn, {
         role: schedulerTargetRole,
         // The workload names its run from `time` (the previous month, the previous day): the

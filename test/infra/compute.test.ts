@@ -298,10 +298,11 @@ describe('schedules (EventBridge Scheduler)', () => {
     );
   });
 
-  it('the starter runs monthly at 02:00 UTC on the 1st, with retries (it is idempotent) and the schedule DLQ', () => {
+  it('the starter runs monthly at 02:00 UTC on the 1st, with retries (it is idempotent) and the schedule DLQ; deployed disabled', () => {
     expect(props(w.starterSchedule)).toEqual(
       expect.objectContaining({
         ScheduleExpression: 'cron(0 2 1 * ? *)',
+        State: 'DISABLED',
         ScheduleExpressionTimezone: 'Etc/UTC',
         Target: expect.objectContaining({
           Arn: arnOf(w.starter.fn),
@@ -312,6 +313,18 @@ describe('schedules (EventBridge Scheduler)', () => {
         }),
       }),
     );
+  });
+
+  it('a fresh deploy starts no run by itself: the starter schedule is enabled only by -c scheduleRuns=true; another value is refused at synth in one line', () => {
+    const stateWith = (scheduleRuns: string) => {
+      const { template, stack } = templateOf({ context: { scheduleRuns } });
+      return template.toJSON().Resources[logicalId(stack.workflow.starterSchedule)].Properties.State;
+    };
+    expect(stateWith('true')).toBe('ENABLED');
+    expect(stateWith('false')).toBe('DISABLED');
+    expect(() => templateOf({ context: { scheduleRuns: 'yes' } })).toThrow('scheduleRuns: must be true or false, got "yes"');
+    // The sweeper is not a run: it stays enabled, whatever the flag.
+    expect(props(w.sweeperSchedule)).toEqual(expect.objectContaining({ State: 'ENABLED' }));
   });
 
   it("Lambda does not retry a failed or throttled sweep either (the next sweep is one interval away); the starter's async retries stay", () => {
