@@ -409,7 +409,7 @@ function alarmTopic(scope: Construct): Topic {
   key.addToResourcePolicy(
     new PolicyStatement({ principals: [new ServicePrincipal('events.amazonaws.com')], actions: ['kms:Decrypt', 'kms:GenerateDataKey*'], resources: ['*'] }),
   );
-  const topic = new Topic(scope, 'AlarmTopic', { displayName: `${stack.stackName} alarms`, masterKey: key, enforceSSL: true });
+  const topic = new Topic(scope, 'AlarmTopic', { displayName: alarmTopicDisplayName(stack.stackName), masterKey: key, enforceSSL: true });
   topic.addToResourcePolicy(
     new PolicyStatement({
       principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
@@ -419,4 +419,10 @@ function alarmTopic(scope: Construct): Topic {
     }),
   );
   return topic;
+}
+
+/** SNS takes a display name of at most 100 characters, and a stack name may have 128: a long one is cut to fit. */
+export function alarmTopicDisplayName(stackName: string): string {
+  const suffix = ' alarms';
+  return `${stackName.slice(0, 100 - suffix.length)}${suffix}`;
 }

@@ -194,6 +194,17 @@ describe('alarms', () => {
   });
 });
 
+describe('the alarm topic', () => {
+  it("is named for its stack; a stack name of 128 characters (the longest allowed) still synthesizes, its topic's display name cut to SNS's 100", () => {
+    const topicOf = (t: Template) => Object.values(t.findResources('AWS::SNS::Topic'))[0]!.Properties as { DisplayName: string };
+    expect(topicOf(templateOf().template).DisplayName).toBe('FencedWorkflow alarms');
+    const long = `F${'w'.repeat(127)}`;
+    const name = topicOf(templateOf({ stackName: long }).template).DisplayName;
+    expect(name).toHaveLength(100);
+    expect(name).toBe(`${long.slice(0, 93)} alarms`);
+  });
+});
+
 describe('dashboard', () => {
   let body: string;
   beforeAll(() => {
