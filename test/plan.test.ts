@@ -11,6 +11,7 @@ import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoices/plan.js';
 import { INVOICE_PROFILE } from '../lib/workloads/invoices/profile.js';
 import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER } from '../lib/workloads/invoices/invoices.js';
 import { runCli } from './support/cli.js';
+import { unfinishedJobAlarmLine } from '../cli/ops/plan.js';
 
 const cli = runCli;
 
@@ -122,6 +123,14 @@ describe('npm run cli -- plan', () => {
     for (const l of plan.limits) expect(l.raise.length).toBeGreaterThan(10);
     const text = await cli(['plan', '--customers', '10000000']);
     expect(text.stdout).toMatch(/binds: .* raise: /);
+    expect(text.stdout).toMatch(/^  alarm UnfinishedJobTooOld: fires when a job stays unfinished over 60 min \(unfinishedJobAlarmMinutes\); this run's jobs take up to .*: (it fits|it would fire during a healthy run; deploy with -c unfinishedJobAlarmMinutes=\d+)$/m);
+  });
+
+  it("UnfinishedJobTooOld against the run's own duration: a run that takes hours gets the setting that leaves it twice its time, instead of a page every run", () => {
+    expect(unfinishedJobAlarmLine(29 * 60)).toMatch(/: it fits$/);
+    expect(unfinishedJobAlarmLine(30 * 60)).toMatch(/: it fits$/);
+    expect(unfinishedJobAlarmLine(31 * 60)).toMatch(/it would fire during a healthy run; deploy with -c unfinishedJobAlarmMinutes=62$/);
+    expect(unfinishedJobAlarmLine(3 * 3600)).toMatch(/-c unfinishedJobAlarmMinutes=360$/);
   });
 
   it.each([

@@ -5,7 +5,7 @@
  * measured on DynamoDB Local. Bad input: one line, exit 2.
  */
 import { InvalidInputError } from '../../lib/protocol/index.js';
-import { AWS_LIMITS, DEFAULT_ASSUMPTIONS, MAX_SHARDS, PRICES_US_EAST_1, TABLE_ROLES } from '../../lib/workflow/index.js';
+import { AWS_LIMITS, DEFAULT_ASSUMPTIONS, DEFAULT_UNFINISHED_JOB_ALARM_MINUTES, MAX_SHARDS, PRICES_US_EAST_1, TABLE_ROLES } from '../../lib/workflow/index.js';
 import { planInvoiceRun, type InvoicePlan } from '../../lib/workloads/invoices/plan.js';
 import { DEFAULT_UNIT_SIZE, MAX_UNIT_SIZE } from '../../lib/workloads/invoices/invoices.js';
 import { intFlag, parseFlags } from '../shared/flags.js';
@@ -72,9 +72,22 @@ export function renderPlan(p: InvoicePlan): string {
     L.push(`    ${duration(v.seconds).padStart(10)}  ${v.name}: ${n(v.demands)} of ${n(v.allows)} ${v.unit} (${n((100 * v.demands) / v.allows)} %)`);
   }
   L.push(`  stack settings: ${stackContext(p)} (worker event source maximum concurrency ${p.settings.workerMaxConcurrency})`);
+  L.push(`  ${unfinishedJobAlarmLine(p.wallSecondsUnwarmed)}`);
   const missing = Object.keys(p.settings.warmWriteUnits).filter((r) => !(TABLE_ROLES as string[]).includes(r));
   if (missing.length > 0) L.push(`  (no ${missing.join(', ')} table in this stack yet: warm it the same way when it has one)`);
   return L.join('\n');
+}
+
+/**
+ * UnfinishedJobTooOld against the run's own duration: a healthy run of hours would page someone
+ * every time it runs. Judged on tables never pre-warmed (the longer time), with twice that as the
+ * margin a setting must leave.
+ */
+export function unfinishedJobAlarmLine(jobSeconds: number): string {
+  const at = DEFAULT_UNFINISHED_JOB_ALARM_MINUTES;
+  const needed = Math.ceil((2 * jobSeconds) / 60);
+  const head = `alarm UnfinishedJobTooOld: fires when a job stays unfinished over ${at} min (unfinishedJobAlarmMinutes); this run's jobs take up to ${duration(jobSeconds)}`;
+  return needed <= at ? `${head}: it fits` : `${head}: it would fire during a healthy run; deploy with -c unfinishedJobAlarmMinutes=${needed}`;
 }
 
 /** The per-customer write units by table and index (the breakdown by purpose is in --json). */

@@ -19,7 +19,7 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole, type Workload } from '../../lib/workflow/index.js';
+import { DEFAULT_UNFINISHED_JOB_ALARM_MINUTES, ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole, type Workload } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { WORKLOADS } from '../../lib/workloads/index.js';
 import { deadLetterQueue, durableTable, secureQueue, type WarmUnits } from './defaults.js';
@@ -458,7 +458,7 @@ export class FencedWorkflow extends Construct {
       sweeper: this.sweeper.fn,
       effects: { sender: 'sender', reconciler: 'reconciler', ...(this.effects.recorder ? { recorder: 'recorder' } : {}), ...(this.effects.collector ? { collector: 'collector' } : {}), steps: (this.workload.steps ?? []).length > 0 },
       sweepInterval,
-      unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.hours(1),
+      unfinishedJobAlarmAfter: props.unfinishedJobAlarmAfter ?? Duration.minutes(DEFAULT_UNFINISHED_JOB_ALARM_MINUTES),
       ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
     });
     watchCounterGuard(this, counterTables, this.monitoring.alarmTopic, this.scheduleDeadLetterQueue);

@@ -154,6 +154,9 @@ export function leaseSettingsFromEnv(env: Env): LeaseSettings {
 /** The sweeper's schedule period, as the sweeper accepts it: 1 s to 1 day. The stack's sweepIntervalMinutes is checked against it. */
 export const SWEEP_INTERVAL_MS = { min: 1_000, max: 86_400_000 } as const;
 
+/** How long a job may stay unfinished before the stack's UnfinishedJobTooOld alarm fires, unless the stack sets `unfinishedJobAlarmMinutes`. */
+export const DEFAULT_UNFINISHED_JOB_ALARM_MINUTES = 60;
+
 export interface SweepSettings {
   /** wall-clock: a heartbeat older than this is stale. */
   staleAfterMs: number;

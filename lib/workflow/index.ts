@@ -13,6 +13,7 @@ export {
   leaseSettingsFromEnv,
   required,
   SWEEP_INTERVAL_MS,
+  DEFAULT_UNFINISHED_JOB_ALARM_MINUTES,
   sweepSettingsFromEnv,
   tablesFromEnv,
   type LeaseSettings,
