@@ -203,17 +203,22 @@ describe("seal raises the fences of the stack's own workload", () => {
   });
 });
 
+/** A renewals stack's tables of its own (its outputs file naming them), with `items` in its outbox: how to read an item back, and the flags that name the stack. */
+async function renewalsStackWith(items: Record<string, unknown>[]): Promise<{ read: (pk: string) => Promise<Record<string, unknown> | undefined>; where: string[] }> {
+  const own = await makeTables(import.meta.filename);
+  const { PutCommand, GetCommand } = await import('@aws-sdk/lib-dynamodb');
+  const file = join(tempDir('fenced-ops-'), 'outputs.json');
+  writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(own.names, { [OUTPUTS.workload]: 'renewals' }) }));
+  for (const Item of items) await own.dynamo.doc.send(new PutCommand({ TableName: own.names.outbox, Item }));
+  const read = async (pk: string) => (await own.dynamo.doc.send(new GetCommand({ TableName: own.names.outbox, Key: { pk }, ConsistentRead: true }))).Item;
+  return { read, where: ['--outputs', file, '--endpoint', own.endpoint] };
+}
+
 describe("decide: a person's decision on an UNKNOWN outbox item, with the stack's workload's steps", () => {
   it("settles it as told, creates the step of that outcome once, prints what it did; bad flags and an item not UNKNOWN are refused, nothing written", async () => {
-    const own = await makeTables(import.meta.filename);
-    const { PutCommand, GetCommand } = await import('@aws-sdk/lib-dynamodb');
-    const file = join(tempDir('fenced-ops-'), 'outputs.json');
-    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(own.names, { [OUTPUTS.workload]: 'renewals' }) }));
     const id = 'charge#2026-11#sub-0000007';
     const request = { subscription: 'sub-0000007', merchant: 'm-03', plan: 'pro', amountCents: 1900, currency: 'EUR', card: 'tok_visa', reference: `renewal#2026-11#sub-0000007` };
-    await own.dynamo.doc.send(new PutCommand({ TableName: own.names.outbox, Item: { pk: id, kind: 'http', target: 'charges', path: '/merchants/m-03/charges', request, context: { subscriber: 'sub-0000007@subscribers.example', month: '2026-11' }, status: 'UNKNOWN', failureReason: 'past the provider key retention', jobId: 'renewal-run#2026-11' } }));
-    const read = async (pk: string) => (await own.dynamo.doc.send(new GetCommand({ TableName: own.names.outbox, Key: { pk }, ConsistentRead: true }))).Item;
-    const where = ['--outputs', file, '--endpoint', own.endpoint];
+    const { read, where } = await renewalsStackWith([{ pk: id, kind: 'http', target: 'charges', path: '/merchants/m-03/charges', request, context: { subscriber: 'sub-0000007@subscribers.example', month: '2026-11' }, status: 'UNKNOWN', failureReason: 'past the provider key retention', jobId: 'renewal-run#2026-11' }]);
 
     await expect(opsCommand('decide', [id, '--accepted', '--declined', '--note', 'x', ...where])).rejects.toThrow(/give exactly one/);
     await expect(opsCommand('decide', [id, '--accepted', '--note', 'x', ...where])).rejects.toThrow(/--provider-id/);
@@ -235,16 +240,12 @@ describe("decide: a person's decision on an UNKNOWN outbox item, with the stack'
 
 describe('retry: a new attempt of a declined outbox item, under a new key', () => {
   it('creates <id>#attempt-2 with what the item said and marks the item retriedBy it, printing what it did; without a note, or an item not declined, refused, nothing written', async () => {
-    const own = await makeTables(import.meta.filename);
-    const { PutCommand, GetCommand } = await import('@aws-sdk/lib-dynamodb');
-    const file = join(tempDir('fenced-ops-'), 'outputs.json');
-    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(own.names, { [OUTPUTS.workload]: 'renewals' }) }));
     const id = 'charge#2026-11#sub-0000009';
     const request = { subscription: 'sub-0000009', merchant: 'm-03', plan: 'pro', amountCents: 1900, currency: 'EUR', card: 'tok_visa' };
-    await own.dynamo.doc.send(new PutCommand({ TableName: own.names.outbox, Item: { pk: id, kind: 'http', target: 'charges', path: '/merchants/m-03/charges', request, status: 'FAILED', refusal: 'effect', failureReason: 'card_declined', jobId: 'renewal-run#2026-11', unit: 0 } }));
-    await own.dynamo.doc.send(new PutCommand({ TableName: own.names.outbox, Item: { pk: 'sent-one', kind: 'http', target: 'charges', request, status: 'SENT', jobId: 'renewal-run#2026-11', unit: 0 } }));
-    const read = async (pk: string) => (await own.dynamo.doc.send(new GetCommand({ TableName: own.names.outbox, Key: { pk }, ConsistentRead: true }))).Item;
-    const where = ['--outputs', file, '--endpoint', own.endpoint];
+    const { read, where } = await renewalsStackWith([
+      { pk: id, kind: 'http', target: 'charges', path: '/merchants/m-03/charges', request, status: 'FAILED', refusal: 'effect', failureReason: 'card_declined', jobId: 'renewal-run#2026-11', unit: 0 },
+      { pk: 'sent-one', kind: 'http', target: 'charges', request, status: 'SENT', jobId: 'renewal-run#2026-11', unit: 0 },
+    ]);
 
     await expect(opsCommand('retry', [id, ...where])).rejects.toThrow(/--note: say why/);
     await expect(opsCommand('retry', ['--note', 'x', ...where])).rejects.toThrow(/exactly one outbox item id/);

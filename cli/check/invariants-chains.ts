@@ -45,7 +45,10 @@ export interface ChainStats {
 function seenByProvider(table: string, sources: EffectsSources): Set<string> {
   const out = new Set<string>();
   for (const r of sources.payments ?? []) if (r.outboxTable === table && r.outboxId !== undefined) out.add(r.outboxId);
-  for (const m of sources.mails ?? []) if (headerOf(m.raw, 'X-Outbox-Table') === table) out.add(headerOf(m.raw, 'X-Outbox-Id') ?? '');
+  for (const m of sources.mails ?? []) {
+    const id = headerOf(m.raw, 'X-Outbox-Id');
+    if (id !== undefined && headerOf(m.raw, 'X-Outbox-Table') === table) out.add(id);
+  }
   return out;
 }
 

@@ -14,15 +14,13 @@
  * a decline that creates the same target: its follow-up is a new attempt under its own key).
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { InvalidInputError, type Clock } from '../../protocol/index.js';
+import type { Clock } from '../../protocol/index.js';
 import { AttemptRefusedError } from '../errors.js';
 import { OUTBOX_ATTR as O } from '../schema.js';
-import { change, outboxEmail, outboxHttp, readOutboxItem, type OutboxItem } from './outbox.js';
+import { change, outboxEmail, outboxHttp, personsNote, readOutboxItem, type OutboxItem } from './outbox.js';
 
 /** Attempt n of the item first written as `first`. */
 export const attemptId = (first: string, n: number): string => `${first}#attempt-${n}`;
-
-const NOTE_MAX = 500;
 
 /** Why `item` cannot take a new attempt; undefined: it can. */
 function refusalOf(item: OutboxItem | undefined): string | undefined {
@@ -45,7 +43,7 @@ function attemptOf(table: string, item: OutboxItem, id: string, n: number, now: 
 
 /** Creates the next attempt of declined or UNKNOWN item `id`; AttemptRefusedError when its state refuses one. Returns the attempt's id. */
 export async function retryAsNewAttempt(deps: { readonly doc: DynamoDBDocumentClient; readonly table: string; readonly clock: Clock }, id: string, note: string): Promise<string> {
-  if (note.trim() === '' || note.length > NOTE_MAX) throw new InvalidInputError('note', `say why it is tried again (1-${NOTE_MAX} characters; kept on the item it replaces)`);
+  personsNote(note, 'why it is tried again');
   const item = await readOutboxItem(deps.doc, deps.table, id);
   const refused = refusalOf(item);
   if (refused !== undefined) throw new AttemptRefusedError(id, refused);

@@ -14,7 +14,7 @@ import { InvalidInputError } from '../../protocol/index.js';
 import { DecisionRefusedError } from '../errors.js';
 import { OUTBOX_ATTR as O } from '../schema.js';
 import { followUps, type SettlerDeps } from './follow-ups.js';
-import { change, readOutboxItem, type OutboxItem } from './outbox.js';
+import { change, personsNote, readOutboxItem, type OutboxItem } from './outbox.js';
 
 /** What the person found at the provider: it took the effect (with its id there), or declined it. */
 export type Decision = { readonly outcome: 'accepted'; readonly providerMessageId: string; readonly note: string } | { readonly outcome: 'declined'; readonly note: string };
@@ -28,11 +28,8 @@ export interface DecisionResult {
   readonly followUpError?: string;
 }
 
-const NOTE_MAX = 500;
-
 function checkDecision(d: Decision): void {
-  if (d.note.trim() === '') throw new InvalidInputError('note', 'say what the provider showed (a decision is kept on the item with its note)');
-  if (d.note.length > NOTE_MAX) throw new InvalidInputError('note', `at most ${NOTE_MAX} characters, got ${d.note.length}`);
+  personsNote(d.note, 'what the provider showed');
   if (d.outcome === 'accepted' && !/^[\x21-\x7e]{1,255}$/.test(d.providerMessageId)) throw new InvalidInputError('provider id', 'must be the provider\'s id of what it took (1-255 printable characters, no spaces)');
 }
 

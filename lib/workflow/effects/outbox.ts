@@ -176,6 +176,16 @@ export interface Change {
   readonly names: readonly string[];
 }
 
+/** The most a person's note on an item may say (a decision's, a retry's). */
+const NOTE_MAX = 500;
+
+/** A person's note, kept on the item they acted on: said (`says`: what it must say), and at most NOTE_MAX characters. */
+export function personsNote(note: string, says: string): string {
+  if (note.trim() === '') throw new InvalidInputError('note', `say ${says} (kept on the item)`);
+  if (note.length > NOTE_MAX) throw new InvalidInputError('note', `at most ${NOTE_MAX} characters, got ${note.length}`);
+  return note;
+}
+
 /** What a settle creates with it (follow-ups.ts followUpsOf): the follow-up items, or why none could be. */
 export interface FollowUpWrite {
   readonly items: readonly Record<string, unknown>[];
