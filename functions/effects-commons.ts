@@ -2,11 +2,11 @@
  * What the external-effect functions share, from the environment (lib/workflow/config.ts ENV):
  * the documents bucket (the worker puts, the collector deletes), and the outbox sender's
  * providers, as the workload declares them: SES v2 with the configuration set that publishes
- * SEND events when it sends email, and each http target's endpoint (`<TARGET>_URL`) when one is
- * configured.
+ * SEND events when it sends email (to the mailbox simulator unless `LIVE_TARGETS` names `email`),
+ * and each http target's endpoint (`<TARGET>_URL`) when one is configured.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { decimal, DEFAULT_KEY_RETENTION_MARGIN_MS, ENV, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
+import { decimal, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import type { Commons, Env } from './commons.js';
@@ -65,7 +65,8 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
  * items are held, unsent and alarmed, and sent once one is configured), with the key retention its
  * descriptor states unless `<TARGET>_KEY_RETENTION_MS` says otherwise.
  */
-function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): { email?: SesEmailProvider; http: Record<string, HttpProvider> } {
+function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): { email?: EmailProvider; http: Record<string, HttpProvider> } {
+  const live = liveTargetsOf(env[ENV.liveTargets], ENV.liveTargets, [EMAIL_TARGET, ...workload.outbox.http.map((t) => t.target)]);
   const http: Record<string, HttpProvider> = {};
   for (const t of workload.outbox.http) {
     const names = httpTargetEnv(t.target);
@@ -75,7 +76,9 @@ function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): {
   if (!workload.outbox.email) return { http };
   const ses = SesEmailProvider.client();
   tracer?.captureAWSv3Client(ses);
-  return { email: new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet), undefined, SEND_TIMEOUT_MS), http };
+  const email = new SesEmailProvider(ses, required(env, ENV.sesConfigurationSet), undefined, SEND_TIMEOUT_MS);
+  // Not live: every email goes to SES's mailbox simulator, whatever recipient the item names.
+  return { email: live.has(EMAIL_TARGET) ? email : new SandboxEmail(email), http };
 }
 
 /** The reconciler: the sender's providers and checks, and its own thresholds. */

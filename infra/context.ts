@@ -5,7 +5,7 @@
  * accepts is one the deployed functions accept. A bad value is a ConfigError naming the setting.
  */
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
-import { AWS_LIMITS, isHttpUrl, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../lib/workflow/index.js';
+import { AWS_LIMITS, EMAIL_TARGET, isHttpUrl, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../lib/workflow/index.js';
 import { configuredWorkload, DEFAULT_WORKLOAD, WORKLOADS } from '../lib/workloads/index.js';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
 import { SEND_RATE_PER_SECOND } from './constructs/settings.js';
@@ -235,16 +235,41 @@ export class ContextSettings {
   }
 
   /**
-   * Each http target's endpoint, from context `<target>Url` (`payments` → `paymentsUrl`,
-   * `webhooks` → `webhooksUrl`): https only. Another workload's targets are not read (unusedBy).
+   * `-c live=true`: every target of the workload reaches real recipients and providers; a
+   * comma-separated list (`live=email`, `live=payments`) only those; unset or `false`: none, the
+   * stack deploys in the sandbox (lib/workflow/effects/sandbox.ts). `email` names the workload's
+   * email, the other names its http targets; a name it does not have is refused.
    */
-  httpTargets(workload: Pick<Workload, 'name' | 'outbox'>): Record<string, string> {
+  live(workload: Pick<Workload, 'name' | 'outbox'>): string[] {
+    const v = this.string('live');
+    const targets = [...(workload.outbox.email ? [EMAIL_TARGET] : []), ...workload.outbox.http.map((t) => t.target)];
+    if (v === undefined || v === 'false') return [];
+    if (v === 'true') return targets;
+    const names = v.split(',').map((n) => n.trim());
+    for (const n of names) {
+      if (!targets.includes(n)) throw new ConfigError('live', `must be true, false or a comma-separated list of workload ${workload.name}'s targets (${targets.join(', ') || 'none'}), got "${n.slice(0, 100)}"`);
+    }
+    return [...new Set(names)];
+  }
+
+  /**
+   * Each live http target's endpoint, from context `<target>Url` (`payments` → `paymentsUrl`,
+   * `webhooks` → `webhooksUrl`): https only, and required: a live target without one would hold
+   * every item. A target in the sandbox takes none: a URL
+   * given for it is refused, not ignored, since the operator meant it to be called. Another
+   * workload's targets are not read (unusedBy).
+   */
+  httpTargets(workload: Pick<Workload, 'name' | 'outbox'>, live: readonly string[] = []): Record<string, string> {
     const own = workload.outbox.http.map((t) => t.target);
     const out: Record<string, string> = {};
     for (const target of own) {
       const key = httpTargetContextKey(target);
       const v = this.string(key);
-      if (v === undefined) continue;
+      if (!live.includes(target)) {
+        if (v !== undefined) throw new ConfigError(key, `is set, but target ${target} is in the sandbox: add -c live=true (or live=${target}) to call ${v.slice(0, 200)}, or unset ${key}`);
+        continue;
+      }
+      if (v === undefined) throw new ConfigError(key, `is required: target ${target} is live (-c live), and its calls need the provider's https endpoint`);
       if (!/^https:\/\//.test(v) || !isHttpUrl(v)) throw new ConfigError(key, `must be an https URL, got "${v.slice(0, 200)}"`);
       out[target] = v;
     }

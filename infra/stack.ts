@@ -26,7 +26,8 @@
  * | `senderAddress`             | From address of the emails (email workloads only)    | required if email    |
  * | `senderIdentity`            | existing SES identity to send as (name or ARN)       | none                 |
  * | `senderDomain`              | domain identity to create, with Easy DKIM            | none                 |
- * | `<target>Url`               | an http target's endpoint: paymentsUrl, webhooksUrl  | none                 |
+ * | `live`                      | `true`, or the targets that reach real recipients    | none: the sandbox    |
+ * | `<target>Url`               | a live http target's endpoint: paymentsUrl...        | required if live     |
  * | `sendRatePerSecond`         | sends/s per sender or reconciler invocation          | none (unpaced)       |
  * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | see stackNameFrom    |
  *
@@ -86,7 +87,8 @@ export class FencedWorkflowStack extends Stack {
     const adoptTables = settings.adoptTables();
     const operatorRoleArn = settings.arn('operatorRoleArn');
     const email = settings.email(workload);
-    const httpTargets = settings.httpTargets(workload);
+    const live = settings.live(workload);
+    const httpTargets = settings.httpTargets(workload, live);
     for (const { key, why } of settings.unusedBy(workload)) Annotations.of(this).addWarningV2(`fenced-workflow:ignored-${key}`, `${key} is ignored: ${why}`);
     const sendRatePerSecond = settings.sendRatePerSecond();
     const shards = settings.shards();
@@ -110,6 +112,7 @@ export class FencedWorkflowStack extends Stack {
       ...(operatorRoleArn ? { counterWriters: [operatorRoleArn] } : {}),
       externalEffects: {
         ...(email ?? {}),
+        liveTargets: live,
         httpTargets,
         ...(sendRatePerSecond !== undefined ? { sendRatePerSecond } : {}),
       },

@@ -28,7 +28,7 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { ENV, httpTargetEnv, isHttpUrl, OUTBOX_INDEX, type Workload } from '../../lib/workflow/index.js';
+import { EMAIL_TARGET, ENV, httpTargetEnv, isHttpUrl, OUTBOX_INDEX, type Workload } from '../../lib/workflow/index.js';
 import { deadLetterQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { validateEffects } from './settings.js';
@@ -69,9 +69,16 @@ export interface ExternalEffectsProps {
   /** The SES identity it sends as. @default an email-address identity created for `senderAddress` (no DKIM) */
   readonly senderIdentity?: SenderIdentitySetting;
   /**
-   * Each http target's endpoint, by target name (the workload's `outbox.http`), passed to the
-   * sender and the reconciler as `<TARGET>_URL` (httpTargetEnv). A target without one: its
-   * outbox items end FAILED, the reason on the item. A name the workload does not declare is refused.
+   * The targets that reach real recipients and providers: `email` (the workload's email) and
+   * http target names. Every other target is in the sandbox: its emails go to SES's mailbox
+   * simulator (lib/workflow/effects/sandbox.ts). A name the workload does not have is refused.
+   * @default none: the stack deploys in the sandbox
+   */
+  readonly liveTargets?: readonly string[];
+  /**
+   * Each live http target's endpoint, by target name (the workload's `outbox.http`), passed to
+   * the sender and the reconciler as `<TARGET>_URL` (httpTargetEnv): required for a live target,
+   * refused for one in the sandbox. A name the workload does not declare is refused.
    */
   readonly httpTargets?: Readonly<Record<string, string>>;
   /** The environment of the workflow's functions (table names, epoch, WORKLOAD...). */
@@ -125,12 +132,26 @@ function senderAddressOf(props: ExternalEffectsProps): string | undefined {
   return undefined;
 }
 
-/** `<TARGET>_URL` for each http target given an endpoint; a name the workload does not declare, or a URL the sender would refuse at cold start, is refused here. */
-function httpTargetVariables(workload: EffectsWorkload, urls: Readonly<Record<string, string>>): Record<string, string> {
+/** The live targets, checked against the workload's: `email` when it sends email, and its http targets' names. */
+function liveTargetsOf(workload: EffectsWorkload, live: readonly string[]): readonly string[] {
+  const targets = [...(workload.outbox.email ? [EMAIL_TARGET] : []), ...workload.outbox.http.map((t) => t.target)];
+  for (const n of live) if (!targets.includes(n)) throw new ConfigError('liveTargets', `workload ${workload.name} has no target "${n.slice(0, 100)}" (its targets: ${targets.join(', ') || 'none'})`);
+  return live;
+}
+
+/**
+ * `<TARGET>_URL` for each live http target; a name the workload does not declare, a URL the
+ * sender would refuse at cold start, a live target without a URL or a sandboxed one with one, is
+ * refused here.
+ */
+function httpTargetVariables(workload: EffectsWorkload, urls: Readonly<Record<string, string>>, live: readonly string[]): Record<string, string> {
   const declared = workload.outbox.http.map((t) => t.target);
+  const missing = declared.find((t) => live.includes(t) && urls[t] === undefined);
+  if (missing !== undefined) throw new ConfigError(`httpTargets.${missing}`, `is required: target ${missing} is live, and its calls need the provider's endpoint`);
   const out: Record<string, string> = {};
   for (const [target, url] of Object.entries(urls)) {
     if (!declared.includes(target)) throw new ConfigError(`httpTargets.${target}`, `workload ${workload.name} has no http target "${target}" (its targets: ${declared.join(', ') || 'none'})`);
+    if (!live.includes(target)) throw new ConfigError(`httpTargets.${target}`, `target ${target} is in the sandbox: name it in liveTargets to call its endpoint`);
     // A token (another construct's URL) resolves at deploy; the sender checks it at cold start.
     if (!Token.isUnresolved(url) && !isHttpUrl(url)) throw new ConfigError(`httpTargets.${target}`, `must be an http(s) URL, got ${JSON.stringify(url.slice(0, 200))}`);
     out[httpTargetEnv(target).url] = url;
@@ -163,7 +184,8 @@ export class ExternalEffects extends Construct {
   constructor(scope: Construct, id: string, props: ExternalEffectsProps) {
     super(scope, id);
     const address = senderAddressOf(props);
-    const http = httpTargetVariables(props.workload, props.httpTargets ?? {});
+    const live = liveTargetsOf(props.workload, props.liveTargets ?? []);
+    const http = httpTargetVariables(props.workload, props.httpTargets ?? {}, live);
     const prefix = props.workload.processor.documents?.prefix;
     if (prefix !== undefined) {
       this.documentsPrefix = prefix;
@@ -192,6 +214,7 @@ export class ExternalEffects extends Construct {
     const sending = {
       ...mail,
       ...http,
+      [ENV.liveTargets]: live.length === 0 ? 'none' : live.join(','),
       [ENV.reconcileClaimTimeoutMs]: String(reconcileClaimTimeout.toMilliseconds()),
       [ENV.senderTimeoutMs]: String(timeout.toMilliseconds()),
       ...(props.sendRatePerSecond !== undefined ? { [ENV.sendRatePerSecond]: String(props.sendRatePerSecond) } : {}),

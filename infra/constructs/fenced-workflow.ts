@@ -180,7 +180,7 @@ export interface FencedWorkflowProps {
    * sends per second of each sender or reconciler invocation. Which effects exist, and the folder
    * the documents go under, are the workload's.
    */
-  readonly externalEffects: Pick<ExternalEffectsProps, 'senderAddress' | 'senderIdentity' | 'httpTargets' | 'reconcileClaimTimeout' | 'sendRatePerSecond'>;
+  readonly externalEffects: Pick<ExternalEffectsProps, 'senderAddress' | 'senderIdentity' | 'liveTargets' | 'httpTargets' | 'reconcileClaimTimeout' | 'sendRatePerSecond'>;
 }
 
 /** The workload's own schedule (its `start.schedule` cron fields), in UTC. */
@@ -327,6 +327,7 @@ export class FencedWorkflow extends Construct {
       tables: { records: active.records, fences: active.fences, jobs: active.jobs, outbox: active.outbox },
       ...(props.externalEffects.senderAddress !== undefined ? { senderAddress: props.externalEffects.senderAddress } : {}),
       ...(props.externalEffects.senderIdentity ? { senderIdentity: props.externalEffects.senderIdentity } : {}),
+      ...(props.externalEffects.liveTargets ? { liveTargets: props.externalEffects.liveTargets } : {}),
       ...(props.externalEffects.httpTargets ? { httpTargets: props.externalEffects.httpTargets } : {}),
       environment,
       scheduleDeadLetterQueue: this.scheduleDeadLetterQueue,

@@ -19,6 +19,11 @@ export const ENV = {
   /** Emails: the From address (an SES identity), the SES configuration set that publishes SEND/DELIVERY events. */
   senderAddress: 'SENDER_ADDRESS',
   sesConfigurationSet: 'SES_CONFIGURATION_SET',
+  /**
+   * The targets that reach real recipients and providers (`email`, http target names, comma
+   * separated, or `none`). Unset: none. Every other target is in the sandbox (effects/sandbox.ts).
+   */
+  liveTargets: 'LIVE_TARGETS',
   /** The payment provider's charge-notification endpoint (http effects of target "payments"); optional. */
   paymentsUrl: 'PAYMENTS_URL',
   /** How long the payment provider keeps an Idempotency-Key (default Stripe's 24 h), and the sender's margin before it (default 1 h). */

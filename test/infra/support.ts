@@ -13,6 +13,7 @@ import { synthesizeApp } from '../../infra/app.js';
 import { addComplianceChecks } from '../../infra/constructs/checks.js';
 import { stackNameFrom } from '../../infra/context.js';
 import { FencedWorkflowStack } from '../../infra/stack.js';
+import { ConfigError } from '../../lib/protocol/index.js';
 import { DEFAULT_WORKLOAD, workloadNamed } from '../../lib/workloads/index.js';
 
 export const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
@@ -247,4 +248,15 @@ export function tableIdDrift(template: { Resources?: Record<string, { Type: stri
     else if (found.Type !== PINNED_TYPE) out.push(`${role}: ${id} is now ${found.Type}, not ${PINNED_TYPE}: a type change is a replace. ${consequence}`);
   }
   return out;
+}
+
+/** The ConfigError `build` throws: a test of a refusal fails when it is accepted or fails otherwise. */
+export function refusal(build: () => unknown): ConfigError {
+  try {
+    build();
+  } catch (e) {
+    if (e instanceof ConfigError) return e;
+    throw e;
+  }
+  throw new TypeError('accepted');
 }

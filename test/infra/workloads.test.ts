@@ -13,12 +13,11 @@ import { NO_FINDINGS_LINE } from '../../infra/constructs/checks.js';
 import { FencedWorkflow, type FencedWorkflowProps } from '../../infra/constructs/fenced-workflow.js';
 import { stackNameFrom } from '../../infra/context.js';
 import { FencedWorkflowStack, OUTPUTS } from '../../infra/stack.js';
-import { ConfigError } from '../../lib/protocol/index.js';
 import { ENV, unitSizeCap, type Workload } from '../../lib/workflow/index.js';
 import { WORKLOADS, workloadNamed } from '../../lib/workloads/index.js';
 import { commonsFromEnv } from '../../functions/commons.js';
 import { lambdaEnvironment } from './lambda-run.js';
-import { allAllowed, appWithoutBundling, buildApp, contextFor, NO_BUNDLING, logicalId, nagViolations, permissionsOf, synthAsCdk, templateOf, TEST_SENDER, withoutCfnValidation } from './support.js';
+import { allAllowed, appWithoutBundling, buildApp, contextFor, NO_BUNDLING, logicalId, nagViolations, permissionsOf, refusal, synthAsCdk, templateOf, TEST_SENDER, withoutCfnValidation } from './support.js';
 
 type Props = Record<string, unknown>;
 const reports = workloadNamed('reports');
@@ -31,7 +30,7 @@ let template: Template;
 let stack: FencedWorkflowStack;
 let resources: Record<string, { Type: string; Properties: Props }>;
 beforeAll(() => {
-  ({ template, stack } = templateOf({ workload: 'reports', context: { webhooksUrl: WEBHOOKS } }));
+  ({ template, stack } = templateOf({ workload: 'reports', context: { live: 'true', webhooksUrl: WEBHOOKS } }));
   resources = template.toJSON().Resources;
 });
 
@@ -42,17 +41,6 @@ const fnsOf = (s: FencedWorkflowStack) => {
 };
 const envOf = (t: Template, fn: { fn: Parameters<typeof logicalId>[0] }) => (t.toJSON().Resources[logicalId(fn.fn)].Properties.Environment as { Variables: Record<string, unknown> }).Variables;
 const ofType = (type: string) => Object.values(resources).filter((r) => r.Type === type);
-
-/** What a build threw: a ConfigError, one line. */
-function refusal(build: () => unknown): ConfigError {
-  try {
-    build();
-  } catch (e) {
-    if (e instanceof ConfigError) return e;
-    throw e;
-  }
-  throw new TypeError('accepted');
-}
 
 /** The construct alone on a stack (bundling skipped), as a fork's own stack code builds it. */
 const workflowOf = (workload: Workload<any>, props: Partial<FencedWorkflowProps> = {}) => () => {
@@ -195,7 +183,7 @@ describe("another stack's settings are ignored with a warning (one cdk.json serv
 
 describe('settings out of the workload\'s bounds, and descriptors the functions would not find, are refused at synth', () => {
   it.each<[string, string, Record<string, unknown>, RegExp]>([
-    ['an http endpoint', 'reports', { webhooksUrl: 'http://hooks.fenced-workflow.dev' }, /^webhooksUrl: must be an https URL/],
+    ['an http endpoint', 'reports', { live: 'true', webhooksUrl: 'http://hooks.fenced-workflow.dev' }, /^webhooksUrl: must be an https URL/],
     ['the old name of runItems', 'reports', { invoiceCustomers: 10 }, /^invoiceCustomers: was renamed runItems/],
     ['more items than the workload runs', 'reports', { runItems: reports.start.maxItems + 1 }, new RegExp(`^runItems: must be an integer in \\[0, ${reports.start.maxItems}\\]`)],
   ])('%s (%s, %j)', (_what, workload, context, message) => {
@@ -208,7 +196,7 @@ describe('settings out of the workload\'s bounds, and descriptors the functions 
     expect(refusal(workflowOf(reports, { externalEffects: { senderAddress: TEST_SENDER } })).message).toMatch(/^senderAddress: workload reports sends no email: .*leave senderAddress unset$/);
     expect(refusal(workflowOf(invoices, { externalEffects: {} })).message).toMatch(/^senderAddress: is required: workload invoices sends email/);
     expect(refusal(workflowOf(reports, { externalEffects: { httpTargets: { payments: 'https://pay.fenced-workflow.dev' } } })).message).toBe('httpTargets.payments: workload reports has no http target "payments" (its targets: webhooks)');
-    expect(refusal(workflowOf(reports, { externalEffects: { httpTargets: { webhooks: 'not a url' } } })).variable).toBe('httpTargets.webhooks');
+    expect(refusal(workflowOf(reports, { externalEffects: { liveTargets: ['webhooks'], httpTargets: { webhooks: 'not a url' } } })).variable).toBe('httpTargets.webhooks');
   });
 
   it('a descriptor that is not the registered one of its name is refused: the functions would load the registered one', () => {
