@@ -3,11 +3,12 @@
  * the documents bucket (the worker puts, the collector deletes), and the outbox sender's
  * providers, as the workload declares them: SES v2 with the configuration set that publishes
  * SEND events when it sends email (to the mailbox simulator unless `LIVE_TARGETS` names `email`),
- * and each http target's endpoint (`<TARGET>_URL`) when one is configured.
+ * and each http target's endpoint (`<TARGET>_URL`): a live target's provider, or the stack's
+ * sandbox provider, whose calls are signed (SigV4) for its function URL.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { decimal, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
-import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider } from '../lib/workflow/adapters/index.js';
+import { decimal, DEFAULT_HTTP_KEY_RETENTION_MS, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
+import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider, signedFetch } from '../lib/workflow/adapters/index.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import type { Commons, Env } from './commons.js';
 
@@ -71,7 +72,10 @@ function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): {
   for (const t of workload.outbox.http) {
     const names = httpTargetEnv(t.target);
     const url = httpUrl(env, names.url, { optional: true });
-    if (url !== undefined) http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? 86_400_000, 60_000, 31 * 86_400_000), declines: t.declines });
+    if (url === undefined) continue;
+    // A target that is not live is the stack's sandbox provider, behind a function URL that takes only signed calls.
+    const fetchFn = live.has(t.target) ? undefined : signedFetch({ region: required(env, 'AWS_REGION') });
+    http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? DEFAULT_HTTP_KEY_RETENTION_MS, 60_000, 31 * 86_400_000), declines: t.declines }, fetchFn);
   }
   if (!workload.outbox.email) return { http };
   const ses = SesEmailProvider.client();

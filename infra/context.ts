@@ -276,10 +276,29 @@ export class ContextSettings {
     return out;
   }
 
+  /**
+   * `{"declineShare": 0.05, "throttleShare": 0, "errorShare": 0}` (an object in cdk.json, its JSON
+   * with -c): how the sandbox provider misbehaves, each a share in [0, 1]; unset keys keep theirs.
+   */
+  sandboxProvider(): Partial<Record<(typeof SANDBOX_SHARES)[number], number>> | undefined {
+    const value = objectSetting('sandboxProvider', this.raw('sandboxProvider'), '{"declineShare":0.05}', 'an object like {"declineShare":0.05,"throttleShare":0.1,"errorShare":0.05}');
+    if (value === undefined) return undefined;
+    const out: Partial<Record<(typeof SANDBOX_SHARES)[number], number>> = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (!(SANDBOX_SHARES as readonly string[]).includes(k)) throw new ConfigError('sandboxProvider', `unknown key "${k.slice(0, 100)}" (${SANDBOX_SHARES.join(', ')})`);
+      if (typeof v !== 'number' || !(v >= 0 && v <= 1)) throw new ConfigError(`sandboxProvider.${k}`, `must be a share in [0, 1], got ${JSON.stringify(v)}`);
+      out[k as (typeof SANDBOX_SHARES)[number]] = v;
+    }
+    return out;
+  }
+
   adoptTables(): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
     return parseAdoptTables(this.raw('adoptTables'));
   }
 }
+
+/** What the sandbox provider can be told to do, each a share (infra/constructs/sandbox-provider.ts). */
+const SANDBOX_SHARES = ['declineShare', 'throttleShare', 'errorShare'] as const;
 
 /** The context key of an http target's endpoint: `payments` → `paymentsUrl`, `tenant-hooks` → `tenantHooksUrl`. */
 export const httpTargetContextKey = (target: string): string => `${target.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())}Url`;
@@ -343,8 +362,8 @@ export function stackNameFrom(raw: unknown, workload: string = DEFAULT_WORKLOAD)
   return name;
 }
 
-/** A context value keyed by table role: an object (cdk.json) or its JSON (-c); undefined when unset. */
-function objectByRole(key: string, raw: unknown, example: string): Record<string, unknown> | undefined {
+/** A context value that is an object: as written in cdk.json, or its JSON (-c); undefined when unset. */
+function objectSetting(key: string, raw: unknown, example: string, shape: string): Record<string, unknown> | undefined {
   if (raw === undefined || raw === null || raw === '') return undefined;
   let value: unknown = raw;
   if (typeof raw === 'string') {
@@ -354,9 +373,12 @@ function objectByRole(key: string, raw: unknown, example: string): Record<string
       throw new ConfigError(key, `must be JSON like ${example}, got ${raw.slice(0, 200)}`);
     }
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(key, 'must be an object keyed by table role');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(key, `must be ${shape}`);
   return value as Record<string, unknown>;
 }
+
+/** A context value keyed by table role. */
+const objectByRole = (key: string, raw: unknown, example: string) => objectSetting(key, raw, example, 'an object keyed by table role');
 
 /** A role the schema does not have; the old name of the records role says what it became (a cdk.json written before the rename). */
 function refuseUnknownRole(key: string, role: string): void {

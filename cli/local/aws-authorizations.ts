@@ -32,6 +32,8 @@ export interface ArnNames {
   /** The SES email identity a From address sends as, and the configuration set every email names. */
   emailIdentity(from: string): string;
   readonly configurationSet: string;
+  /** The function behind the sandbox provider's function URL, the one signed http calls reach. */
+  readonly sandboxProvider?: string;
 }
 
 /**
@@ -75,6 +77,19 @@ export class ArnBuilder {
   queue(): string {
     const { partition, region, account } = this.names;
     return `arn:${partition}:sqs:${region}:${account}:${this.names.queue}`;
+  }
+  /**
+   * A signed call to a function URL (AuthType AWS_IAM) is authorized on the function twice:
+   * lambda:InvokeFunctionUrl with the URL's auth type, and lambda:InvokeFunction as invoked through
+   * a function URL (Lambda Developer Guide, Control access to function URLs).
+   */
+  functionUrl(): Authorization[] {
+    const { partition, region, account } = this.names;
+    const resource = `arn:${partition}:lambda:${region}:${account}:function:${this.names.sandboxProvider ?? 'no-sandbox-provider-in-stack'}`;
+    return [
+      { action: 'lambda:InvokeFunctionUrl', resource, context: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } },
+      { action: 'lambda:InvokeFunction', resource, context: { 'lambda:InvokedViaFunctionUrl': 'true' } },
+    ];
   }
   /** SESv2 SendEmail is authorized on the identity and on the configuration set it names. */
   sendEmail(from: string): string[] {

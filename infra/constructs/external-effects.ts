@@ -15,7 +15,7 @@
  * role other than the collector's. The prefix is the workload's (its processor's
  * `documents.prefix`): every statement and acknowledgement that names it takes it from there.
  */
-import { CfnElement, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { CfnElement, Duration, Fn, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -28,7 +28,9 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { EMAIL_TARGET, ENV, httpTargetEnv, isHttpUrl, OUTBOX_INDEX, type Workload } from '../../lib/workflow/index.js';
+import { DEFAULT_HTTP_KEY_RETENTION_MS, EMAIL_TARGET, ENV, httpTargetEnv, isHttpUrl, OUTBOX_INDEX, type HttpTargetSpec, type Workload } from '../../lib/workflow/index.js';
+import type { SandboxBehaviour } from '../../lib/workflow/adapters/index.js';
+import { SandboxProvider } from './sandbox-provider.js';
 import { deadLetterQueue } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { validateEffects } from './settings.js';
@@ -81,6 +83,12 @@ export interface ExternalEffectsProps {
    * refused for one in the sandbox. A name the workload does not declare is refused.
    */
   readonly httpTargets?: Readonly<Record<string, string>>;
+  /**
+   * How the sandbox provider (deployed when an http target is not live) misbehaves: shares of
+   * keys declined, of requests throttled and failed before anything is performed.
+   * @default a twentieth of the keys declined, nothing throttled or failed
+   */
+  readonly sandboxProvider?: Partial<Pick<SandboxBehaviour, 'declineShare' | 'throttleShare' | 'errorShare'>>;
   /** The environment of the workflow's functions (table names, epoch, WORKLOAD...). */
   readonly environment: Readonly<Record<string, string>>;
   readonly scheduleDeadLetterQueue: Queue;
@@ -176,6 +184,8 @@ export class ExternalEffects extends Construct {
   readonly collector?: FencedFunction;
   /** Outbox stream records the sender gave up on (after bisecting and retries): the reconciler still sends their items. */
   readonly senderDeadLetterQueue: Queue;
+  /** The provider the http targets that are not live call: only when the workload has one. */
+  readonly sandbox?: SandboxProvider;
   /** What the worker needs in its environment to put documents. */
   readonly workerEnvironment: Readonly<Record<string, string>>;
   /** The workload's documents folder (its processor's `documents.prefix`); undefined when it writes none. */
@@ -185,7 +195,9 @@ export class ExternalEffects extends Construct {
     super(scope, id);
     const address = senderAddressOf(props);
     const live = liveTargetsOf(props.workload, props.liveTargets ?? []);
-    const http = httpTargetVariables(props.workload, props.httpTargets ?? {}, live);
+    const sandboxed = props.workload.outbox.http.filter((t) => !live.includes(t.target));
+    if (sandboxed.length > 0) this.sandbox = this.sandboxProvider(sandboxed, props.sandboxProvider ?? {});
+    const http = { ...httpTargetVariables(props.workload, props.httpTargets ?? {}, live), ...this.sandboxUrls(sandboxed) };
     const prefix = props.workload.processor.documents?.prefix;
     if (prefix !== undefined) {
       this.documentsPrefix = prefix;
@@ -249,6 +261,25 @@ export class ExternalEffects extends Construct {
     if (this.bucket !== undefined && this.collector !== undefined && prefix !== undefined) this.guardBucket(this.bucket, prefix, this.collector);
     this.grant(props);
     this.acknowledge();
+  }
+
+  /**
+   * The sandbox provider, keeping each key at least as long as any sandboxed target says its
+   * provider does (the sender never resends past that, so a longer memory is only safer).
+   */
+  private sandboxProvider(targets: readonly HttpTargetSpec[], given: NonNullable<ExternalEffectsProps['sandboxProvider']>): SandboxProvider {
+    const keyRetentionMs = Math.max(...targets.map((t) => t.keyRetentionMs ?? DEFAULT_HTTP_KEY_RETENTION_MS));
+    const behaviour = { keyRetentionMs, declineShare: given.declineShare ?? 0.05, throttleShare: given.throttleShare ?? 0, errorShare: given.errorShare ?? 0 };
+    for (const [k, v] of Object.entries(behaviour)) if (k !== 'keyRetentionMs' && !(v >= 0 && v <= 1)) throw new ConfigError(`sandboxProvider.${k}`, `must be a share in [0, 1], got ${v}`);
+    return new SandboxProvider(this, 'Sandbox', { behaviour, service: 'sandbox-provider' });
+  }
+
+  /** `<TARGET>_URL` of each sandboxed target: the sandbox provider's function URL, the target's name its path. */
+  private sandboxUrls(targets: readonly HttpTargetSpec[]): Record<string, string> {
+    const url = this.sandbox?.url.url;
+    if (url === undefined) return {};
+    // The function URL ends with "/": the target's name is the first segment of every path it is called at.
+    return Object.fromEntries(targets.map((t) => [httpTargetEnv(t.target).url, Fn.join('', [url, t.target])]));
   }
 
   private accessLogBucket(): Bucket {
@@ -400,6 +431,14 @@ export class ExternalEffects extends Construct {
       // Both send email through SES (SendEmail, a resend for the reconciler), as the identity, with the configuration set.
       const configSetArn = Stack.of(this).formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.configurationSet.configurationSetName });
       for (const f of [this.sender, this.reconciler]) allow(f, ['ses:SendEmail'], [this.identity.emailIdentityArn, configSetArn]);
+    }
+    // Both call the sandbox provider's function URL (signed): new function URLs need both actions (Lambda Developer Guide, Control access to function URLs).
+    if (this.sandbox !== undefined) {
+      const fnArn = this.sandbox.provider.fn.functionArn;
+      for (const f of [this.sender, this.reconciler]) {
+        f.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunctionUrl'], resources: [fnArn], conditions: { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } } }));
+        f.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [fnArn], conditions: { Bool: { 'lambda:InvokedViaFunctionUrl': 'true' } } }));
+      }
     }
     // Recorder (effects/recorder.ts): read the item's status (a SENT item needs no record), ADD providerEvents conditional on its existence.
     if (this.recorder !== undefined) allow(this.recorder, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], [outbox]);

@@ -136,5 +136,5 @@ export {
   type PlanLimits,
 } from './capacity.js';
 export { projectedKeyRate, projectedWrites, type Basis, type KeyScope, type LoadProfile, type PlanRates, type ProfileKey, type ProfileRun, type ProfileWrite } from './load-profile.js';
-export { assertShardCount, assertWorkload, httpTargetEnv, shardRange, shardsOfRun, unitSizeCap, type ExpectedEffect, type ExpectedRecord, type FollowUpExpectation, type HttpTargetSpec, type RunStart, type StartRequest, type Workload, type WorkloadChecks, type WorkloadStart } from './workload.js';
+export { assertShardCount, assertWorkload, DEFAULT_HTTP_KEY_RETENTION_MS, httpTargetEnv, shardRange, shardsOfRun, unitSizeCap, type ExpectedEffect, type ExpectedRecord, type FollowUpExpectation, type HttpTargetSpec, type RunStart, type StartRequest, type Workload, type WorkloadChecks, type WorkloadStart } from './workload.js';
 export { startRun } from './start-run.js';

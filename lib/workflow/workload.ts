@@ -146,6 +146,9 @@ export interface Workload<Input = unknown> {
 /** The unit-size cap of a workload: one transaction holds a unit's effects, its fence and its checkpoint. */
 export const unitSizeCap = (w: Pick<Workload, 'effectsPerItem'>): number => maxUnitSize(w.effectsPerItem);
 
+/** How long an http target's provider keeps an Idempotency-Key when its descriptor says nothing: Stripe's 24 h. */
+export const DEFAULT_HTTP_KEY_RETENTION_MS = 86_400_000;
+
 /** The environment variable of an http target's endpoint: `payments` → PAYMENTS_URL. */
 export const httpTargetEnv = (target: string): { url: string; keyRetentionMs: string } => {
   const t = target.toUpperCase().replace(/-/g, '_');

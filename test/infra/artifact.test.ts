@@ -368,7 +368,9 @@ describe.each(WORKLOADS.map((w) => [w.name, w] as const))('workload %s: the bund
       const actions = [...new Set(bundledCalls.flatMap((c) => c.authorizations.map((x) => `${c.fn} ${x.action}`)))].sort();
       process.stdout.write(`${actions.join(', ')}\n`);
       // The SDK paths only the bundles take: the S3 conditional put, the transaction's outbox put, the sender's claim; SES v2 through its client for email.
-      const paths = ['worker dynamodb:PutItem', 'sender dynamodb:UpdateItem', ...(workload.processor.documents === undefined ? [] : ['worker s3:PutObject']), ...(workload.outbox.email ? ['sender ses:SendEmail'] : [])];
+      // An http target in the sandbox (the template's default): its calls are signed for the sandbox provider's function URL.
+      const signed = workload.outbox.http.length === 0 ? [] : ['sender lambda:InvokeFunctionUrl', 'sender lambda:InvokeFunction'];
+      const paths = ['worker dynamodb:PutItem', 'sender dynamodb:UpdateItem', ...signed, ...(workload.processor.documents === undefined ? [] : ['worker s3:PutObject']), ...(workload.outbox.email ? ['sender ses:SendEmail'] : [])];
       expect(actions).toEqual(expect.arrayContaining(paths));
       if (!workload.outbox.email) expect(actions.filter((a) => a.includes('ses:'))).toEqual([]);
       if (workload.processor.documents === undefined) expect(actions.filter((a) => a.includes('s3:'))).toEqual([]);

@@ -42,6 +42,13 @@ function expectedAcknowledgements(w: Workload<any>, workQueue: string): string[]
     ['Workflow/Effects/SenderDeadLetterQueue', 'Serverless::Serverless-SQSRedrivePolicy'],
     // dynamodb:ListStreams (added by the DynamoDB event source) has no resource-level permission.
     ['Workflow/Effects/SenderRole/DefaultPolicy', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
+    // The sandbox provider (every registered workload has an http target, in the sandbox by default).
+    ...(w.outbox.http.length > 0
+      ? [
+          ['Workflow/Effects/Sandbox/SandboxProviderTracing', 'AwsSolutions::AwsSolutions-IAM5[Resource::*]'],
+          ['Workflow/Effects/Sandbox/SandboxProvider', 'Serverless::Serverless-LambdaDLQ'],
+        ]
+      : []),
     ...(prefix === undefined
       ? []
       : [

@@ -44,6 +44,8 @@ export interface Decision {
 
 export class StackIam {
   readonly functions = new Map<string, FunctionRole>();
+  /** Each function's logical id, by its service name. */
+  private readonly functionIds = new Map<string, string>();
   /** Every role of the stack (the scheduler's too), by logical id. */
   readonly roles = new Map<string, FunctionRole>();
   private readonly bucketPolicies = new Map<string, Json>();
@@ -59,12 +61,13 @@ export class StackIam {
       if (r.Type === 'AWS::S3::BucketPolicy') this.bucketPolicies.set(this.resolve({ 'Fn::GetAtt': [r.Properties.Bucket.Ref, 'Arn'] }), this.resolve(r.Properties.PolicyDocument));
       if (r.Type === 'AWS::DynamoDB::Table' && r.Properties?.ResourcePolicy) this.tablePolicies.set(this.resolve({ 'Fn::GetAtt': [id, 'Arn'] }), this.resolve(r.Properties.ResourcePolicy.PolicyDocument));
     }
-    for (const r of Object.values(R).filter((x) => x.Type === 'AWS::Lambda::Function')) {
+    for (const [id, r] of Object.entries(R).filter(([, x]) => x.Type === 'AWS::Lambda::Function')) {
       const fn = r.Properties.Environment?.Variables?.POWERTOOLS_SERVICE_NAME as string | undefined;
       const roleId = r.Properties.Role?.['Fn::GetAtt']?.[0] as string | undefined;
       const role = roleId === undefined ? undefined : this.roles.get(roleId);
       if (fn === undefined || role === undefined) throw new TemplateReadError(`a function without POWERTOOLS_SERVICE_NAME or role: ${JSON.stringify(r.Properties.Role)}`);
       this.functions.set(fn, { ...role, fn });
+      this.functionIds.set(fn, id);
     }
     this.tables = Object.fromEntries(TABLE_ROLES.map((role) => [role, this.tableOf(role)])) as Record<TableRole, string>;
     const docs = Object.keys(R).find((id) => R[id]!.Type === 'AWS::S3::Bucket' && id.includes('Documents'));
@@ -102,6 +105,7 @@ export class StackIam {
       // The sender sends as the stack's identity (its SENDER_ADDRESS is the identity's address).
       emailIdentity: () => ses('AWS::SES::EmailIdentity'),
       configurationSet: ses('AWS::SES::ConfigurationSet'),
+      ...(this.functionIds.has('sandbox-provider') ? { sandboxProvider: this.physicalName(this.functionIds.get('sandbox-provider')!) } : {}),
     };
   }
 

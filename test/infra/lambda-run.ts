@@ -95,7 +95,8 @@ export function metricSum(emf: readonly Record<string, unknown>[], name: string)
 /**
  * The environment the template gives `fn`, with every value that is a reference (a table name,
  * the bucket, the queue URL, the configuration set) replaced by `local[name]`, plus `extra` (what
- * only the local run needs: endpoints). A reference with no local value is an error: the bundle
+ * only the local run needs: endpoints, which may stand in for a reference too). A reference with
+ * no local value is an error: the bundle
  * would run with a variable the stack sets missing.
  */
 export function lambdaEnvironment(template: { Resources: Record<string, { Properties?: { Environment?: { Variables?: Record<string, unknown> } } }> }, fn: IConstruct, local: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>> = {}): Record<string, string> {
@@ -104,6 +105,8 @@ export function lambdaEnvironment(template: { Resources: Record<string, { Proper
   for (const [k, v] of Object.entries(vars)) {
     if (typeof v === 'string') out[k] = v;
     else if (local[k] !== undefined) out[k] = local[k]!;
+    // An endpoint the local run gives itself (the sandbox provider's function URL, a local provider).
+    else if (extra[k] !== undefined) continue;
     else throw new TypeError(`${k} is ${JSON.stringify(v)} in the template and has no local value`);
   }
   return { ...out, ...extra };

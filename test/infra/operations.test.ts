@@ -24,6 +24,14 @@ beforeAll(() => {
   alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties as Props);
 });
 
+/** The workflow's functions: every function but the sandbox provider, a stand-in that publishes no metric. */
+const workflowFunctions = (t: Template, stack: { workflow: FencedWorkflow }) => {
+  const sandbox = stack.workflow.effects.sandbox;
+  return Object.entries(t.findResources('AWS::Lambda::Function'))
+    .filter(([id]) => sandbox === undefined || id !== logicalId(sandbox.provider.fn))
+    .map(([, f]) => f);
+};
+
 const alarmOn = (metricName: string, dimension: Record<string, unknown>) =>
   alarms.filter((a) => a.MetricName === metricName && JSON.stringify(a.Dimensions) === JSON.stringify([dimension]));
 
@@ -253,8 +261,8 @@ describe('dashboard', () => {
   });
 
   it('a second copy under another stack name publishes, graphs and alarms on a namespace named after it, with no setting', () => {
-    const { template: t } = templateOf({ stackName: 'FencedWorkflowStaging' });
-    const fns = Object.values(t.findResources('AWS::Lambda::Function'));
+    const { template: t, stack } = templateOf({ stackName: 'FencedWorkflowStaging' });
+    const fns = workflowFunctions(t, stack);
     for (const f of fns) expect(f.Properties.Environment.Variables.POWERTOOLS_METRICS_NAMESPACE).toBe('FencedWorkflowStaging');
     const custom = Object.values(t.findResources('AWS::CloudWatch::Alarm')).filter((a) => a.Properties.MetricName === METRIC.oldestUnfinishedJobAgeMs);
     expect(custom.map((a) => a.Properties.Namespace)).toEqual(['FencedWorkflowStaging']);
@@ -262,11 +270,11 @@ describe('dashboard', () => {
   });
 
   it('a fork in the same account publishes, graphs and alarms on its own namespace', () => {
-    const { template: t } = templateOf({ stackName: 'Fork', context: { metricsNamespace: 'ForkWorkflow' } });
+    const { template: t, stack } = templateOf({ stackName: 'Fork', context: { metricsNamespace: 'ForkWorkflow' } });
     const text = JSON.stringify(t.toJSON());
     expect(text).toContain('ForkWorkflow');
     expect(text).not.toMatch(/"FencedWorkflow"|\\"FencedWorkflow\\"/);
-    const fns = Object.values(t.findResources('AWS::Lambda::Function'));
+    const fns = workflowFunctions(t, stack);
     for (const f of fns) expect(f.Properties.Environment.Variables.POWERTOOLS_METRICS_NAMESPACE).toBe('ForkWorkflow');
     const custom = Object.values(t.findResources('AWS::CloudWatch::Alarm')).filter((a) => a.Properties.MetricName === METRIC.oldestUnfinishedJobAgeMs);
     expect(custom.map((a) => a.Properties.Namespace)).toEqual(['ForkWorkflow']);

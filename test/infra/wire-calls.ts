@@ -42,15 +42,22 @@ function s3Call(fn: string, r: WireRequest, arns: ArnBuilder): AwsCall {
   return { fn, service: 's3', action, authorizations, resources: [...new Set(authorizations.map((a) => a.resource))], bucket, ...(key === undefined ? {} : { key }), input };
 }
 
+/** A request signed (SigV4) for Lambda: an http target's call to the sandbox provider's function URL. */
+const signedForLambda = (r: WireRequest): boolean => /^AWS4-HMAC-SHA256 Credential=[^/]+\/\d{8}\/[^/]+\/lambda\/aws4_request,/.test(r.headers.authorization ?? '');
+
 /**
  * The AWS calls among `wire`: DynamoDB, Streams and SQS by their X-Amz-Target, SES v2 by its path,
- * S3 by its endpoint (`s3Host`, the `host:port` of the local S3 endpoint); anything else (the
- * payment provider) is no AWS call.
+ * S3 by its endpoint (`s3Host`, the `host:port` of the local S3 endpoint), a function URL by its
+ * signature's service (`lambda`); anything else (a live provider, unsigned) is no AWS call.
  */
 export function callsFromWire(fn: string, wire: readonly WireRequest[], names: ArnNames, s3Host: string): AwsCall[] {
   const arns = new ArnBuilder(names);
-  const aws = wire.filter((r) => r.headers['x-amz-target'] !== undefined || r.path.startsWith('/v2/email/') || r.headers.host === s3Host);
+  const aws = wire.filter((r) => r.headers['x-amz-target'] !== undefined || r.path.startsWith('/v2/email/') || r.headers.host === s3Host || signedForLambda(r));
   return aws.map((r): AwsCall => {
+    if (signedForLambda(r)) {
+      const authorizations = arns.functionUrl();
+      return { fn, service: 'lambda', action: 'InvokeFunctionUrl', authorizations, resources: [...new Set(authorizations.map((a) => a.resource))], input: {} };
+    }
     const target = r.headers['x-amz-target'];
     const input = (r.body ? JSON.parse(r.body) : {}) as Record<string, unknown>;
     if (target?.startsWith('DynamoDB_20120810.')) {

@@ -85,9 +85,10 @@ describe('the reports stack: no email, a per-tenant webhook, documents under rep
       for (const v of [ENV.senderAddress, ENV.sesConfigurationSet, ENV.paymentsUrl]) expect(env[v], `${name} ${v}`).toBeUndefined();
       expect(env.WEBHOOKS_URL, name).toBe(name === 'sender' || name === 'reconciler' ? WEBHOOKS : undefined);
     }
-    // Unset: no endpoint variable at all (the sender then ends those items FAILED, the reason on each).
+    // In the sandbox (no -c live): the webhooks go to the stack's sandbox provider, the target's name its path.
     const bare = templateOf({ workload: 'reports' });
-    expect(envOf(bare.template, bare.stack.workflow.effects.sender).WEBHOOKS_URL).toBeUndefined();
+    const url = { 'Fn::GetAtt': [logicalId(bare.stack.workflow.effects.sandbox!.url), 'FunctionUrl'] };
+    expect(envOf(bare.template, bare.stack.workflow.effects.sender).WEBHOOKS_URL).toEqual({ 'Fn::Join': ['', [url, 'webhooks']] });
   });
 
   it('its bucket policy, grants and listing conditions name reports/*, and nothing names invoices/', () => {

@@ -8,3 +8,5 @@ export { classifySesError, SesEmailProvider } from './ses-email.js';
 export { classifySmtpError, SmtpEmailProvider } from './smtp-email.js';
 export { destinationUrl, FetchHttpProvider } from './http-provider.js';
 export { classifyHttp2xx, classifyHttpStatus, classifyNoAnswer, classifySes, classifySmtp, HTTP_MODEL, PROVIDER_MODELS, SES_MODEL, SMTP_MODEL, VERDICT_ACTIONS, type BehaviourRow, type ProviderModel } from './provider-behaviour.js';
+export { signedFetch, type SignedFetchOptions } from './signed-fetch.js';
+export { answerSandboxCall, SANDBOX_DECLINED_CARD, SANDBOX_ENV, sandboxBehaviourFromEnv, type SandboxAnswer, type SandboxBehaviour, type SandboxDeps, type SandboxRequest } from './sandbox-provider.js';
