@@ -7,7 +7,7 @@
  * sandbox provider, whose calls are signed (SigV4) for its function URL.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { decimal, DEFAULT_HTTP_KEY_RETENTION_MS, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
+import { decimal, DEFAULT_HTTP_KEY_RETENTION_MS, DEFAULT_SEND_TIMEOUT_MS, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider, signedFetch } from '../lib/workflow/adapters/index.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import type { Commons, Env } from './commons.js';
@@ -28,7 +28,7 @@ export function documentsFromEnv(env: Env, tracer?: Tracer): DocumentTarget & { 
  * by the sender and the reconciler alike (the stack passes both the same two values).
  */
 /** The longest one send takes (every provider client is held to it), and what a claim must outlive before it is sent under. */
-const SEND_TIMEOUT_MS = 10_000;
+const SEND_TIMEOUT_MS = DEFAULT_SEND_TIMEOUT_MS;
 
 function claimTimeoutFromEnv(env: Env): number {
   const claimTimeoutMs = integer(env, ENV.reconcileClaimTimeoutMs, 300_000, 1_000, 86_400_000);

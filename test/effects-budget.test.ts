@@ -11,11 +11,13 @@
 import { createHash } from 'node:crypto';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startS3Endpoint, type S3Endpoint, type StoredVersion } from '../cli/local/s3-endpoint.js';
 import { createCollectorHandler, createReconcilerHandler } from '../functions/effects-handlers.js';
+import { createSenderHandler } from '../functions/sender-handler.js';
 import { createDynamo, ManualClock, systemClock } from '../lib/protocol/index.js';
-import { cursorKeyOf, readCursor, silentTelemetry, unsentKeyOf, type CollectReport, type EmailProvider, type ObjectPages, type ReconcileReport } from '../lib/workflow/index.js';
+import { cursorKeyOf, outboxEmail, readCursor, readOutboxItem, silentTelemetry, unsentKeyOf, type CollectReport, type EmailProvider, type ObjectPages, type OutboxItem, type ReconcileReport } from '../lib/workflow/index.js';
 import { S3ObjectStore, s3Client } from '../lib/workflow/adapters/index.js';
 import { invoiceProcessor } from '../lib/workloads/invoices/invoices.js';
 import { makeTables, type TestTables } from './support/tables.js';
@@ -217,5 +219,31 @@ describe('the reconciler, bounded by its budget', () => {
     expect(runs.at(-1)!.fromRecord).toBe(1);
     // Each run before it was cut short by its budget: the email was reached by where the run began, not by time to spare.
     expect(runs.slice(0, -1).every((r) => r.outOfTime)).toBe(true);
+  });
+});
+
+describe('the sender, bounded by its invocation\'s time', () => {
+  it('claims no item it has no time left to send and settle: the rest of the batch is reported failed from there (the stream retries it), and a retry with a fresh invocation sends it', async () => {
+    // A provider that takes 5 s a send (on the budget's clock): 60 s of invocation fit 10 sends
+    // of 15 with one send's timeout (10 s) and its settle (2 s) still left before each claim.
+    const clock = new StepClock();
+    const sent: string[] = [];
+    const slow = { name: 'slow', send: async (m: { headers: Record<string, string> }) => (clock.step(5_000), sent.push(m.headers['X-Outbox-Id']!), { kind: 'accepted' as const, providerMessageId: `m-${sent.length}` }) } as unknown as EmailProvider;
+    const pks = Array.from({ length: 15 }, (_, i) => `email#slow#${i}`);
+    for (const pk of pks) await t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item: { ...outboxEmail('', pk, { jobId: 'j', unit: 0 }, { to: 'c@customers.example', subject: 's', body: 'b' }).item, generation: 1, updatedAt: Date.now() } }));
+    const records = async (of: readonly string[]) => Promise.all(of.map(async (pk, i) => ({ eventID: String(i), eventName: 'INSERT' as const, dynamodb: { SequenceNumber: `seq-${pk}`, NewImage: marshall((await readOutboxItem(t.dynamo.doc, t.names.outbox, pk)) as OutboxItem, { removeUndefinedValues: true }) } })));
+    const handler = createSenderHandler({ doc: t.dynamo.doc, table: t.names.outbox, clock: systemClock, telemetry: silentTelemetry, email: slow, from: 'billing@fenced-workflow.example', sendTimeoutMs: 10_000, claimTimeoutMs: 300_000 });
+    const invocation = () => {
+      const deadline = clock.now + 60_000;
+      return { getRemainingTimeInMillis: () => deadline - clock.now };
+    };
+    const first = await handler({ Records: (await records(pks)) as never }, invocation());
+    expect(sent).toEqual(pks.slice(0, 10));
+    expect(first.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(pks.slice(10).map((pk) => `seq-${pk}`));
+    // Nothing it left was claimed: the retry finds the rest PENDING and sends each once.
+    for (const pk of pks.slice(10)) expect((await readOutboxItem(t.dynamo.doc, t.names.outbox, pk))?.status).toBe('PENDING');
+    const retry = await handler({ Records: (await records(pks.slice(10))) as never }, invocation());
+    expect(retry.batchItemFailures).toEqual([]);
+    expect(sent).toEqual(pks);
   });
 });

@@ -51,6 +51,9 @@ export const SES_EVENTS: readonly { readonly event: EmailSendingEvent; readonly 
   { event: EmailSendingEvent.DELIVERY_DELAY, detailType: 'Email Delivery Delayed' },
 ];
 
+/** Outbox stream records per sender invocation (the rate check in settings.ts spaces them within its timeout). */
+export const SENDER_BATCH_SIZE = 10;
+
 /** What the effects are built from: the workload's outbox (email, http targets) and its documents. */
 export type EffectsWorkload = Pick<Workload, 'name' | 'outbox' | 'steps'> & { readonly processor: Pick<Workload['processor'], 'documents'> };
 
@@ -222,7 +225,7 @@ export class ExternalEffects extends Construct {
     // each checks its claim is still fresh before each send, the reconciler takes over only claims
     // older than it.
     const reconcileClaimTimeout = props.reconcileClaimTimeout ?? Duration.minutes(5);
-    validateEffects({ senderTimeout: timeout, reconcilerTimeout: timeout, reconcileClaimTimeout, ...(props.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.sendRatePerSecond } : {}) });
+    validateEffects({ senderTimeout: timeout, reconcilerTimeout: timeout, reconcileClaimTimeout, senderBatchSize: SENDER_BATCH_SIZE, ...(props.sendRatePerSecond !== undefined ? { sendRatePerSecond: props.sendRatePerSecond } : {}) });
     const sending = {
       ...mail,
       ...http,
@@ -248,7 +251,7 @@ export class ExternalEffects extends Construct {
     this.sender.fn.addEventSource(
       new DynamoEventSource(props.tables.outbox, {
         startingPosition: StartingPosition.TRIM_HORIZON,
-        batchSize: 10,
+        batchSize: SENDER_BATCH_SIZE,
         bisectBatchOnError: true,
         reportBatchItemFailures: true,
         retryAttempts: 5,

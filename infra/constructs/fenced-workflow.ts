@@ -447,7 +447,14 @@ export class FencedWorkflow extends Construct {
       namespace,
       services,
       queue: this.queue,
-      deadLetterQueues: { DeadLetterQueue: this.deadLetterQueue, ScheduleDeadLetterQueue: this.scheduleDeadLetterQueue, SenderDeadLetterQueue: this.effects.senderDeadLetterQueue },
+      deadLetterQueues: {
+        // The work queue's redrive policy moves a message here after its 5th receive.
+        DeadLetterQueue: { queue: this.deadLetterQueue, filledBy: 'redrive' },
+        // Scheduler, EventBridge and Lambda's async invocations send to it.
+        ScheduleDeadLetterQueue: { queue: this.scheduleDeadLetterQueue, filledBy: 'service' },
+        // The Outbox stream's event source mapping sends its on-failure records to it.
+        SenderDeadLetterQueue: { queue: this.effects.senderDeadLetterQueue, filledBy: 'service' },
+      },
       functions: {
         Worker: this.worker.fn,
         Sweeper: this.sweeper.fn,

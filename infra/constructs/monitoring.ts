@@ -64,6 +64,28 @@ export const WORKFLOW_METRICS = {
   oldestUnsent: METRIC.outboxOldestUnsentAgeMs,
 } as const;
 
+export interface DeadLetterQueueSpec {
+  readonly queue: IQueue;
+  readonly filledBy: 'service' | 'redrive';
+}
+
+/**
+ * The alarm on new messages in a dead-letter queue: it fires for each arrival and returns to OK,
+ * rather than staying in ALARM while old messages sit there (up to 14 days), when later failures
+ * would notify no one.
+ */
+function newMessagesMetric(name: string, dlq: DeadLetterQueueSpec): IMetric {
+  if (dlq.filledBy === 'service') return dlq.queue.metricNumberOfMessagesSent({ statistic: 'Sum', period: Duration.minutes(5) });
+  // A rise of the visible count; the minutes the queue published nothing (an empty queue goes
+  // quiet) count as 0, so the first message rises from 0.
+  return new MathExpression({
+    expression: 'DIFF(FILL(visible, 0))',
+    usingMetrics: { visible: dlq.queue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) }) },
+    label: `${name}: new messages`,
+    period: Duration.minutes(1),
+  });
+}
+
 export interface WorkflowMonitoringProps {
   readonly namespace: string;
   /** The `service` dimension each emitter publishes with. */
@@ -77,7 +99,13 @@ export interface WorkflowMonitoringProps {
    */
   readonly effects?: { readonly sender: string; readonly reconciler: string; readonly recorder?: string; readonly collector?: string; readonly unsentAlarmAfter?: Duration; /** The workload declares steps (Workload.steps): only then can an item settle without its follow-ups, alarmed. */ readonly steps?: boolean };
   readonly queue: IQueue;
-  readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
+  /**
+   * Each dead-letter queue, and how messages reach it: `service` (Lambda's on-failure destination
+   * or async DLQ, Scheduler's or EventBridge's DLQ: a SendMessage, counted by NumberOfMessagesSent)
+   * or `redrive` (SQS moves them by the source queue's redrive policy: NumberOfMessagesSent does
+   * not count those, so the alarm watches the visible count rise).
+   */
+  readonly deadLetterQueues: Readonly<Record<string, DeadLetterQueueSpec>>;
   readonly functions: Readonly<Record<string, IFunction>>;
   readonly sweeper: IFunction;
   readonly sweepInterval: Duration;
@@ -110,15 +138,18 @@ export class WorkflowMonitoring extends Construct {
       return alarm;
     };
 
-    // Anything in a dead-letter queue is a job or a schedule that needs a human.
+    // A new message in a dead-letter queue is a job or a schedule that needs a human: each one
+    // alarms, however many are already there.
     for (const [name, dlq] of Object.entries(props.deadLetterQueues)) {
       addAlarm(
-        new Alarm(this, `${name}NotEmpty`, {
-          alarmDescription: `${name} holds messages: a job or scheduled invocation failed repeatedly. Inspect, fix, then redrive (docs/deploy.md).`,
-          metric: dlq.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) }),
+        new Alarm(this, `${name}NewMessages`, {
+          alarmDescription: `New messages in ${name}: a job or scheduled invocation failed repeatedly. Inspect, fix, then redrive (docs/deploy.md, Dead-letter queues).`,
+          metric: newMessagesMetric(name, dlq),
           threshold: 1,
           comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: 1,
+          // A rise is one minute's difference: two minutes in the window hold the minute before it.
+          evaluationPeriods: dlq.filledBy === 'redrive' ? 2 : 1,
+          datapointsToAlarm: 1,
           treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
       );
@@ -238,7 +269,7 @@ export class WorkflowMonitoring extends Construct {
           new SingleValueWidget({
             title: 'Dead-letter queues (messages)',
             metrics: Object.entries(props.deadLetterQueues).map(([name, q]) =>
-              q.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1), label: name }),
+              q.queue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1), label: name }),
             ),
             width: 12,
             height: 6,

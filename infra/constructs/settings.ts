@@ -6,7 +6,7 @@
  */
 import type { Duration } from 'aws-cdk-lib';
 import { ConfigError, MAX_TRANSACTION_ACTIONS } from '../../lib/protocol/index.js';
-import { AWS_LIMITS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, sweepSettingsFromEnv, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../../lib/workflow/index.js';
+import { AWS_LIMITS, DEFAULT_SEND_TIMEOUT_MS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, SETTLE_RESERVE_MS, sweepSettingsFromEnv, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../../lib/workflow/index.js';
 
 export interface DurationSettings {
   leaseDuration: Duration;
@@ -106,11 +106,12 @@ export const SEND_RATE_PER_SECOND = { min: 0.001, max: 10_000 } as const;
  * The outbox's settings: the reconciler's claim timeout above the sender's timeout (a sender
  * lives that long, so a shorter claim timeout would let the reconciler take a live sender's claim
  * and both send; both functions refuse it at cold start, this refuses it at synth), within the
- * bounds the functions read it with, and the send rate within SEND_RATE_PER_SECOND. The
+ * bounds the functions read it with, and the send rate within SEND_RATE_PER_SECOND and fast
+ * enough for the sender's stream batch to fit in its timeout. The
  * reconciler's own timeout is below the claim timeout too: each of its claims is stamped when
  * written and checked before its send, and a run that cannot outlive a claim is one more bound.
  */
-export function validateEffects(s: { senderTimeout: Duration; reconcilerTimeout: Duration; reconcileClaimTimeout: Duration; sendRatePerSecond?: number }): void {
+export function validateEffects(s: { senderTimeout: Duration; reconcilerTimeout: Duration; reconcileClaimTimeout: Duration; sendRatePerSecond?: number; senderBatchSize: number }): void {
   const claimMs = s.reconcileClaimTimeout.toMilliseconds();
   const senderMs = s.senderTimeout.toMilliseconds();
   const reconcilerMs = s.reconcilerTimeout.toMilliseconds();
@@ -122,5 +123,13 @@ export function validateEffects(s: { senderTimeout: Duration; reconcilerTimeout:
   const { min, max } = SEND_RATE_PER_SECOND;
   if (!Number.isFinite(rate) || rate < min || rate > max) {
     throw new ConfigError('sendRatePerSecond', `must be a number in [${min}, ${max}] (sends per second per sender or reconciler invocation), got ${rate}`);
+  }
+  // A stream batch spaced at this rate must fit in one sender invocation, with one send's timeout
+  // and its settle after the last wait: else every full batch runs out of time and is retried.
+  const paced = ((s.senderBatchSize - 1) * 1000) / rate;
+  const room = senderMs - DEFAULT_SEND_TIMEOUT_MS - SETTLE_RESERVE_MS;
+  if (paced > room) {
+    const least = Math.ceil(((s.senderBatchSize - 1) * 1000 * 100) / room) / 100;
+    throw new ConfigError('sendRatePerSecond', `${rate}/s spaces the sender's stream batch of ${s.senderBatchSize} over ${Math.round(paced / 1000)} s, more than its ${senderMs / 1000} s timeout leaves (${room / 1000} s after one send and its settle): give at least ${least}`);
   }
 }

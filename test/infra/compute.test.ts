@@ -232,7 +232,7 @@ describe('configuration is checked at synth, with the checks the handlers run', 
   });
 
   it("a reconciler timeout not below the claim timeout is refused (a run could outlive its own claims); one below it is taken", () => {
-    const settings = (reconcilerTimeout: Duration) => () => validateEffects({ senderTimeout: Duration.minutes(1), reconcilerTimeout, reconcileClaimTimeout: Duration.minutes(5) });
+    const settings = (reconcilerTimeout: Duration) => () => validateEffects({ senderTimeout: Duration.minutes(1), reconcilerTimeout, reconcileClaimTimeout: Duration.minutes(5), senderBatchSize: 10 });
     for (const d of [Duration.minutes(5), Duration.minutes(6)]) expect(settings(d)).toThrow(new RegExp(`must be above the reconciler's timeout \\(${d.toMilliseconds()} ms\\)`));
     expect(settings(Duration.minutes(4))).not.toThrow();
   });

@@ -36,11 +36,26 @@ const alarmOn = (metricName: string, dimension: Record<string, unknown>) =>
   alarms.filter((a) => a.MetricName === metricName && JSON.stringify(a.Dimensions) === JSON.stringify([dimension]));
 
 describe('alarms', () => {
-  it.each(['deadLetterQueue', 'scheduleDeadLetterQueue'] as const)('%s: one message is enough to alarm', (q) => {
-    const found = alarmOn('ApproximateNumberOfMessagesVisible', { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(w[q]), 'QueueName'] } });
-    expect(found).toEqual([
-      expect.objectContaining({ Namespace: 'AWS/SQS', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 1 }),
-    ]);
+  it.each(['scheduleDeadLetterQueue', 'senderDeadLetterQueue'] as const)('%s (services send to it): each new message alarms, on NumberOfMessagesSent, however many are already there', (q) => {
+    const queue = q === 'senderDeadLetterQueue' ? w.effects.senderDeadLetterQueue : w[q];
+    const found = alarmOn('NumberOfMessagesSent', { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue), 'QueueName'] } });
+    expect(found).toEqual([expect.objectContaining({ Namespace: 'AWS/SQS', Statistic: 'Sum', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 1 })]);
+  });
+
+  it("the work queue's DLQ (SQS's redrive policy moves messages there, which NumberOfMessagesSent does not count): a rise of its visible count alarms", () => {
+    const queueName = JSON.stringify({ 'Fn::GetAtt': [logicalId(w.deadLetterQueue), 'QueueName'] });
+    const found = alarms.filter((a) => JSON.stringify(a.Metrics ?? []).includes(queueName));
+    expect(found).toHaveLength(1);
+    const metrics = found[0]!.Metrics as { Id: string; Expression?: string; MetricStat?: { Metric: { MetricName: string } } }[];
+    expect(metrics.find((m) => m.Expression !== undefined)?.Expression).toBe('DIFF(FILL(visible, 0))');
+    expect(metrics.find((m) => m.Id === 'visible')?.MetricStat?.Metric.MetricName).toBe('ApproximateNumberOfMessagesVisible');
+    expect(found[0]).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', EvaluationPeriods: 2, DatapointsToAlarm: 1 });
+  });
+
+  it('no alarm latches on a dead-letter queue holding messages (visible count at or above a threshold stays in ALARM for the 14 days they are kept)', () => {
+    for (const q of [w.deadLetterQueue, w.scheduleDeadLetterQueue, w.effects.senderDeadLetterQueue]) {
+      expect(alarmOn('ApproximateNumberOfMessagesVisible', { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(q), 'QueueName'] } })).toEqual([]);
+    }
   });
 
   it.each(['worker', 'sweeper', 'starter'] as const)('%s: any invocation error alarms', (fn) => {

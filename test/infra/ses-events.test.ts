@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { FencedWorkflow } from '../../infra/constructs/fenced-workflow.js';
 import { ENV } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { logicalId, NO_BUNDLING, synthAsCdk, templateOf } from './support.js';
+import { logicalId, NO_BUNDLING, refusal, synthAsCdk, templateOf } from './support.js';
 
 type Props = Record<string, unknown>;
 let template: Template;
@@ -85,7 +85,14 @@ describe('sendRatePerSecond', () => {
     expect((error as Error).message).not.toContain('\n');
   });
 
-  it('synth accepts a rate exactly when the sender accepts it at start-up (the same bounds)', async () => {
+  it("a rate too slow for the sender's stream batch to fit in its timeout is refused at synth, naming the least that fits", () => {
+    // A batch of 10 spaced at 0.1/s takes 90 s; the sender has 60 s, 48 s of it after one send (10 s) and its settle (2 s).
+    const e = refusal(() => templateOf({ context: { sendRatePerSecond: '0.1' } }));
+    expect(e.message).toBe("sendRatePerSecond: 0.1/s spaces the sender's stream batch of 10 over 90 s, more than its 60 s timeout leaves (48 s after one send and its settle): give at least 0.19");
+    expect(() => templateOf({ context: { sendRatePerSecond: '0.19' } })).not.toThrow();
+  });
+
+  it('synth accepts a rate the batch fits in exactly when the sender accepts it at start-up (the same bounds)', async () => {
     const { senderFromEnv } = await import('../../functions/effects-commons.js');
     const { invoices } = await import('../../lib/workloads/invoices/index.js');
     const commons = { doc: {}, tables: { outbox: 'Outbox' }, clock: {}, workload: invoices } as unknown as Parameters<typeof senderFromEnv>[1];
@@ -108,7 +115,9 @@ describe('sendRatePerSecond', () => {
         throw e;
       }
     };
-    for (const rate of ['0.0009', '0.001', '1', '14', '10000', '10000.5']) expect(synthAccepts(rate), rate).toBe(senderStarts(rate));
+    for (const rate of ['1', '14', '10000', '10000.5', '0.19']) expect(synthAccepts(rate), rate).toBe(senderStarts(rate));
+    // Below the batch's floor the sender still starts (it cuts a batch short when its time runs out); synth refuses it.
+    for (const rate of ['0.0009', '0.001', '0.18']) expect([rate, synthAccepts(rate)]).toEqual([rate, false]);
   });
 
   it('`cdk synth` with a bad rate exits 1 with that line alone', () => {

@@ -18,6 +18,11 @@ export class Pacer {
     private readonly ratePerSecond: number,
   ) {}
 
+  /** How long the next call would wait now. */
+  delayMs(): number {
+    return Math.max(0, this.next - this.clock.monotonicNow());
+  }
+
   /** Resolves when the next call may go. */
   async take(): Promise<void> {
     const now = this.clock.monotonicNow();

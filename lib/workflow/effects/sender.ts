@@ -82,6 +82,11 @@ export interface SenderDeps {
   readonly steps?: readonly FollowUpStep[];
 }
 
+/** The longest one provider call takes when the deps say nothing (the adapters' timeout in the deployed functions). */
+export const DEFAULT_SEND_TIMEOUT_MS = 10_000;
+/** What settling an item after its send may take (one conditional write, its retries): left in an invocation's time besides the send. */
+export const SETTLE_RESERVE_MS = 2_000;
+
 export type DeliveryOutcome = 'sent' | 'skipped' | 'released' | 'failed' | 'declined' | 'ambiguous' | 'unknown' | 'deferred' | 'held';
 
 /** Counts and logs a decline (a business outcome: no alarm). */
@@ -185,7 +190,7 @@ export async function settle(deps: SenderDeps, item: OutboxItem, token: string, 
 }
 
 /** Defers an item the provider did not take and asked to wait for (throttled, held): its not-before time, counted. */
-async function deferred(deps: SenderDeps, item: OutboxItem, result: Extract<SendResult, { kind: 'throttled' | 'held' }>, write: (d: { notBefore: number; held?: string }) => Promise<boolean>, answered = true): Promise<DeliveryOutcome> {
+export async function deferred(deps: SenderDeps, item: OutboxItem, result: Extract<SendResult, { kind: 'throttled' | 'held' }>, write: (d: { notBefore: number; held?: string }) => Promise<boolean>, answered = true): Promise<DeliveryOutcome> {
   const notBefore = notBeforeOf(result, item.deferrals ?? 0, deps.clock.wallNow(), deps.random ?? Math.random, deps.backoff);
   await write({ notBefore, ...(result.kind === 'held' ? { held: result.reason } : {}) });
   // The metrics count the provider's answers; the items deferred with a batch were never sent.
@@ -267,7 +272,7 @@ async function givenUpPastRetention(deps: SenderDeps, item: OutboxItem): Promise
  */
 export function claimCoversSend(deps: SenderDeps, claimedAt: number): boolean {
   if (deps.claimTimeoutMs === undefined) return true;
-  return deps.clock.wallNow() - claimedAt + (deps.sendTimeoutMs ?? 10_000) < deps.claimTimeoutMs;
+  return deps.clock.wallNow() - claimedAt + (deps.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS) < deps.claimTimeoutMs;
 }
 
 /** Send and settle one item (an email under a claim). `skipped`: someone else claimed it (a duplicate record, a racing sender) or it is done. */
@@ -295,53 +300,5 @@ async function deliverClaimed(deps: SenderDeps, item: OutboxItem): Promise<Deliv
   return settle(deps, item, token, result);
 }
 
-const outboxError = (deps: SenderDeps, pk: string, e: unknown) => deps.telemetry.event('outbox-error', { table: deps.table, pk, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
-
-/** One record of the Outbox stream, as the sender needs it. */
-export interface OutboxRecord {
-  /** The stream sequence number: the partial batch response names a failed record by it. */
-  readonly sequence: string;
-  readonly eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
-  readonly item?: OutboxItem;
-}
-
-/**
- * A batch of stream records, in order. Only INSERTs are deliveries (the AWS event source filters
- * the rest out; locally they are skipped here). Returns the sequence numbers to report as
- * failed: the first record the provider could not take now (released), and everything after
- * it, so the stream retries from there in order (ReportBatchItemFailures semantics).
- */
-export async function handleOutboxRecords(deps: SenderDeps, records: readonly OutboxRecord[]): Promise<string[]> {
-  // The providers that asked to wait in this batch: their later items are deferred unsent.
-  const waiting = new Map<string, DeliveryOutcome>();
-  for (const [i, r] of records.entries()) {
-    if (r.eventName !== 'INSERT' || r.item === undefined) continue;
-    const provider = providerKeyOf(r.item);
-    const wait = waiting.get(provider);
-    let outcome: DeliveryOutcome;
-    try {
-      outcome = wait === undefined ? await deliver(deps, r.item) : await deferWithBatch(deps, r.item, wait);
-    } catch (e) {
-      outboxError(deps, r.item.pk, e);
-      outcome = 'released';
-    }
-    if (outcome === 'released') return records.slice(i).map((x) => x.sequence);
-    if (wait === undefined && WAIT.has(outcome)) waiting.set(provider, outcome);
-  }
-  return [];
-}
-
 /** Which provider an item goes to: deferral and pacing are per provider (email, or each http target). */
 export const providerKeyOf = (item: Pick<OutboxItem, 'kind' | 'target'>): string => (item.kind === 'email' ? 'email' : `http:${String(item.target)}`);
-
-/**
- * Its provider asked to wait (throttled, or the account held) on an earlier item of the batch:
- * this one is not sent now but deferred like it, unsent, with its own jittered time, and the batch
- * succeeds (the reconciler sends it when its time comes). A stream retry instead would come back
- * at once, be refused again and end in the dead-letter queue.
- */
-async function deferWithBatch(deps: SenderDeps, item: OutboxItem, why: DeliveryOutcome): Promise<DeliveryOutcome> {
-  const result = why === 'held' ? ({ kind: 'held', reason: 'held with the batch: the provider refused an earlier item for the account\'s state' } as const) : ({ kind: 'throttled', reason: 'deferred with the batch: the provider throttled an earlier item' } as const);
-  await deferred(deps, item, result, (d) => deferUnclaimed(deps.doc, deps.table, item.pk, d), false);
-  return why;
-}
