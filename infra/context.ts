@@ -116,6 +116,11 @@ export class ContextSettings {
     return this.integer('shards', 1, MAX_SHARDS);
   }
 
+  /** The account's Lambda concurrent executions (aws lambda get-account-settings): what the worker's concurrency must leave room in. */
+  accountConcurrency(): number | undefined {
+    return this.integer('accountConcurrency', AWS_LIMITS.newAccountLambdaConcurrency, 10_000_000, " (the account's Lambda concurrent executions: aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions)");
+  }
+
   workerMaxConcurrency(): number | undefined {
     return this.integer('workerMaxConcurrency', AWS_LIMITS.eventSourceMinConcurrency, AWS_LIMITS.eventSourceMaxConcurrency, " (Lambda's SQS event source)");
   }

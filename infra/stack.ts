@@ -15,7 +15,8 @@
  * | `runItems`                  | items in a run the payload does not size             | 1000                 |
  * | `unitSize`                  | items per fenced unit (at most the workload's cap)   | the workload's       |
  * | `shards`                    | shard jobs per run (npm run cli -- plan recommends)  | 1                    |
- * | `workerMaxConcurrency`      | worker event source maximum concurrency (>= shards)  | max(10, shards + 2)  |
+ * | `accountConcurrency`        | the account's Lambda concurrent executions           | 10 (a new account's) |
+ * | `workerMaxConcurrency`      | worker event source maximum concurrency (>= shards)  | shards + 2, at least 10, within the account's room |
  * | `warmThroughput`            | per table: {"records":{"write":40000}} (the plan's)  | none (AWS defaults)  |
  * | `keepRetiredIndexes`        | `true` for the first deploy of an index replacement  | false                |
  * | `unfinishedJobAlarmMinutes` | alarm when a job stays unfinished longer than this   | 60                   |
@@ -95,6 +96,7 @@ export class FencedWorkflowStack extends Stack {
     const sendRatePerSecond = settings.sendRatePerSecond();
     const shards = settings.shards();
     const workerMaxConcurrency = settings.workerMaxConcurrency();
+    const accountConcurrency = settings.accountConcurrency();
     const warmThroughput = settings.warmThroughput();
     const keepRetiredIndexes = settings.keepRetiredIndexes();
 
@@ -121,6 +123,7 @@ export class FencedWorkflowStack extends Stack {
       },
       ...(shards !== undefined ? { shards } : {}),
       ...(workerMaxConcurrency !== undefined ? { workerMaxConcurrency } : {}),
+      ...(accountConcurrency !== undefined ? { accountConcurrency } : {}),
       ...(warmThroughput ? { warmThroughput } : {}),
       keepRetiredIndexes,
     });

@@ -109,7 +109,7 @@ describe('npm run cli -- plan', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
     const plan = JSON.parse(r.stdout);
-    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c warmThroughput='\{"records":\{"write":\d+\},"outbox":\{"write":\d+\}\}'$/) });
+    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c accountConcurrency=1000 -c warmThroughput='\{"records":\{"write":\d+\},"outbox":\{"write":\d+\}\}'$/) });
     expect(plan.limits.map((l: { name: string }) => l.name)).toEqual(
       expect.arrayContaining(['records table write throughput', 'Lambda concurrency', 'SQS event source maximum concurrency', 'partition outbox/unsent-by-shard key open#N', 'partition fences key invoices#invoice-run#N-N#shard-N-of-N']),
     );

@@ -18,7 +18,7 @@ which limit binds with the setting that raises it. Without --shards it recommend
   --unit-size U            customers per fenced unit (1..${MAX_UNIT_SIZE}; the stack's default ${DEFAULT_UNIT_SIZE})
   --unit-latency-ms L      one unit's TransactWriteItems on AWS (default ${DEFAULT_ASSUMPTIONS.unitLatencyMs}; see docs/scale.md)
   --table-write-units W    the table-level write quota, if raised (default ${AWS_LIMITS.tableWriteUnitsPerSecond})
-  --lambda-concurrency C   the account's Lambda concurrency, if raised (default ${AWS_LIMITS.lambdaConcurrency})
+  --lambda-concurrency C   the account's Lambda concurrent executions (aws lambda get-account-settings; default ${AWS_LIMITS.lambdaConcurrency}): the stack's accountConcurrency
   --json                   one JSON object on stdout
   npm run cli -- plan --customers 10000000 --json`;
 
@@ -45,7 +45,7 @@ export function parsePlanFlags(argv: string[]): Parameters<typeof planInvoiceRun
     unitSize: intFlag('unit-size', values['unit-size'], DEFAULT_UNIT_SIZE, 1, MAX_UNIT_SIZE),
     assumptions: { unitLatencyMs: intFlag('unit-latency-ms', values['unit-latency-ms'], DEFAULT_ASSUMPTIONS.unitLatencyMs, 1, 1_000) },
     tableWriteUnits: intFlag('table-write-units', values['table-write-units'], AWS_LIMITS.tableWriteUnitsPerSecond, 1_000, 100_000_000),
-    lambdaConcurrency: intFlag('lambda-concurrency', values['lambda-concurrency'], AWS_LIMITS.lambdaConcurrency, 1, 1_000_000),
+    lambdaConcurrency: intFlag('lambda-concurrency', values['lambda-concurrency'], AWS_LIMITS.lambdaConcurrency, AWS_LIMITS.newAccountLambdaConcurrency, 10_000_000),
     json: values.json,
   };
 }
@@ -103,7 +103,7 @@ function perCustomer(p: InvoicePlan): string {
 /** The CDK context that deploys the plan: its shards, and warm throughput on the tables this stack has. */
 export function stackContext(p: InvoicePlan): string {
   const warm = Object.fromEntries(Object.entries(p.settings.warmWriteUnits).filter(([r]) => (TABLE_ROLES as string[]).includes(r)).map(([r, w]) => [r, { write: w }]));
-  return `-c shards=${p.settings.shards} -c warmThroughput='${JSON.stringify(warm)}'`;
+  return `-c shards=${p.settings.shards} -c accountConcurrency=${p.settings.lambdaConcurrency} -c warmThroughput='${JSON.stringify(warm)}'`;
 }
 
 export function planCommand(argv: string[]): number {

@@ -19,13 +19,13 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULT_UNFINISHED_JOB_ALARM_MINUTES, ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, type TableRole, type Workload } from '../../lib/workflow/index.js';
+import { AWS_LIMITS, DEFAULT_UNFINISHED_JOB_ALARM_MINUTES, ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, workerRoom, type TableRole, type Workload } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { WORKLOADS } from '../../lib/workloads/index.js';
 import { deadLetterQueue, durableTable, secureQueue, type WarmUnits } from './defaults.js';
 import { fencedFunction, type FencedFunction } from './function.js';
 import { grantDataPlane } from './permissions.js';
-import { validateScale, validateSettings } from './settings.js';
+import { validateConcurrency, validateScale, validateSettings } from './settings.js';
 import { denyCounterDestruction, denyCounterUpdatesExcept, refuseReplication, watchCounterGuard } from './guards.js';
 import { WorkflowMonitoring } from './monitoring.js';
 import { ExternalEffects, type ExternalEffectsProps } from './external-effects.js';
@@ -114,11 +114,24 @@ export interface FencedWorkflowProps {
   readonly starterSchedule?: ScheduleExpression;
   /** Whether the starter's schedule is enabled (default false: a fresh deploy starts no run until the operator says so). */
   readonly scheduleRuns?: boolean;
-  /** SQS messages a worker invocation takes. @default 5 */
+  /**
+   * SQS messages a worker invocation takes. Each message is a job's work until the invocation's
+   * time runs out, run side by side with the batch's others: with more than one, several shard
+   * jobs would share one invocation's memory and CPU instead of one each, as the plan counts them.
+   * @default 1
+   */
   readonly workerBatchSize?: number;
   /**
-   * Concurrent worker invocations the event source allows (2..1000), at least `shards`.
-   * @default workerConcurrencyFor(shards): one per shard plus 2, at least 10
+   * The account's Lambda concurrent executions in the stack's region (aws lambda
+   * get-account-settings --query AccountLimit.ConcurrentExecutions). The worker's maximum
+   * concurrency leaves one execution to each of the stack's other functions, and a setting that
+   * does not is refused. @default 10: what a new account may start with, so the defaults fit any account
+   */
+  readonly accountConcurrency?: number;
+  /**
+   * Concurrent worker invocations the event source allows (2..1000), at least `shards`, and at
+   * most what `accountConcurrency` leaves after one invocation of every other function.
+   * @default workerConcurrencyFor(shards, room): one per shard plus 2, at least 10, within the room
    */
   readonly workerMaxConcurrency?: number;
   /** Shard jobs per run (lib/workflow/runs.ts), at most one per item: the starter's setting; sizes the event source. @default 1 */
@@ -316,8 +329,7 @@ export class FencedWorkflow extends Construct {
     };
     const runItems = props.runItems ?? Math.min(DEFAULT_RUN_ITEMS, workload.start.maxItems);
     const starterEnvironment = { [ENV.runItems]: String(runItems), [ENV.runShards]: String(props.shards ?? 1) };
-    const workerMaxConcurrency = props.workerMaxConcurrency ?? workerConcurrencyFor(props.shards ?? 1);
-    validateScale({ shards: props.shards ?? 1, workerMaxConcurrency, items: runItems, warmThroughput: props.warmThroughput ?? {} });
+    validateScale({ shards: props.shards ?? 1, items: runItems, warmThroughput: props.warmThroughput ?? {} });
     validateSettings({ ...environment, ...starterEnvironment }, { leaseDuration, maxClockSkew, staleAfter, sweepInterval, workerTimeout }, workload);
     this.environment = environment;
 
@@ -378,8 +390,14 @@ export class FencedWorkflow extends Construct {
     // the schedule's own retries use.
     this.starter.fn.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.hours(2) });
 
+    // One execution for each function besides the worker (they run one at a time: scheduled, or
+    // one per stream shard for the sender); what the account has left is the worker's at most.
+    const others = [this.sweeper, this.starter, this.effects.sender, this.effects.reconciler, this.effects.recorder, this.effects.collector, this.effects.sandbox?.provider].filter((f) => f !== undefined).length;
+    const accountConcurrency = props.accountConcurrency ?? AWS_LIMITS.newAccountLambdaConcurrency;
+    const workerMaxConcurrency = props.workerMaxConcurrency ?? workerConcurrencyFor(props.shards ?? 1, workerRoom(accountConcurrency, others));
+    validateConcurrency({ shards: props.shards ?? 1, workerMaxConcurrency, accountConcurrency, otherFunctions: others });
     const workerSource = new SqsEventSource(this.queue, {
-      batchSize: props.workerBatchSize ?? 5,
+      batchSize: props.workerBatchSize ?? 1,
       maxConcurrency: workerMaxConcurrency,
       reportBatchItemFailures: true,
     });

@@ -72,17 +72,10 @@ function validateWatch(env: Record<string, string>, lease: Duration, workerTimeo
  * of a run at once within Lambda's 2..1,000, warm throughput no lower than a new table's (less
  * would not be a warm-up) on tables the stack has.
  */
-export function validateScale(s: { shards: number; workerMaxConcurrency: number; items: number; warmThroughput: Partial<Record<string, { read?: number; write?: number }>> }): void {
+export function validateScale(s: { shards: number; items: number; warmThroughput: Partial<Record<string, { read?: number; write?: number }>> }): void {
   if (!Number.isSafeInteger(s.shards) || s.shards < 1 || s.shards > MAX_SHARDS) throw new ConfigError('shards', `must be an integer in [1, ${MAX_SHARDS}], got ${s.shards}`);
   // The starter refuses such a run (assertShardCount): an empty shard would do nothing.
   if (s.items > 0 && s.shards > s.items) throw new ConfigError('shards', `${s.shards} shards for ${s.items} items: a shard would cover none (at most one shard per item)`);
-  const { eventSourceMinConcurrency: min, eventSourceMaxConcurrency: max } = AWS_LIMITS;
-  if (!Number.isSafeInteger(s.workerMaxConcurrency) || s.workerMaxConcurrency < min || s.workerMaxConcurrency > max) {
-    throw new ConfigError('workerMaxConcurrency', `must be an integer in [${min}, ${max}] (Lambda's SQS event source), got ${s.workerMaxConcurrency}`);
-  }
-  if (s.workerMaxConcurrency < s.shards) {
-    throw new ConfigError('workerMaxConcurrency', `${s.workerMaxConcurrency} is below shards (${s.shards}): a run's shards could not all run at once; leave it unset (shards + 2) or raise it`);
-  }
   for (const [role, w] of Object.entries(s.warmThroughput)) {
     if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('warmThroughput', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
     const floor = { read: AWS_LIMITS.newTableWarmReadUnits, write: AWS_LIMITS.newTableWarmWriteUnits };
@@ -92,6 +85,29 @@ export function validateScale(s: { shards: number; workerMaxConcurrency: number;
         throw new ConfigError(`warmThroughput.${role as TableRole}.${kind}`, `must be an integer >= ${floor[kind]} (what a new on-demand table serves already), got ${v}`);
       }
     }
+  }
+}
+
+/** Where to read the account's concurrency, for the refusals that name it. */
+const READ_ACCOUNT = 'aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions';
+
+/**
+ * The worker's concurrency within the event source's bounds, at least the shards (a run's shards
+ * all run at once), and within the account's: with one execution for each other function, the
+ * worker must leave room for them, or the sweeper, the sender and the reconciler throttle, and a
+ * throttled SQS receive counts toward the work queue's maxReceiveCount.
+ */
+export function validateConcurrency(s: { shards: number; workerMaxConcurrency: number; accountConcurrency: number; otherFunctions: number }): void {
+  const { eventSourceMinConcurrency: min, eventSourceMaxConcurrency: max } = AWS_LIMITS;
+  if (!Number.isSafeInteger(s.workerMaxConcurrency) || s.workerMaxConcurrency < min || s.workerMaxConcurrency > max) {
+    throw new ConfigError('workerMaxConcurrency', `must be an integer in [${min}, ${max}] (Lambda's SQS event source), got ${s.workerMaxConcurrency}`);
+  }
+  if (s.workerMaxConcurrency < s.shards) {
+    throw new ConfigError('workerMaxConcurrency', `${s.workerMaxConcurrency} is below shards (${s.shards}): a run's shards could not all run at once; raise it, and accountConcurrency if the account has more (${READ_ACCOUNT})`);
+  }
+  const needed = s.workerMaxConcurrency + s.otherFunctions;
+  if (needed > s.accountConcurrency) {
+    throw new ConfigError('accountConcurrency', `${s.accountConcurrency} concurrent executions cannot hold the worker's ${s.workerMaxConcurrency} and one for each of the ${s.otherFunctions} other functions (${needed}): give the account's own (${READ_ACCOUNT}), or lower workerMaxConcurrency or shards`);
   }
 }
 

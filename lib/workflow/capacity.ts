@@ -28,6 +28,11 @@ export const AWS_LIMITS = {
   transactionalWriteFactor: 2,
   /** Lambda concurrent executions per Region and account, by default (raise: Service Quotas, "Concurrent executions"). */
   lambdaConcurrency: 1_000,
+  /**
+   * What a new account may start with instead (as little as 10, raised as it is used): the stack's
+   * default, so a first deploy fits any account (read yours: aws lambda get-account-settings).
+   */
+  newAccountLambdaConcurrency: 10,
   /** An SQS event source mapping's MaximumConcurrency: 2..1,000 (Lambda API, ScalingConfig). */
   eventSourceMinConcurrency: 2,
   eventSourceMaxConcurrency: 1_000,
@@ -108,12 +113,17 @@ export function rampSeconds(concurrency: number): number {
  * The event source's maximum concurrency for a run of `shards`: one invocation per shard (a shard
  * is one lease: more cannot help it), plus 2 for the messages that overlap a shard's own (a
  * continuation during its hand-off, a duplicate or a requeue that finds the lease held and
- * returns at once), at least the 10 the stack always allowed (periods can overlap: a backfill),
- * at most Lambda's 1,000.
+ * returns at once), at least 10 (periods can overlap: a backfill), at most Lambda's 1,000, and
+ * at most `room`: what the account's concurrency leaves after one invocation of each of the
+ * stack's other functions (workerRoom), so the worker never takes the whole account and throttles
+ * the sweeper, the sender and the reconciler; never below the event source's minimum of 2.
  */
-export function workerConcurrencyFor(shards: number): number {
-  return Math.min(AWS_LIMITS.eventSourceMaxConcurrency, Math.max(10, shards + 2));
+export function workerConcurrencyFor(shards: number, room = Number.POSITIVE_INFINITY): number {
+  return Math.max(AWS_LIMITS.eventSourceMinConcurrency, Math.min(AWS_LIMITS.eventSourceMaxConcurrency, Math.max(10, shards + 2), room));
 }
+
+/** What the account's concurrency leaves the worker when each of the stack's `otherFunctions` runs one invocation at a time. */
+export const workerRoom = (accountConcurrency: number, otherFunctions: number): number => accountConcurrency - otherFunctions;
 
 /** Cost of request counts at PRICES_US_EAST_1, dollars. */
 export function costOf(c: { wru: number; rru: number; s3Puts: number; emails: number; sqsRequests: number; lambdaRequests: number; lambdaGbSeconds: number }): Record<string, number> {

@@ -132,6 +132,7 @@ export {
   PRICES_US_EAST_1,
   rampSeconds,
   workerConcurrencyFor,
+  workerRoom,
   type LimitVerdict,
   type PlanAssumptions,
   type PlanLimits,

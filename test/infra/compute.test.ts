@@ -272,13 +272,15 @@ describe('the work queue', () => {
     expect(props(w.deadLetterQueue).MessageRetentionPeriod).toBe(14 * 24 * 3600);
   });
 
-  it('the worker reads it in batches with partial batch responses and a concurrency cap', () => {
+  it("the worker reads it one job's message per invocation, with partial batch responses, its concurrency leaving one execution to each other function of a new account's 10", () => {
+    // The invoice stack's other functions: sweeper, starter, sender, reconciler, recorder, collector, sandbox provider.
+    expect(Object.keys(template.findResources('AWS::Lambda::Function'))).toHaveLength(8);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: logicalId(w.worker.fn) },
       EventSourceArn: arnOf(w.queue),
       FunctionResponseTypes: ['ReportBatchItemFailures'],
-      BatchSize: 5,
-      ScalingConfig: { MaximumConcurrency: 10 },
+      BatchSize: 1,
+      ScalingConfig: { MaximumConcurrency: 3 },
     });
   });
 });

@@ -34,11 +34,26 @@ const refused = (context: Record<string, unknown>) => {
 };
 
 describe('the stack exposes what the capacity plan recommends', () => {
-  it('shards sets the starter and sizes the worker event source: shards + 2, at least 10; unset: one shard, 10', () => {
-    expect(scale({})).toMatchObject({ shards: '1', maxConcurrency: 10 });
-    expect(scale({ shards: 7 })).toMatchObject({ shards: '7', maxConcurrency: 10 });
-    expect(scale({ shards: 64 })).toMatchObject({ shards: '64', maxConcurrency: 66 });
-    expect(scale({ shards: 64, workerMaxConcurrency: 100 })).toMatchObject({ maxConcurrency: 100 });
+  it("shards sets the starter and sizes the worker event source: shards + 2, at least 10, within what the account's concurrency leaves the worker", () => {
+    // A new account's 10 executions, 7 of them one for each other function: 3 for the worker.
+    expect(scale({})).toMatchObject({ shards: '1', maxConcurrency: 3 });
+    expect(scale({ shards: 3 })).toMatchObject({ shards: '3', maxConcurrency: 3 });
+    const big = { accountConcurrency: 1000 };
+    expect(scale(big)).toMatchObject({ shards: '1', maxConcurrency: 10 });
+    expect(scale({ ...big, shards: 7 })).toMatchObject({ shards: '7', maxConcurrency: 10 });
+    expect(scale({ ...big, shards: 64 })).toMatchObject({ shards: '64', maxConcurrency: 66 });
+    expect(scale({ ...big, shards: 64, workerMaxConcurrency: 100 })).toMatchObject({ maxConcurrency: 100 });
+    expect(scale({ accountConcurrency: 50, shards: 42 })).toMatchObject({ maxConcurrency: 43 });
+  });
+
+  it("a worker concurrency that leaves another function no execution is refused, naming where to read the account's", () => {
+    expect(refused({ workerMaxConcurrency: 10 })).toBe(
+      'accountConcurrency: 10 concurrent executions cannot hold the worker\'s 10 and one for each of the 7 other functions (17): give the account\'s own (aws lambda get-account-settings --query AccountLimit.ConcurrentExecutions), or lower workerMaxConcurrency or shards',
+    );
+    expect(refused({ shards: 4 })).toMatch(/^workerMaxConcurrency: 3 is below shards \(4\): a run's shards could not all run at once; raise it, and accountConcurrency if the account has more/);
+    expect(refused({ accountConcurrency: 9 })).toMatch(/^accountConcurrency: must be an integer in \[10, 10000000\]/);
+    // Live (no sandbox provider): one function fewer, one more execution for the worker.
+    expect(scale({ live: 'true', paymentsUrl: 'https://pay.fenced-workflow.dev/charges' })).toMatchObject({ maxConcurrency: 4 });
   });
 
   it('warmThroughput puts WarmThroughput on exactly the tables it names (a JSON string with -c, an object in cdk.json)', () => {
@@ -57,7 +72,7 @@ describe('the stack exposes what the capacity plan recommends', () => {
     [{ shards: 1001 }, /shards: must be an integer in \[1, 1000\]/],
     [{ shards: 'four' }, /shards: must be an integer/],
     [{ shards: 20, runItems: 10 }, /shards: 20 shards for 10 items/],
-    [{ shards: 12, workerMaxConcurrency: 8 }, /workerMaxConcurrency: 8 is below shards \(12\)/],
+    [{ shards: 12, workerMaxConcurrency: 8, accountConcurrency: 1000 }, /workerMaxConcurrency: 8 is below shards \(12\)/],
     [{ workerMaxConcurrency: 1001 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
     [{ workerMaxConcurrency: 1 }, /workerMaxConcurrency: must be an integer in \[2, 1000\]/],
     [{ warmThroughput: '{"invoice":{"write":9000}}' }, /warmThroughput: unknown table role "invoice"/],
@@ -73,7 +88,7 @@ describe('the stack exposes what the capacity plan recommends', () => {
 
   it("the plan's settings for 10 million customers synthesize as it prints them, with zero cdk-nag findings", () => {
     const plan = planInvoiceRun({ customers: 10_000_000 });
-    const context = { shards: plan.settings.shards, runItems: 10_000_000, warmThroughput: { records: { write: plan.settings.warmWriteUnits.records } } };
+    const context = { shards: plan.settings.shards, accountConcurrency: plan.settings.lambdaConcurrency, runItems: 10_000_000, warmThroughput: { records: { write: plan.settings.warmWriteUnits.records } } };
     expect(scale(context)).toMatchObject({ shards: String(plan.shards), maxConcurrency: plan.settings.workerMaxConcurrency, warm: { records: { WriteUnitsPerSecond: plan.settings.warmWriteUnits.records } } });
     const { app, outdir } = buildApp({ nag: true, context });
     expect(withoutCfnValidation(() => nagViolations(app, outdir))).toEqual([]);

@@ -18,6 +18,7 @@ import {
   MAX_SHARDS,
   rampSeconds,
   workerConcurrencyFor,
+  workerRoom,
   type LimitVerdict,
   type PlanAssumptions,
   type ProfileKey,
@@ -182,7 +183,7 @@ function verdicts(m: ReturnType<typeof mix>, n: number, k: number, warm: { recor
           : `the table-level write throughput quota (${quota}; Service Quotas), then warm throughput to match`,
     };
   };
-  const esm = workerConcurrencyFor(k);
+  const esm = workerConcurrencyFor(k, workerRoom(lambda, OTHER_FUNCTIONS));
   const waves = (slots: number) => chain * (k / Math.max(1, Math.min(k, slots)));
   return [
     { name: "one shard's chain of transactions", seconds: chain, allows: 1000 / a.unitLatencyMs, demands: 1000 / a.unitLatencyMs, unit: 'units/s per shard', raise: 'more shards (plan --shards, stack context shards)' },
@@ -253,7 +254,7 @@ function planAt(n: number, k: number, unitSize: number, a: PlanAssumptions, quot
   const warm = { records: want('records'), outbox: want('outbox') };
   const limits = verdicts(m, n, k, warm, a, quota, lambda);
   const binding = bindingLimit(limits);
-  const ramp = rampSeconds(Math.min(k, workerConcurrencyFor(k))) / 2;
+  const ramp = rampSeconds(Math.min(k, workerConcurrencyFor(k, workerRoom(lambda, OTHER_FUNCTIONS)))) / 2;
   const unwarmed = bindingLimit(verdicts(m, n, k, { records: AWS_LIMITS.newTableWarmWriteUnits, outbox: AWS_LIMITS.newTableWarmWriteUnits }, a, quota, lambda));
   return { m, warm, limits, binding, wall: binding.seconds + ramp, wallUnwarmed: unwarmed.seconds + ramp };
 }
@@ -269,6 +270,13 @@ export function recommendShards(n: number, unitSize: number, a: PlanAssumptions,
   const best = Math.min(...walls);
   return walls.findIndex((w) => w <= Math.max(best * 1.05, best + 60)) + 1;
 }
+
+/**
+ * The invoice stack's functions besides the worker, one execution each (the stack's own count:
+ * infra/constructs/fenced-workflow.ts): the sweeper, the starter, the sender, the reconciler, the
+ * recorder, the collector, and the sandbox provider while a target is in the sandbox.
+ */
+const OTHER_FUNCTIONS = 7;
 
 export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
   const a = { ...DEFAULT_ASSUMPTIONS, ...input.assumptions };
@@ -304,7 +312,7 @@ export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
     wallSecondsUnwarmed: wallUnwarmed,
     binding,
     limits,
-    settings: { shards: k, workerMaxConcurrency: workerConcurrencyFor(k), warmWriteUnits: warm, lambdaConcurrency: lambda },
+    settings: { shards: k, workerMaxConcurrency: workerConcurrencyFor(k, workerRoom(lambda, OTHER_FUNCTIONS)), warmWriteUnits: warm, lambdaConcurrency: lambda },
     assumptions: a,
   };
 }
