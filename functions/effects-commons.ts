@@ -3,12 +3,13 @@
  * the documents bucket (the worker puts, the collector deletes), and the outbox sender's
  * providers, as the workload declares them: SES v2 with the configuration set that publishes
  * SEND events when it sends email (to the mailbox simulator unless `LIVE_TARGETS` names `email`),
- * and each http target's endpoint (`<TARGET>_URL`): a live target's provider, or the stack's
- * sandbox provider, whose calls are signed (SigV4) for its function URL.
+ * and each http target's endpoint (`<TARGET>_URL`): a live target's provider, its API key read
+ * from the secret `<TARGET>_SECRET_ARN` names, or the stack's sandbox provider, whose calls are
+ * signed (SigV4) for its function URL.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { decimal, DEFAULT_HTTP_KEY_RETENTION_MS, DEFAULT_SEND_TIMEOUT_MS, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
-import { FetchHttpProvider, S3ObjectStore, s3Client, SesEmailProvider, signedFetch } from '../lib/workflow/adapters/index.js';
+import { FetchHttpProvider, S3ObjectStore, s3Client, SecretsManagerCredential, SesEmailProvider, signedFetch } from '../lib/workflow/adapters/index.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import type { Commons, Env } from './commons.js';
 
@@ -69,14 +70,22 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
 function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): { email?: EmailProvider; http: Record<string, HttpProvider> } {
   const live = liveTargetsOf(env[ENV.liveTargets], ENV.liveTargets, [EMAIL_TARGET, ...workload.outbox.http.map((t) => t.target)]);
   const http: Record<string, HttpProvider> = {};
+  let secrets: ReturnType<typeof SecretsManagerCredential.client> | undefined;
   for (const t of workload.outbox.http) {
     const names = httpTargetEnv(t.target);
     const url = httpUrl(env, names.url, { optional: true });
     if (url === undefined) continue;
-    // A target that is not live is the stack's sandbox provider, behind a function URL that takes only signed calls.
-    const fetchFn = live.has(t.target) ? undefined : signedFetch({ region: required(env, 'AWS_REGION') });
-    http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs: integer(env, names.keyRetentionMs, t.keyRetentionMs ?? DEFAULT_HTTP_KEY_RETENTION_MS, 60_000, 31 * 86_400_000), declines: t.declines }, fetchFn);
+    const keyRetentionMs = integer(env, names.keyRetentionMs, t.keyRetentionMs ?? DEFAULT_HTTP_KEY_RETENTION_MS, 60_000, 31 * 86_400_000);
+    if (live.has(t.target)) {
+      // A live provider takes its API key on every call: read from the target's secret, never from the environment.
+      const credential = new SecretsManagerCredential(secrets ??= SecretsManagerCredential.client(), required(env, names.secretArn));
+      http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs, declines: t.declines, credential });
+    } else {
+      // A target that is not live is the stack's sandbox provider, behind a function URL that takes only signed calls.
+      http[t.target] = new FetchHttpProvider(url, SEND_TIMEOUT_MS, { keyRetentionMs, declines: t.declines }, signedFetch({ region: required(env, 'AWS_REGION') }));
+    }
   }
+  if (secrets !== undefined) tracer?.captureAWSv3Client(secrets);
   if (!workload.outbox.email) return { http };
   const ses = SesEmailProvider.client();
   tracer?.captureAWSv3Client(ses);

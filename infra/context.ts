@@ -233,8 +233,9 @@ export class ContextSettings {
     }
     const own = workload.outbox.http.map((t) => t.target);
     for (const target of new Set(WORKLOADS.flatMap((w) => w.outbox.http.map((t) => t.target)))) {
-      const key = httpTargetContextKey(target);
-      if (!own.includes(target) && this.string(key) !== undefined) out.push({ key, why: `workload ${workload.name} has no http target ${target} (its targets: ${own.join(', ') || 'none'})` });
+      for (const key of [httpTargetContextKey(target), httpTargetContextKey(target, 'SecretArn')]) {
+        if (!own.includes(target) && this.string(key) !== undefined) out.push({ key, why: `workload ${workload.name} has no http target ${target} (its targets: ${own.join(', ') || 'none'})` });
+      }
     }
     return out;
   }
@@ -297,6 +298,24 @@ export class ContextSettings {
     return out;
   }
 
+  /**
+   * Each live http target's credential secret, from context `<target>SecretArn` (`payments` →
+   * `paymentsSecretArn`): a secret's complete ARN (with its 6-character suffix). Unset: the stack
+   * creates one. Set for a target in the sandbox: refused, as its URL would be.
+   */
+  httpCredentials(workload: Pick<Workload, 'name' | 'outbox'>, live: readonly string[] = []): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const { target } of workload.outbox.http) {
+      const key = httpTargetContextKey(target, 'SecretArn');
+      const v = this.string(key);
+      if (v === undefined) continue;
+      if (!live.includes(target)) throw new ConfigError(key, `is set, but target ${target} is in the sandbox (its calls are signed for the sandbox provider): add -c live=true (or live=${target}), or unset ${key}`);
+      if (!SECRET_ARN.test(v)) throw new ConfigError(key, `must be a Secrets Manager secret's complete ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-<6 characters>), got "${v.slice(0, 200)}"`);
+      out[target] = v;
+    }
+    return out;
+  }
+
   adoptTables(): Partial<Record<TableRole, AdoptedTableSetting>> | undefined {
     return parseAdoptTables(this.raw('adoptTables'));
   }
@@ -305,8 +324,11 @@ export class ContextSettings {
 /** What the sandbox provider can be told to do, each a share (infra/constructs/sandbox-provider.ts). */
 const SANDBOX_SHARES = ['declineShare', 'throttleShare', 'errorShare'] as const;
 
-/** The context key of an http target's endpoint: `payments` → `paymentsUrl`, `tenant-hooks` → `tenantHooksUrl`. */
-export const httpTargetContextKey = (target: string): string => `${target.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())}Url`;
+/** The context key of an http target's endpoint (`payments` → `paymentsUrl`, `tenant-hooks` → `tenantHooksUrl`) or its credential (`paymentsSecretArn`). */
+export const httpTargetContextKey = (target: string, what: 'Url' | 'SecretArn' = 'Url'): string => `${target.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())}${what}`;
+
+/** A secret's complete ARN: Secrets Manager appends 6 random characters to the name. */
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
 
 // ---- The sender's SES identity ------------------------------------------------------------------
 

@@ -29,6 +29,7 @@
  * | `senderDomain`              | domain identity to create, with Easy DKIM            | none                 |
  * | `live`                      | `true`, or the targets that reach real recipients    | none: the sandbox    |
  * | `<target>Url`               | a live http target's endpoint: paymentsUrl...        | required if live     |
+ * | `<target>SecretArn`         | a live http target's API key secret (complete ARN)   | one the stack creates|
  * | `sandboxProvider`           | {"declineShare":0.05,"throttleShare":0,"errorShare":0}| those shares         |
  * | `sendRatePerSecond`         | sends/s per sender or reconciler invocation          | none (unpaced)       |
  * | `stackName` (infra/app.ts)  | stack name; a fork sets its own                      | see stackNameFrom    |
@@ -91,6 +92,7 @@ export class FencedWorkflowStack extends Stack {
     const email = settings.email(workload);
     const live = settings.live(workload);
     const httpTargets = settings.httpTargets(workload, live);
+    const httpCredentials = settings.httpCredentials(workload, live);
     const sandboxProvider = settings.sandboxProvider();
     for (const { key, why } of settings.unusedBy(workload)) Annotations.of(this).addWarningV2(`fenced-workflow:ignored-${key}`, `${key} is ignored: ${why}`);
     const sendRatePerSecond = settings.sendRatePerSecond();
@@ -118,6 +120,7 @@ export class FencedWorkflowStack extends Stack {
         ...(email ?? {}),
         liveTargets: live,
         httpTargets,
+        httpCredentials,
         ...(sandboxProvider ? { sandboxProvider } : {}),
         ...(sendRatePerSecond !== undefined ? { sendRatePerSecond } : {}),
       },

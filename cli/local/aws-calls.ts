@@ -23,7 +23,7 @@ export interface AwsCall {
   /** The function whose invocation made the call: worker, sweeper, starter, sender, reconciler, recorder, collector. */
   fn: string;
   /** sqs and sesv2: recorded at the port (the local queue, the SMTP provider), where the Lambda would call the SDK. */
-  service: 'dynamodb' | 'dynamodbstreams' | 's3' | 'sqs' | 'sesv2' | 'lambda';
+  service: 'dynamodb' | 'dynamodbstreams' | 's3' | 'sqs' | 'sesv2' | 'lambda' | 'secretsmanager';
   /** The API operation as sent (GetItem, TransactWriteItems, PutObject...). */
   action: string;
   /** What IAM authorizes for it, one per distinct (action, resource, context): a transaction's per item action and table. */

@@ -18,6 +18,9 @@ import { startPaymentsProvider, type PaymentsProvider } from './payments-provide
 import { startS3Endpoint, type S3Endpoint } from './s3-endpoint.js';
 import { headerOf, startSmtpSink, type SinkEvent, type SmtpSink } from './smtp-sink.js';
 
+
+/** The local provider's API key: made up, never a real provider's. */
+export const LOCAL_API_KEY = 'sk_test_local_fenced_workflow';
 export interface EffectsOptions {
   /** The DynamoDB client the recorder writes with. */
   doc: DynamoDBDocumentClient;
@@ -198,7 +201,9 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
   const sendTimeoutMs = opts.sendTimeoutMs ?? 1_000;
   const email = new SmtpEmailProvider({ ...smtp, timeoutMs: sendTimeoutMs });
   const retention = opts.paymentsKeyRetentionMs === undefined ? {} : { keyRetentionMs: opts.paymentsKeyRetentionMs };
-  const payments = await startPaymentsProvider(retention);
+  // The local provider asks for an API key as a live one does; the providers carry it (their credential).
+  const payments = await startPaymentsProvider({ ...retention, apiKey: LOCAL_API_KEY });
+  const credential = { value: async () => LOCAL_API_KEY };
   return {
     s3,
     bucket,
@@ -209,7 +214,7 @@ export async function startEffects(opts: EffectsOptions): Promise<Effects> {
     emailName: opts.smtp === undefined ? `embedded SMTP sink ${smtp.host}:${smtp.port}` : `SMTP ${smtp.host}:${smtp.port}`,
     ...(sink === undefined ? {} : { sink }),
     payments,
-    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(payments.url, t), sendTimeoutMs, { ...retention, declines: t.declines })])),
+    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(payments.url, t), sendTimeoutMs, { ...retention, declines: t.declines, credential })])),
     sendTimeoutMs,
     from: SENDER_ADDRESS,
     close: async () => {

@@ -50,6 +50,11 @@ export interface PaymentsOptions {
   now?: () => number;
   /** Where charge ids come from (default randomUUID): a simulator passes a deterministic source. */
   ids?: () => string;
+  /**
+   * The API key every POST must carry (`Authorization: Bearer <key>`), as a real provider's: a
+   * missing or wrong one is refused 401 before anything is performed. Default: none asked.
+   */
+  apiKey?: string;
 }
 
 /** The record and fault plan every payment stand-in exposes, whatever carries its requests. */
@@ -91,6 +96,8 @@ export interface PaymentsStandIn {
   declineShare(fraction: number, seed?: number): void;
   /** Charges declined so far (new keys only, not their replays). */
   readonly declines: number;
+  /** Requests refused 401 for a missing or wrong API key (with `apiKey` set; nothing performed). */
+  readonly unauthorized: number;
 }
 
 /** A request as it arrived: `path` as sent (`/charges`), `header` a lookup by lower-case name. */
@@ -135,7 +142,11 @@ export class PaymentsCore implements PaymentsStandIn {
   private declineSeed = 0;
   private declined = 0;
 
+  private readonly apiKey: string | undefined;
+  private unauthorizedCount = 0;
+
   constructor(opts: PaymentsOptions = {}) {
+    this.apiKey = opts.apiKey;
     this.now = opts.now ?? Date.now;
     this.ids = opts.ids ?? randomUUID;
     this.keyRetentionMs = opts.keyRetentionMs;
@@ -153,6 +164,11 @@ export class PaymentsCore implements PaymentsStandIn {
 
   get declines(): number {
     return this.declined;
+  }
+
+  /** Requests refused 401 for a missing or wrong API key (nothing performed). */
+  get unauthorized(): number {
+    return this.unauthorizedCount;
   }
 
   readonly declineShare = (fraction: number, seed = 0) => {
@@ -196,6 +212,11 @@ export class PaymentsCore implements PaymentsStandIn {
     if (call.method === 'GET' && path === '/_record') return json(200, [...this.records.values()]);
     // Any POST path: one fixed endpoint (`/charges`) or a recipient's own below it (a tenant's webhook); the record keeps the path.
     if (call.method !== 'POST' || path === undefined || !path.startsWith('/') || path.startsWith('/_')) return json(404, { error: { type: 'invalid_request_error', message: 'unknown route' } });
+    // Authentication comes first, as on a real provider: a request it cannot attribute is refused, nothing performed, nothing stored.
+    if (this.apiKey !== undefined && call.header('authorization') !== `Bearer ${this.apiKey}`) {
+      this.unauthorizedCount++;
+      return json(401, { error: { type: 'invalid_request_error', message: call.header('authorization') === undefined ? 'You did not provide an API key.' : 'Invalid API Key provided.' } });
+    }
     if (this.now() < this.downUntil || this.downIf()) return this.refusedCount++, json(503, { error: { type: 'api_error', message: 'temporarily unavailable' } });
     const key = call.header('idempotency-key');
     if (key === undefined || key === '') return json(400, { error: { type: 'invalid_request_error', message: 'Idempotency-Key is required' } });

@@ -23,6 +23,7 @@ import { AnyPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { ConfigurationSet, DkimIdentity, EmailIdentity, EmailSendingEvent, EventDestination, Identity, type DkimRecord, type IEmailIdentity } from 'aws-cdk-lib/aws-ses';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
@@ -86,6 +87,14 @@ export interface ExternalEffectsProps {
    * refused for one in the sandbox. A name the workload does not declare is refused.
    */
   readonly httpTargets?: Readonly<Record<string, string>>;
+  /**
+   * The secret (its complete ARN) holding each live http target's API key, by target name. A live
+   * target without one gets a secret the stack creates, holding a generated placeholder until the
+   * operator puts the provider's key in it (the provider refuses the placeholder: its items are
+   * held and alarmed). Only the sender and the reconciler may read it; its value is never in the
+   * template or the environment.
+   */
+  readonly httpCredentials?: Readonly<Record<string, string>>;
   /**
    * How the sandbox provider (deployed when an http target is not live) misbehaves: shares of
    * keys declined, of requests throttled and failed before anything is performed.
@@ -189,6 +198,8 @@ export class ExternalEffects extends Construct {
   readonly senderDeadLetterQueue: Queue;
   /** The provider the http targets that are not live call: only when the workload has one. */
   readonly sandbox?: SandboxProvider;
+  /** Each live http target's credential, by target name. */
+  readonly credentials: Readonly<Record<string, ISecret>> = {};
   /** What the worker needs in its environment to put documents. */
   readonly workerEnvironment: Readonly<Record<string, string>>;
   /** The workload's documents folder (its processor's `documents.prefix`); undefined when it writes none. */
@@ -200,7 +211,9 @@ export class ExternalEffects extends Construct {
     const live = liveTargetsOf(props.workload, props.liveTargets ?? []);
     const sandboxed = props.workload.outbox.http.filter((t) => !live.includes(t.target));
     if (sandboxed.length > 0) this.sandbox = this.sandboxProvider(sandboxed, props.sandboxProvider ?? {});
-    const http = { ...httpTargetVariables(props.workload, props.httpTargets ?? {}, live), ...this.sandboxUrls(sandboxed) };
+    this.credentials = this.targetCredentials(props.workload.outbox.http.filter((t) => live.includes(t.target)), props.httpCredentials ?? {});
+    const secretVariables = Object.fromEntries(Object.entries(this.credentials).map(([target, secret]) => [httpTargetEnv(target).secretArn, secret.secretArn]));
+    const http = { ...httpTargetVariables(props.workload, props.httpTargets ?? {}, live), ...this.sandboxUrls(sandboxed), ...secretVariables };
     const prefix = props.workload.processor.documents?.prefix;
     if (prefix !== undefined) {
       this.documentsPrefix = prefix;
@@ -275,6 +288,27 @@ export class ExternalEffects extends Construct {
     const behaviour = { keyRetentionMs, declineShare: given.declineShare ?? 0.05, throttleShare: given.throttleShare ?? 0, errorShare: given.errorShare ?? 0 };
     for (const [k, v] of Object.entries(behaviour)) if (k !== 'keyRetentionMs' && !(v >= 0 && v <= 1)) throw new ConfigError(`sandboxProvider.${k}`, `must be a share in [0, 1], got ${v}`);
     return new SandboxProvider(this, 'Sandbox', { behaviour, service: 'sandbox-provider' });
+  }
+
+  /** Each live target's secret: the one given (by complete ARN), or one created with a placeholder. */
+  private targetCredentials(targets: readonly HttpTargetSpec[], given: Readonly<Record<string, string>>): Record<string, ISecret> {
+    for (const name of Object.keys(given)) if (!targets.some((t) => t.target === name)) throw new ConfigError(`httpCredentials.${name}`, `names no live http target (live: ${targets.map((t) => t.target).join(', ') || 'none'})`);
+    const out: Record<string, ISecret> = {};
+    for (const t of targets) {
+      const id = `${t.target.replace(/(^|-)([a-z0-9])/g, (_, _d: string, c: string) => c.toUpperCase())}Credential`;
+      const arn = given[t.target];
+      if (arn !== undefined) {
+        out[t.target] = Secret.fromSecretCompleteArn(this, id, arn);
+        continue;
+      }
+      const secret = new Secret(this, id, { description: `The ${t.target} provider's API key, sent as Authorization: Bearer by the outbox sender and reconciler. Created with a placeholder: put yours (aws secretsmanager put-secret-value).` });
+      Validations.of(secret).acknowledge({
+        id: 'AwsSolutions::AwsSolutions-SMG4',
+        reason: "The key is the provider's, issued and rotated in the provider's dashboard: there is no rotation Lambda to write. A new key is put with put-secret-value, and the sender reads it again within 5 minutes.",
+      });
+      out[t.target] = secret;
+    }
+    return out;
   }
 
   /** `<TARGET>_URL` of each sandboxed target: the sandbox provider's function URL, the target's name its path. */
@@ -435,6 +469,8 @@ export class ExternalEffects extends Construct {
       const configSetArn = Stack.of(this).formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.configurationSet.configurationSetName });
       for (const f of [this.sender, this.reconciler]) allow(f, ['ses:SendEmail'], [this.identity.emailIdentityArn, configSetArn]);
     }
+    // Both read each live target's API key (lib/workflow/adapters/secret-credential.ts).
+    for (const secret of Object.values(this.credentials)) for (const f of [this.sender, this.reconciler]) allow(f, ['secretsmanager:GetSecretValue'], [secret.secretArn]);
     // Both call the sandbox provider's function URL (signed): new function URLs need both actions (Lambda Developer Guide, Control access to function URLs).
     if (this.sandbox !== undefined) {
       const fnArn = this.sandbox.provider.fn.functionArn;

@@ -193,7 +193,7 @@ export interface FencedWorkflowProps {
    * sends per second of each sender or reconciler invocation. Which effects exist, and the folder
    * the documents go under, are the workload's.
    */
-  readonly externalEffects: Pick<ExternalEffectsProps, 'senderAddress' | 'senderIdentity' | 'liveTargets' | 'httpTargets' | 'sandboxProvider' | 'reconcileClaimTimeout' | 'sendRatePerSecond'>;
+  readonly externalEffects: Pick<ExternalEffectsProps, 'senderAddress' | 'senderIdentity' | 'liveTargets' | 'httpTargets' | 'httpCredentials' | 'sandboxProvider' | 'reconcileClaimTimeout' | 'sendRatePerSecond'>;
 }
 
 /** The workload's own schedule (its `start.schedule` cron fields), in UTC. */
@@ -341,6 +341,7 @@ export class FencedWorkflow extends Construct {
       ...(props.externalEffects.senderIdentity ? { senderIdentity: props.externalEffects.senderIdentity } : {}),
       ...(props.externalEffects.liveTargets ? { liveTargets: props.externalEffects.liveTargets } : {}),
       ...(props.externalEffects.httpTargets ? { httpTargets: props.externalEffects.httpTargets } : {}),
+      ...(props.externalEffects.httpCredentials ? { httpCredentials: props.externalEffects.httpCredentials } : {}),
       ...(props.externalEffects.sandboxProvider ? { sandboxProvider: props.externalEffects.sandboxProvider } : {}),
       environment,
       scheduleDeadLetterQueue: this.scheduleDeadLetterQueue,

@@ -28,6 +28,8 @@ export const ENV = {
   paymentsUrl: 'PAYMENTS_URL',
   /** How long the payment provider keeps an Idempotency-Key (default Stripe's 24 h), and the sender's margin before it (default 1 h). */
   paymentsKeyRetentionMs: 'PAYMENTS_KEY_RETENTION_MS',
+  /** The payments target's API key secret, when it is live (httpTargetEnv's `secretArn` for `payments`). */
+  paymentsSecretArn: 'PAYMENTS_SECRET_ARN',
   keyRetentionMarginMs: 'KEY_RETENTION_MARGIN_MS',
   /** Reconciler: when a PENDING item or a SENDING claim counts as stuck; how long SES events may lag. */
   reconcilePendingAfterMs: 'RECONCILE_PENDING_AFTER_MS',

@@ -149,10 +149,10 @@ export const unitSizeCap = (w: Pick<Workload, 'effectsPerItem'>): number => maxU
 /** How long an http target's provider keeps an Idempotency-Key when its descriptor says nothing: Stripe's 24 h. */
 export const DEFAULT_HTTP_KEY_RETENTION_MS = 86_400_000;
 
-/** The environment variable of an http target's endpoint: `payments` → PAYMENTS_URL. */
-export const httpTargetEnv = (target: string): { url: string; keyRetentionMs: string } => {
+/** The environment variables of an http target: its endpoint (`payments` → PAYMENTS_URL), its key retention, its credential's secret (a live target's). */
+export const httpTargetEnv = (target: string): { url: string; keyRetentionMs: string; secretArn: string } => {
   const t = target.toUpperCase().replace(/-/g, '_');
-  return { url: `${t}_URL`, keyRetentionMs: `${t}_KEY_RETENTION_MS` };
+  return { url: `${t}_URL`, keyRetentionMs: `${t}_KEY_RETENTION_MS`, secretArn: `${t}_SECRET_ARN` };
 };
 
 const TARGET = /^[a-z][a-z0-9-]{0,30}$/;

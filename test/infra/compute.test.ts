@@ -122,7 +122,7 @@ describe('functions', () => {
   it.each(FUNCTIONS)('%s: every configuration variable of lib/workflow/config.ts it reads is set, the epoch from context, no DynamoDB endpoint', (name) => {
     const env = envOf(name);
     // The external effects' settings are per function (the worker's bucket, the sender's SES); below.
-    const perFunction = ['documentsBucket', 's3Endpoint', 'documentSet', 'senderAddress', 'sesConfigurationSet', 'liveTargets', 'paymentsUrl', 'paymentsKeyRetentionMs', 'keyRetentionMarginMs', 'reconcilePendingAfterMs', 'reconcileClaimTimeoutMs', 'senderTimeoutMs', 'providerRecordLagMs', 'sendRatePerSecond', 'throttleBackoffMs', 'heldRetryMs', 'collectAfterMs'];
+    const perFunction = ['documentsBucket', 's3Endpoint', 'documentSet', 'senderAddress', 'sesConfigurationSet', 'liveTargets', 'paymentsUrl', 'paymentsKeyRetentionMs', 'paymentsSecretArn', 'keyRetentionMarginMs', 'reconcilePendingAfterMs', 'reconcileClaimTimeoutMs', 'senderTimeoutMs', 'providerRecordLagMs', 'sendRatePerSecond', 'throttleBackoffMs', 'heldRetryMs', 'collectAfterMs'];
     if (name === 'worker') expect(env[ENV.documentsBucket]).toBeDefined();
     for (const [key, variable] of Object.entries(ENV)) {
       if (perFunction.includes(key)) continue;

@@ -124,6 +124,12 @@ export class StackIam {
     return id;
   }
 
+  /** What `Ref` returns: a secret's ARN (Secrets Manager appends 6 characters to its name), every other resource's physical name. */
+  private refOf(id: string): string {
+    if (this.template.Resources[id]?.Type === 'AWS::SecretsManager::Secret') return `arn:${partition}:secretsmanager:${region}:${account}:secret:${id}-AbCdEf`;
+    return this.physicalName(id);
+  }
+
   private arnOf(id: string, attr: string): string {
     const r = this.template.Resources[id];
     const name = this.physicalName(id);
@@ -151,7 +157,7 @@ export class StackIam {
   resolve(v: Json): Json {
     if (Array.isArray(v)) return v.map((x) => this.resolve(x));
     if (v === null || typeof v !== 'object') return v;
-    if ('Ref' in v) return PSEUDO[v.Ref] ?? this.physicalName(v.Ref);
+    if ('Ref' in v) return PSEUDO[v.Ref] ?? this.refOf(v.Ref);
     if ('Fn::GetAtt' in v) return this.arnOf(v['Fn::GetAtt'][0], v['Fn::GetAtt'][1]);
     if ('Fn::Join' in v) return (this.resolve(v['Fn::Join'][1]) as string[]).join(v['Fn::Join'][0]);
     const key = Object.keys(v).find((k) => k.startsWith('Fn::'));

@@ -74,6 +74,11 @@ export function callsFromWire(fn: string, wire: readonly WireRequest[], names: A
       const resources = arns.sendEmail(String(input.FromEmailAddress));
       return { fn, service: 'sesv2', action: 'SendEmail', authorizations: resources.map((resource) => ({ action: 'ses:SendEmail', resource, context: {} })), resources, input };
     }
+    if (target === 'secretsmanager.GetSecretValue') {
+      // The function names the secret by the ARN its environment holds: the one the stack granted.
+      const resource = String(input.SecretId);
+      return { fn, service: 'secretsmanager', action: 'GetSecretValue', authorizations: [{ action: 'secretsmanager:GetSecretValue', resource, context: {} }], resources: [resource], input };
+    }
     if (target === 'AmazonSQS.SendMessage') {
       const resource = arns.queue();
       return { fn, service: 'sqs', action: 'SendMessage', authorizations: [{ action: 'sqs:SendMessage', resource, context: {} }], resources: [resource], input };

@@ -1,7 +1,7 @@
 /**
  * HttpProvider over fetch: a JSON POST with `Idempotency-Key` (how payment providers
  * deduplicate: the first answer per key is replayed, the same key with other parameters is
- * refused) and the outbox identity headers.
+ * refused), the outbox identity headers, and the target's API key when it has one.
  *
  * The answer's verdict is the providers' behaviour model's (provider-behaviour.ts, HTTP_MODEL):
  * 2xx accepted (a body cut on the way: maybe taken); 429 throttled (Retry-After honoured); 409
@@ -11,6 +11,7 @@
 import type { DeclineRule, HttpProvider, OutboundCall, SendResult } from '../effects/providers.js';
 import { classifyHttp2xx, classifyHttpStatus, classifyNoAnswer } from './provider-behaviour.js';
 import { InvalidInputError } from '../../protocol/index.js';
+import type { Credential } from './secret-credential.js';
 
 /**
  * JSON with every object's keys in order: the same request on every send. A provider compares a
@@ -41,25 +42,37 @@ export class FetchHttpProvider implements HttpProvider {
   /** The target's declared key retention (HttpProvider.keyRetentionMs): Stripe's is 24 h. */
   readonly keyRetentionMs?: number;
   private readonly declines: DeclineRule | undefined;
+  private readonly credential: Credential | undefined;
   constructor(
     private readonly url: string,
     private readonly timeoutMs = 10_000,
-    /** `declines`: how this target says a refusal in a 2xx body (HttpTargetSpec.declines). */
-    opts: { keyRetentionMs?: number | undefined; declines?: DeclineRule | undefined } = {},
+    /**
+     * `declines`: how this target says a refusal in a 2xx body (HttpTargetSpec.declines).
+     * `credential`: the provider's API key, sent as `Authorization: Bearer` on every call.
+     */
+    opts: { keyRetentionMs?: number | undefined; declines?: DeclineRule | undefined; credential?: Credential | undefined } = {},
     /** How the request goes out (a simulator passes an in-memory one); default the global `fetch`, looked up at each call. */
     private readonly fetchFn: typeof fetch = (input, init) => fetch(input, init),
   ) {
     this.name = `http ${url}`;
     if (opts.keyRetentionMs !== undefined) this.keyRetentionMs = opts.keyRetentionMs;
     this.declines = opts.declines;
+    this.credential = opts.credential;
   }
 
   async post(call: OutboundCall): Promise<SendResult> {
+    let auth: Record<string, string> = {};
+    try {
+      if (this.credential !== undefined) auth = { authorization: `Bearer ${await this.credential.value()}` };
+    } catch (e) {
+      // Nothing was sent: the item waits, held and alarmed, until the key can be read.
+      return { kind: 'held', reason: `the target's credential could not be read: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`.slice(0, 500) };
+    }
     let res: Response;
     try {
       res = await this.fetchFn(destinationUrl(this.url, call.path), {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': call.idempotencyKey, ...call.headers },
+        headers: { 'content-type': 'application/json', 'idempotency-key': call.idempotencyKey, ...call.headers, ...auth },
         body: canonicalJson(call.body),
         // Never followed: fetch would re-send the POST as a GET without its body, and read the
         // GET's 200 as the effect taken.

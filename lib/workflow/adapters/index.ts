@@ -10,3 +10,4 @@ export { destinationUrl, FetchHttpProvider } from './http-provider.js';
 export { classifyHttp2xx, classifyHttpStatus, classifyNoAnswer, classifySes, classifySmtp, HTTP_MODEL, PROVIDER_MODELS, SES_MODEL, SMTP_MODEL, VERDICT_ACTIONS, type BehaviourRow, type ProviderModel } from './provider-behaviour.js';
 export { signedFetch, type SignedFetchOptions } from './signed-fetch.js';
 export { answerSandboxCall, SANDBOX_DECLINED_CARD, SANDBOX_ENV, sandboxBehaviourFromEnv, type SandboxAnswer, type SandboxBehaviour, type SandboxDeps, type SandboxRequest } from './sandbox-provider.js';
+export { CredentialMissingError, SecretsManagerCredential, type Credential } from './secret-credential.js';

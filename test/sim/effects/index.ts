@@ -13,7 +13,7 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { asFunction } from '../../../cli/local/aws-calls.js';
-import { DEFAULT_BUCKET, EVENT_DELAY_MS, SENDER_ADDRESS, sinkEventDetail, type Effects, type EffectsOptions } from '../../../cli/local/effects-env.js';
+import { DEFAULT_BUCKET, EVENT_DELAY_MS, LOCAL_API_KEY, SENDER_ADDRESS, sinkEventDetail, type Effects, type EffectsOptions } from '../../../cli/local/effects-env.js';
 import { PaymentsCore } from '../../../cli/local/payments-core.js';
 import type { PaymentsProvider } from '../../../cli/local/payments-provider.js';
 import { S3Core } from '../../../cli/local/s3-core.js';
@@ -107,7 +107,8 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
   const ses = simSesClient(simSesHandler(sink, unanswered, { now: () => clock.wallNow() }));
   const sendTimeoutMs = opts.sendTimeoutMs ?? 1_000;
   const retention = opts.paymentsKeyRetentionMs === undefined ? {} : { keyRetentionMs: opts.paymentsKeyRetentionMs };
-  const paymentsCore = new PaymentsCore({ ...retention, now: () => clock.wallNow(), ids: sequentialIds(0xc4) });
+  const paymentsCore = new PaymentsCore({ ...retention, now: () => clock.wallNow(), ids: sequentialIds(0xc4), apiKey: LOCAL_API_KEY });
+  const credential = { value: async () => LOCAL_API_KEY };
   const fetchFn = simFetch(paymentsCore, unanswered);
   const payments = Object.assign(paymentsCore, { url: SIM_PAYMENTS_URL, close: async () => undefined });
   const embeddedS3: S3Endpoint = Object.assign(s3Core, { url: SIM_S3_URL, close: async () => undefined });
@@ -121,7 +122,7 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
     emailName: `in-memory SES v2 ${SIM_SES_URL}`,
     sink,
     payments,
-    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(SIM_PAYMENTS_URL, t), sendTimeoutMs, { ...retention, declines: t.declines }, fetchFn)])),
+    http: Object.fromEntries((opts.httpTargets ?? DEFAULT_TARGETS).map((t) => [t.target, new FetchHttpProvider(endpointOf(SIM_PAYMENTS_URL, t), sendTimeoutMs, { ...retention, declines: t.declines, credential }, fetchFn)])),
     sendTimeoutMs,
     from: SENDER_ADDRESS,
     unanswered,
