@@ -7,6 +7,7 @@
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
 import { AWS_LIMITS, EMAIL_TARGET, isHttpUrl, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../lib/workflow/index.js';
 import { configuredWorkload, DEFAULT_WORKLOAD, WORKLOADS } from '../lib/workloads/index.js';
+import type { WarmUnits } from './constructs/defaults.js';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
 import { SEND_RATE_PER_SECOND } from './constructs/settings.js';
 
@@ -125,8 +126,12 @@ export class ContextSettings {
     return this.integer('workerMaxConcurrency', AWS_LIMITS.eventSourceMinConcurrency, AWS_LIMITS.eventSourceMaxConcurrency, " (Lambda's SQS event source)");
   }
 
-  /** `{"records": {"write": 40000}}`: per table role, warm read and write units per second (an object in cdk.json, its JSON with -c). */
-  warmThroughput(): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
+  /**
+   * `{"records": {"write": 40000}, "outbox": {"write": 40000, "indexes": {"unsent-by-shard": {"write": 16000}}}}`:
+   * per table role, warm read and write units per second, and per index of it (an object in
+   * cdk.json, its JSON with -c).
+   */
+  warmThroughput(): Partial<Record<TableRole, WarmUnits>> | undefined {
     return parseWarmThroughput(this.raw('warmThroughput'));
   }
 
@@ -414,18 +419,34 @@ function refuseUnknownRole(key: string, role: string): void {
   throw new ConfigError(key, `unknown table role "${role.slice(0, 100)}" (one of ${TABLE_ROLES.join(', ')})${renamed}`);
 }
 
-function parseWarmThroughput(raw: unknown): Partial<Record<TableRole, { read?: number; write?: number }>> | undefined {
+/** `{"write": 40000, "read": 12000}`: read and write units per second, integers. */
+function parseUnits(at: string, v: unknown, more: readonly string[] = []): { read?: number; write?: number } {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(at, 'must be an object like {"write": 40000, "read": 12000}');
+  const entry: { read?: number; write?: number } = {};
+  for (const [kind, units] of Object.entries(v as Record<string, unknown>)) {
+    if (more.includes(kind)) continue;
+    if (kind !== 'read' && kind !== 'write') throw new ConfigError(at, `unknown key "${kind}" (${['read', 'write', ...more].join(', ')})`);
+    if (typeof units !== 'number' || !Number.isSafeInteger(units)) throw new ConfigError(`${at}.${kind}`, `must be an integer, got ${JSON.stringify(units)}`);
+    entry[kind] = units;
+  }
+  return entry;
+}
+
+function parseWarmThroughput(raw: unknown): Partial<Record<TableRole, WarmUnits>> | undefined {
   const value = objectByRole('warmThroughput', raw, '{"records":{"write":40000}}');
   if (value === undefined) return undefined;
-  const out: Partial<Record<TableRole, { read?: number; write?: number }>> = {};
+  const out: Partial<Record<TableRole, WarmUnits>> = {};
   for (const [role, v] of Object.entries(value)) {
     refuseUnknownRole('warmThroughput', role);
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(`warmThroughput.${role}`, 'must be an object like {"write": 40000, "read": 12000}');
-    const entry: { read?: number; write?: number } = {};
-    for (const [kind, units] of Object.entries(v as Record<string, unknown>)) {
-      if (kind !== 'read' && kind !== 'write') throw new ConfigError(`warmThroughput.${role}`, `unknown key "${kind}" (read, write)`);
-      if (typeof units !== 'number' || !Number.isSafeInteger(units)) throw new ConfigError(`warmThroughput.${role}.${kind}`, `must be an integer, got ${JSON.stringify(units)}`);
-      entry[kind] = units;
+    const at = `warmThroughput.${role}`;
+    const entry: WarmUnits = parseUnits(at, v, ['indexes']);
+    // An index has a warm throughput of its own: warming the table does not warm it.
+    const ix = (v as Record<string, unknown>).indexes;
+    if (ix !== undefined) {
+      if (typeof ix !== 'object' || ix === null || Array.isArray(ix)) throw new ConfigError(`${at}.indexes`, 'must be an object keyed by index name, like {"unsent-by-shard": {"write": 16000}}');
+      const indexes: Record<string, { read?: number; write?: number }> = {};
+      for (const [name, units] of Object.entries(ix)) indexes[name] = parseUnits(`${at}.indexes.${name}`, units);
+      Object.assign(entry, { indexes });
     }
     out[role as TableRole] = entry;
   }

@@ -11,7 +11,7 @@ import { INVOICE_MIX, planInvoiceRun } from '../lib/workloads/invoices/plan.js';
 import { INVOICE_PROFILE } from '../lib/workloads/invoices/profile.js';
 import { DEFAULT_UNIT_SIZE, EFFECTS_PER_CUSTOMER } from '../lib/workloads/invoices/invoices.js';
 import { runCli } from './support/cli.js';
-import { unfinishedJobAlarmLine } from '../cli/ops/plan.js';
+import { renderPlan, unfinishedJobAlarmLine } from '../cli/ops/plan.js';
 
 const cli = runCli;
 
@@ -94,6 +94,16 @@ describe('the plan follows from the request mix and the stated assumptions', () 
     expect(p.wallSeconds / floor).toBeLessThanOrEqual(1.15);
   });
 
+  it("10 million customers: the unsent index is written faster than a new index serves (6 write units per customer over the run's chain), so the plan warms it too; an index written slower is left alone", () => {
+    const p = planInvoiceRun({ customers: 10_000_000 });
+    const perSecond = (6 * 10_000_000) / ((p.unitsPerShard * p.assumptions.unitLatencyMs) / 1000);
+    expect(p.settings.warmIndexWriteUnits).toEqual({ outbox: { 'unsent-by-shard': Math.ceil(perSecond / 1000) * 1000 } });
+    expect(p.settings.warmIndexWriteUnits.outbox!['unsent-by-shard']).toBe(15_000);
+    // One shard at 100 ms a unit writes the index at 1,200 a second: a new index serves that.
+    expect(planInvoiceRun({ customers: 100_000, shards: 1, assumptions: { unitLatencyMs: 100 } }).settings.warmIndexWriteUnits).toEqual({});
+    expect(renderPlan(p)).toContain('warm throughput is billed when it is raised');
+  });
+
   it('Lambda concurrency below the shards binds, in waves, and the raise names its quota; the event source ramps at 300 a minute', () => {
     const p = planInvoiceRun({ customers: 10_000_000, shards: 8, lambdaConcurrency: 2, tableWriteUnits: 1_000_000 });
     expect(p.binding.name).toBe('Lambda concurrency');
@@ -109,7 +119,7 @@ describe('npm run cli -- plan', () => {
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
     const plan = JSON.parse(r.stdout);
-    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c accountConcurrency=1000 -c warmThroughput='\{"records":\{"write":\d+\},"outbox":\{"write":\d+\}\}'$/) });
+    expect(plan).toMatchObject({ customers: 10_000_000, prices: { region: 'us-east-1', date: PRICES_US_EAST_1.date }, stackContext: expect.stringMatching(/^-c shards=\d+ -c accountConcurrency=1000 -c warmThroughput='\{"records":\{"write":\d+\},"outbox":\{"write":\d+,"indexes":\{"unsent-by-shard":\{"write":\d+\}\}\}\}'$/) });
     expect(plan.limits.map((l: { name: string }) => l.name)).toEqual(
       expect.arrayContaining(['records table write throughput', 'Lambda concurrency', 'SQS event source maximum concurrency', 'partition outbox/unsent-by-shard key open#N', 'partition fences key invoices#invoice-run#N-N#shard-N-of-N']),
     );

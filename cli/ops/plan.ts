@@ -73,6 +73,7 @@ export function renderPlan(p: InvoicePlan): string {
   }
   L.push(`  stack settings: ${stackContext(p)} (worker event source maximum concurrency ${p.settings.workerMaxConcurrency})`);
   L.push(`  ${unfinishedJobAlarmLine(p.wallSecondsUnwarmed)}`);
+  L.push('  warm throughput is billed when it is raised (DynamoDB pricing, warm throughput) and can never be lowered: a deploy that lowers it fails and rolls back');
   const missing = Object.keys(p.settings.warmWriteUnits).filter((r) => !(TABLE_ROLES as string[]).includes(r));
   if (missing.length > 0) L.push(`  (no ${missing.join(', ')} table in this stack yet: warm it the same way when it has one)`);
   return L.join('\n');
@@ -102,7 +103,11 @@ function perCustomer(p: InvoicePlan): string {
 
 /** The CDK context that deploys the plan: its shards, and warm throughput on the tables this stack has. */
 export function stackContext(p: InvoicePlan): string {
-  const warm = Object.fromEntries(Object.entries(p.settings.warmWriteUnits).filter(([r]) => (TABLE_ROLES as string[]).includes(r)).map(([r, w]) => [r, { write: w }]));
+  const indexes = (r: string) => {
+    const ix = p.settings.warmIndexWriteUnits[r as keyof typeof p.settings.warmIndexWriteUnits];
+    return ix === undefined ? {} : { indexes: Object.fromEntries(Object.entries(ix).map(([name, w]) => [name, { write: w }])) };
+  };
+  const warm = Object.fromEntries(Object.entries(p.settings.warmWriteUnits).filter(([r]) => (TABLE_ROLES as string[]).includes(r)).map(([r, w]) => [r, { write: w, ...indexes(r) }]));
   return `-c shards=${p.settings.shards} -c accountConcurrency=${p.settings.lambdaConcurrency} -c warmThroughput='${JSON.stringify(warm)}'`;
 }
 

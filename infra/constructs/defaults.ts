@@ -26,7 +26,12 @@ const attributeType = (a: KeyAttribute) => ({ name: a.name, type: a.type === 'S'
 export interface WarmUnits {
   readonly read?: number;
   readonly write?: number;
+  /** Per global secondary index, by name: each index has a warm throughput of its own. */
+  readonly indexes?: Readonly<Record<string, { readonly read?: number; readonly write?: number }>>;
 }
+
+const warmOf = (w: { read?: number; write?: number } | undefined) =>
+  w?.read !== undefined || w?.write !== undefined ? { warmThroughput: { ...(w.read !== undefined ? { readUnitsPerSecond: w.read } : {}), ...(w.write !== undefined ? { writeUnitsPerSecond: w.write } : {}) } } : {};
 
 export function durableTable(scope: Construct, id: string, schema: TableSchema, replicationRegions?: string[], warm?: WarmUnits, keepRetiredIndexes = false): Table {
   const table = new Table(scope, id, {
@@ -41,9 +46,7 @@ export function durableTable(scope: Construct, id: string, schema: TableSchema, 
     removalPolicy: RemovalPolicy.RETAIN,
     ...(schema.stream === 'NEW_AND_OLD_IMAGES' ? { stream: StreamViewType.NEW_AND_OLD_IMAGES } : {}),
     ...(replicationRegions && replicationRegions.length > 0 ? { replicationRegions } : {}),
-    ...(warm?.read !== undefined || warm?.write !== undefined
-      ? { warmThroughput: { ...(warm.read !== undefined ? { readUnitsPerSecond: warm.read } : {}), ...(warm.write !== undefined ? { writeUnitsPerSecond: warm.write } : {}) } }
-      : {}),
+    ...warmOf(warm),
   });
   for (const gsi of [...schema.globalSecondaryIndexes, ...(keepRetiredIndexes ? (schema.retiredIndexes ?? []) : [])]) {
     table.addGlobalSecondaryIndex({
@@ -51,6 +54,7 @@ export function durableTable(scope: Construct, id: string, schema: TableSchema, 
       partitionKey: attributeType(gsi.partitionKey),
       ...(gsi.sortKey ? { sortKey: attributeType(gsi.sortKey) } : {}),
       projectionType: gsi.projection === 'ALL' ? ProjectionType.ALL : ProjectionType.KEYS_ONLY,
+      ...warmOf(warm?.indexes?.[gsi.indexName]),
     });
   }
   return table;

@@ -6,7 +6,8 @@
  */
 import type { Duration } from 'aws-cdk-lib';
 import { ConfigError, MAX_TRANSACTION_ACTIONS } from '../../lib/protocol/index.js';
-import { AWS_LIMITS, DEFAULT_SEND_TIMEOUT_MS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, SETTLE_RESERVE_MS, sweepSettingsFromEnv, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../../lib/workflow/index.js';
+import { AWS_LIMITS, DEFAULT_SEND_TIMEOUT_MS, ENV, integer, leaseSettingsFromEnv, MAX_SHARDS, SETTLE_RESERVE_MS, sweepSettingsFromEnv, TABLE_ROLES, TABLES, unitSizeCap, type TableRole, type Workload } from '../../lib/workflow/index.js';
+import type { WarmUnits } from './defaults.js';
 
 export interface DurationSettings {
   leaseDuration: Duration;
@@ -72,18 +73,24 @@ function validateWatch(env: Record<string, string>, lease: Duration, workerTimeo
  * of a run at once within Lambda's 2..1,000, warm throughput no lower than a new table's (less
  * would not be a warm-up) on tables the stack has.
  */
-export function validateScale(s: { shards: number; items: number; warmThroughput: Partial<Record<string, { read?: number; write?: number }>> }): void {
+export function validateScale(s: { shards: number; items: number; warmThroughput: Partial<Record<string, WarmUnits>> }): void {
   if (!Number.isSafeInteger(s.shards) || s.shards < 1 || s.shards > MAX_SHARDS) throw new ConfigError('shards', `must be an integer in [1, ${MAX_SHARDS}], got ${s.shards}`);
   // The starter refuses such a run (assertShardCount): an empty shard would do nothing.
   if (s.items > 0 && s.shards > s.items) throw new ConfigError('shards', `${s.shards} shards for ${s.items} items: a shard would cover none (at most one shard per item)`);
-  for (const [role, w] of Object.entries(s.warmThroughput)) {
-    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('warmThroughput', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
-    const floor = { read: AWS_LIMITS.newTableWarmReadUnits, write: AWS_LIMITS.newTableWarmWriteUnits };
+  const floor = { read: AWS_LIMITS.newTableWarmReadUnits, write: AWS_LIMITS.newTableWarmWriteUnits };
+  const check = (at: string, w: { read?: number; write?: number } | undefined) => {
     for (const kind of ['read', 'write'] as const) {
       const v = w?.[kind];
-      if (v !== undefined && (!Number.isSafeInteger(v) || v < floor[kind])) {
-        throw new ConfigError(`warmThroughput.${role as TableRole}.${kind}`, `must be an integer >= ${floor[kind]} (what a new on-demand table serves already), got ${v}`);
-      }
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < floor[kind])) throw new ConfigError(`${at}.${kind}`, `must be an integer >= ${floor[kind]} (what a new on-demand table or index serves already), got ${v}`);
+    }
+  };
+  for (const [role, w] of Object.entries(s.warmThroughput)) {
+    if (!(TABLE_ROLES as string[]).includes(role)) throw new ConfigError('warmThroughput', `unknown table role "${role}" (one of ${TABLE_ROLES.join(', ')})`);
+    check(`warmThroughput.${role}`, w);
+    const names = TABLES[role as TableRole].globalSecondaryIndexes.map((g) => g.indexName);
+    for (const [name, iw] of Object.entries(w?.indexes ?? {})) {
+      if (!names.includes(name)) throw new ConfigError(`warmThroughput.${role}.indexes`, `the ${role} table has no index "${name.slice(0, 100)}" (its indexes: ${names.join(', ') || 'none'})`);
+      check(`warmThroughput.${role}.indexes.${name}`, iw);
     }
   }
 }

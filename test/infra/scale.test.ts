@@ -82,13 +82,20 @@ describe('the stack exposes what the capacity plan recommends', () => {
     [{ warmThroughput: '{"records":{"write":"lots"}}' }, /warmThroughput.records.write: must be an integer/],
     [{ warmThroughput: '{"records":{"writes":9000}}' }, /warmThroughput.records: unknown key "writes"/],
     [{ warmThroughput: 'not json' }, /warmThroughput: must be JSON/],
+    [{ warmThroughput: '{"outbox":{"indexes":{"unsent":{"write":9000}}}}' }, /^warmThroughput.outbox.indexes: the outbox table has no index "unsent" \(its indexes: unsent-by-shard\)/],
+    [{ warmThroughput: '{"outbox":{"indexes":{"unsent-by-shard":{"write":3000}}}}' }, /^warmThroughput.outbox.indexes.unsent-by-shard.write: must be an integer >= 4000/],
+    [{ warmThroughput: '{"outbox":{"indexes":{"unsent-by-shard":{"writes":9000}}}}' }, /^warmThroughput.outbox.indexes.unsent-by-shard: unknown key "writes"/],
   ])('%j is refused at synth with a ConfigError naming the setting', (context, message) => {
     expect(refused(context)).toMatch(message);
   });
 
   it("the plan's settings for 10 million customers synthesize as it prints them, with zero cdk-nag findings", () => {
     const plan = planInvoiceRun({ customers: 10_000_000 });
-    const context = { shards: plan.settings.shards, accountConcurrency: plan.settings.lambdaConcurrency, runItems: 10_000_000, warmThroughput: { records: { write: plan.settings.warmWriteUnits.records } } };
+    const unsent = plan.settings.warmIndexWriteUnits.outbox!['unsent-by-shard']!;
+    const context = { shards: plan.settings.shards, accountConcurrency: plan.settings.lambdaConcurrency, runItems: 10_000_000, warmThroughput: { records: { write: plan.settings.warmWriteUnits.records }, outbox: { write: plan.settings.warmWriteUnits.outbox, indexes: { 'unsent-by-shard': { write: unsent } } } } };
+    // Each index has a warm throughput of its own: the plan's goes on the unsent index.
+    const outbox = Object.values(templateOf({ context }).template.findResources('AWS::DynamoDB::Table')).find((t) => (t.Properties.GlobalSecondaryIndexes ?? []).some((g: { IndexName: string }) => g.IndexName === 'unsent-by-shard'))!;
+    expect(outbox.Properties.GlobalSecondaryIndexes.find((g: { IndexName: string }) => g.IndexName === 'unsent-by-shard').WarmThroughput).toEqual({ WriteUnitsPerSecond: unsent });
     expect(scale(context)).toMatchObject({ shards: String(plan.shards), maxConcurrency: plan.settings.workerMaxConcurrency, warm: { records: { WriteUnitsPerSecond: plan.settings.warmWriteUnits.records } } });
     const { app, outdir } = buildApp({ nag: true, context });
     expect(withoutCfnValidation(() => nagViolations(app, outdir))).toEqual([]);

@@ -80,7 +80,11 @@ export interface InvoicePlan {
   wallSecondsUnwarmed: number;
   binding: LimitVerdict;
   limits: LimitVerdict[];
-  settings: { shards: number; workerMaxConcurrency: number; warmWriteUnits: { records: number; outbox: number }; lambdaConcurrency: number };
+  /**
+   * `warmIndexWriteUnits`: per table role, the warm write units of each index the run writes
+   * faster than a new index serves (4,000/s), as `warmThroughput.<role>.indexes.<name>.write`.
+   */
+  settings: { shards: number; workerMaxConcurrency: number; warmWriteUnits: { records: number; outbox: number }; warmIndexWriteUnits: Partial<Record<TableRole, Record<string, number>>>; lambdaConcurrency: number };
   assumptions: PlanAssumptions;
 }
 
@@ -252,11 +256,36 @@ function planAt(n: number, k: number, unitSize: number, a: PlanAssumptions, quot
   // Recommended warm throughput: what the shards write at, to the 1,000 above, within the quota, never below a new table's.
   const want = (t: 'records' | 'outbox') => Math.min(quota, Math.max(AWS_LIMITS.newTableWarmWriteUnits, Math.ceil(m.writeUnits[t] / chain / 1000) * 1000));
   const warm = { records: want('records'), outbox: want('outbox') };
+  const warmIndexes = indexWarmth(n, k, m.units, chain, quota);
   const limits = verdicts(m, n, k, warm, a, quota, lambda);
   const binding = bindingLimit(limits);
   const ramp = rampSeconds(Math.min(k, workerConcurrencyFor(k, workerRoom(lambda, OTHER_FUNCTIONS)))) / 2;
   const unwarmed = bindingLimit(verdicts(m, n, k, { records: AWS_LIMITS.newTableWarmWriteUnits, outbox: AWS_LIMITS.newTableWarmWriteUnits }, a, quota, lambda));
-  return { m, warm, limits, binding, wall: binding.seconds + ramp, wallUnwarmed: unwarmed.seconds + ramp };
+  return { m, warm, warmIndexes, limits, binding, wall: binding.seconds + ramp, wallUnwarmed: unwarmed.seconds + ramp };
+}
+
+/**
+ * Each index's write units per second when the shards run as fast as they can (`chain` seconds),
+ * from the profile's measured index writes: the indexes written faster than a new index serves
+ * (4,000/s), with their warm setting (to the 1,000 above, within the quota). Warming a table does
+ * not warm its indexes: each has its own warm throughput.
+ */
+function indexWarmth(n: number, k: number, units: number, chain: number, quota: number): Partial<Record<TableRole, Record<string, number>>> {
+  const per = new Map<string, number>();
+  for (const w of INVOICE_PROFILE.writes) {
+    if (w.index === undefined) continue;
+    const count = w.basis === 'item' ? n : w.basis === 'unit' ? units : k;
+    const at = `${w.role}\u0000${w.index}`;
+    per.set(at, (per.get(at) ?? 0) + w.units * count);
+  }
+  const out: Partial<Record<TableRole, Record<string, number>>> = {};
+  for (const [at, total] of per) {
+    const [role, index] = at.split('\u0000') as [TableRole, string];
+    const perSecond = total / Math.max(1, chain);
+    if (perSecond <= AWS_LIMITS.newTableWarmWriteUnits) continue;
+    (out[role] ??= {})[index] = Math.min(quota, Math.ceil(perSecond / 1000) * 1000);
+  }
+  return out;
 }
 
 /**
@@ -289,7 +318,7 @@ export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
   const n = input.customers;
   const recommended = recommendShards(n, unitSize, a, quota, lambda);
   const k = input.shards ?? recommended;
-  const { m, warm, limits, binding, wall, wallUnwarmed } = planAt(n, k, unitSize, a, quota, lambda);
+  const { m, warm, warmIndexes, limits, binding, wall, wallUnwarmed } = planAt(n, k, unitSize, a, quota, lambda);
   const lambdaGbSeconds = m.busySeconds * a.memoryGb;
   return {
     customers: n,
@@ -312,7 +341,7 @@ export function planInvoiceRun(input: InvoicePlanInput): InvoicePlan {
     wallSecondsUnwarmed: wallUnwarmed,
     binding,
     limits,
-    settings: { shards: k, workerMaxConcurrency: workerConcurrencyFor(k, workerRoom(lambda, OTHER_FUNCTIONS)), warmWriteUnits: warm, lambdaConcurrency: lambda },
+    settings: { shards: k, workerMaxConcurrency: workerConcurrencyFor(k, workerRoom(lambda, OTHER_FUNCTIONS)), warmWriteUnits: warm, warmIndexWriteUnits: warmIndexes, lambdaConcurrency: lambda },
     assumptions: a,
   };
 }
