@@ -14,6 +14,7 @@
  *   npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json
  *   npm run cli -- decide 'charge#2026-11#sub-0000007' --accepted --provider-id ch_3Pq --note "..." --outputs cdk-outputs.json
  *   npm run cli -- retry 'charge#2026-11#sub-0000007' --note "card updated" --outputs cdk-outputs.json
+ *   npm run cli -- cost --template cdk.out/FencedWorkflow.template.json   (a synthesized stack's idle cost)
  *   npm run cli -- raise-epoch --epoch 1 --outputs cdk-outputs.json
  *   npm run cli -- seal --epoch 1 --outputs cdk-outputs.json
  *

@@ -41,10 +41,11 @@ import { OUTPUTS } from '../../infra/outputs.js';
 import { parseFlags, urlFlag } from '../shared/flags.js';
 import { decide, DECIDE_USAGE, decisionOf, type DecideFlags } from './decide.js';
 import { retry, RETRY_USAGE, retryNoteOf } from './retry.js';
+import { COST_HELP, costCommand } from './cost.js';
 import { PLAN_HELP, planCommand } from './plan.js';
 import { listPrefixes } from './prefixes.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'decide', 'retry', 'raise-epoch', 'seal', 'pause', 'resume', 'plan'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'decide', 'retry', 'raise-epoch', 'seal', 'pause', 'resume', 'plan', 'cost'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
@@ -72,6 +73,7 @@ Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never th
   decide: `${DECIDE_USAGE}\n${COMMON}`,
   retry: `${RETRY_USAGE}\n${COMMON}`,
   plan: PLAN_HELP,
+  cost: COST_HELP,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
 };
 
@@ -291,8 +293,9 @@ function epochFlag(raw: string | boolean | undefined): number {
 }
 
 export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
-  // A plan needs no tables: its own flags (cli/ops/plan.ts).
+  // A plan and a cost need no tables: their own flags (cli/ops/plan.ts, cli/ops/cost.ts).
   if (command === 'plan') return planCommand(argv);
+  if (command === 'cost') return costCommand(argv);
   const { values, positionals } = parseFlags({
     args: argv,
     options: {
@@ -345,8 +348,11 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
   }
 }
 
+/** The commands that work on tables: plan and cost return before any is resolved. */
+type TableCommand = Exclude<OpsCommand, 'plan' | 'cost'>;
+
 async function run(
-  command: OpsCommand,
+  command: TableCommand,
   t: Target,
   values: { json: boolean } & Omit<DecideFlags, 'json'>,
   positionals: string[],
@@ -373,8 +379,6 @@ async function run(
     case 'pause':
     case 'resume':
       return pauseOrResume(command, values);
-    case 'plan':
-      throw new Error('plan is dispatched before the tables are resolved');
     case 'seal': {
       const reports = await seal(t.doc, t.tables, epoch!, {
         fencesOf: (leaseKey) => fencesOfLease(leaseKey, t.workload.fenceKeyPrefix),

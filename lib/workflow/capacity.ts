@@ -59,6 +59,29 @@ export const PRICES_US_EAST_1 = {
   lambdaArmGbSecond: 0.0000133334,
 } as const;
 
+/**
+ * What an idle stack pays for, list prices of the same region and date, no free tier (cli/ops/cost.ts):
+ * CloudWatch (a dashboard, each alarm's metrics, custom metrics, log ingestion), KMS keys,
+ * Secrets Manager secrets, EventBridge Scheduler, X-Ray traces; and the two figures it assumes:
+ * an idle scheduled run's duration, and the SQS event source's polling of an empty queue (five
+ * pollers, each a 20 s long poll: three receives a minute).
+ */
+export const IDLE_PRICES_US_EAST_1 = {
+  region: PRICES_US_EAST_1.region,
+  date: PRICES_US_EAST_1.date,
+  dashboardPerMonth: 3,
+  alarmMetricPerMonth: 0.1,
+  customMetricPerMonth: 0.3,
+  logsIngestionPerGb: 0.5,
+  kmsKeyPerMonth: 1,
+  secretPerMonth: 0.4,
+  schedulerPerMillion: 1,
+  xrayTracePerMillion: 5,
+  assumedIdleRunSeconds: 0.3,
+  sqsPollersPerMapping: 5,
+  sqsLongPollsPerMinute: 3,
+} as const;
+
 /** The assumptions of a plan, each stated and overridable (cli/ops/plan.ts prints them beside the figures). */
 export interface PlanAssumptions {
   /**

@@ -129,6 +129,7 @@ export {
   bindingLimit,
   costOf,
   DEFAULT_ASSUMPTIONS,
+  IDLE_PRICES_US_EAST_1,
   PRICES_US_EAST_1,
   rampSeconds,
   workerConcurrencyFor,
