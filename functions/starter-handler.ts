@@ -5,7 +5,7 @@
  * invocation finds the run and its shards and at most re-enqueues them, which the worker treats
  * as duplicates.
  */
-import type { Clock } from '../lib/protocol/index.js';
+import { describeValue, InvalidInputError, type Clock } from '../lib/protocol/index.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { startRun, type TableNames, type Telemetry, type WorkQueue, type Workload } from '../lib/workflow/index.js';
 import { parseStartPayload } from './messages.js';
@@ -40,16 +40,27 @@ export interface StartResult {
 /** Accepts EventBridge Scheduler's input (our JSON payload as the event) or an EventBridge ScheduledEvent. */
 export type StarterHandler = (event?: unknown) => Promise<StartResult>;
 
+/**
+ * `items`: the run's size in any workload's payload (`npm run cli -- start --items 50`), where
+ * RUN_ITEMS would apply; the workload's own field (customers, tenants...) still wins when given.
+ */
+function runItemsOf(v: unknown, max: number): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > max) throw new InvalidInputError('payload.items', `must be an integer in [0, ${max}], got ${describeValue(v)}`);
+  return v;
+}
+
 export function createStarterHandler(deps: StarterDeps): StarterHandler {
   return async (event) => {
     // EventBridge Scheduler passes our JSON input as the event; EventBridge rules wrap it in `detail`.
     const e = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>;
     const isScheduledEvent = 'detail-type' in e || 'detail' in e;
     const raw = isScheduledEvent ? (e.detail ?? {}) : e;
-    const { time: _time, ...rest } = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+    const { time: _time, items: sized, ...rest } = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
     const payload = parseStartPayload(rest, deps.workload.start.payloadFields);
+    const items = runItemsOf(sized, deps.workload.start.maxItems) ?? deps.items;
     const time = typeof e.time === 'string' ? new Date(e.time) : new Date(deps.clock.wallNow());
-    const start = deps.workload.start.runOf({ payload, time, items: deps.items, unitSize: deps.unitSize });
+    const start = deps.workload.start.runOf({ payload, time, items, unitSize: deps.unitSize });
     const { run, created, shards } = await startRun(deps.doc, deps.tables.jobs, deps.workload, start, deps.shards ?? 1, deps.clock);
     const jobs = await Promise.all(
       shards.map(async ({ job, created: jobCreated }) => {

@@ -9,9 +9,13 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { InvalidInputError } from '../lib/protocol/index.js';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { InvalidInputError, systemClock } from '../lib/protocol/index.js';
+import { silentTelemetry, type WorkQueue } from '../lib/workflow/index.js';
+import { workloadNamed } from '../lib/workloads/index.js';
+import { createStarterHandler } from '../functions/starter-handler.js';
 import { OUTPUTS } from '../infra/outputs.js';
-import { opsCommand, tablesFromOutputs } from '../cli/ops/ops.js';
+import { opsCommand, progressOf, tablesFromOutputs } from '../cli/ops/ops.js';
 import { tempDir } from './support/temp-dir.js';
 import { makeTables, type TestTables } from './support/tables.js';
 
@@ -78,15 +82,17 @@ describe('an outputs file with several stacks', () => {
 class LocalLambda {
   readonly requests: { method: string; path: string; body: unknown; signed: boolean }[] = [];
   readonly state = new Map<string, string>();
+  /** Functions it invokes by name (Invoke, RequestResponse): a handler that throws answers as Lambda does, 200 with X-Amz-Function-Error. */
+  readonly functions = new Map<string, (event: unknown) => Promise<unknown>>();
   private server!: Server;
   url = '';
 
   async start(): Promise<void> {
     this.server = createServer(
       (req, res) =>
-        void this.handle(req).then(([status, body]) =>
+        void this.handle(req).then(([status, body, headers]) =>
           // Lambda names the error in x-amzn-ErrorType; the SDK builds the typed exception from it.
-          res.writeHead(status, { 'content-type': 'application/json', ...(status === 404 ? { 'x-amzn-errortype': 'ResourceNotFoundException' } : {}) }).end(JSON.stringify(body)),
+          res.writeHead(status, { 'content-type': 'application/json', ...(status === 404 ? { 'x-amzn-errortype': 'ResourceNotFoundException' } : {}), ...headers }).end(JSON.stringify(body)),
         ),
     );
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
@@ -97,11 +103,29 @@ class LocalLambda {
     return new Promise((r) => this.server.close(() => r()));
   }
 
-  private async handle(req: IncomingMessage): Promise<[number, unknown]> {
+  /** Points the SDK's Lambda client here (its own endpoint setting), with a region and made-up keys. */
+  use(): void {
+    vi.stubEnv('AWS_ENDPOINT_URL_LAMBDA', this.url);
+    vi.stubEnv('AWS_REGION', 'eu-west-1');
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIDEXAMPLE');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+  }
+
+  private async handle(req: IncomingMessage): Promise<[number, unknown, Record<string, string>?]> {
     let text = '';
     for await (const chunk of req) text += String(chunk);
     const body = text === '' ? undefined : (JSON.parse(text) as { Enabled?: boolean });
     this.requests.push({ method: req.method ?? '', path: req.url ?? '', body, signed: String(req.headers.authorization).startsWith('AWS4-HMAC-SHA256') });
+    const invoke = /^\/2015-03-31\/functions\/([^/?]+)\/invocations/.exec(req.url ?? '');
+    if (invoke !== null) {
+      const fn = this.functions.get(decodeURIComponent(invoke[1]!));
+      if (fn === undefined) return [404, { Type: 'User', Message: `Function not found: ${invoke[1]}` }];
+      try {
+        return [200, await fn(body)];
+      } catch (e) {
+        return [200, { errorType: (e as Error).name, errorMessage: (e as Error).message }, { 'x-amz-function-error': 'Unhandled' }];
+      }
+    }
     const m = /^\/2015-03-31\/event-source-mappings\/([^/?]+)$/.exec(req.url ?? '');
     const uuid = m?.[1];
     if (uuid === undefined || !this.state.has(uuid)) return [404, { Type: 'User', Message: 'The resource you requested does not exist.' }];
@@ -115,6 +139,58 @@ class LocalLambda {
   }
 }
 
+describe('status: a job\'s progress and the time it has left', () => {
+  it('the share done, and while it runs the time left at the pace kept since it was created; nothing to estimate before its first unit or after its end', () => {
+    const created = 1_000_000;
+    expect(progressOf({ status: 'RUNNING', cursor: 40, totalUnits: 100, createdAt: created }, created + 60_000)).toBe(' (40 %, ~90 s left)');
+    expect(progressOf({ status: 'RUNNING', cursor: 10, totalUnits: 1000, createdAt: created }, created + 60_000)).toBe(' (1 %, ~99 min left)');
+    expect(progressOf({ status: 'PENDING', cursor: 0, totalUnits: 100, createdAt: created }, created + 60_000)).toBe(' (0 %)');
+    expect(progressOf({ status: 'DONE', cursor: 100, totalUnits: 100, createdAt: created }, created + 60_000)).toBe(' (100 %)');
+    expect(progressOf({ status: 'RUNNING', cursor: 1, totalUnits: 100_000, createdAt: created }, created + 60_000)).toBe(' (0 %, ~1666.7 h left)');
+    expect(progressOf({ status: 'RUNNING' }, created)).toBe('');
+  });
+});
+
+describe("start: a run now, through the stack's own starter, as the schedule would start it", () => {
+  const lambda = new LocalLambda();
+  const STARTER = 'FencedWorkflow-WorkflowStarter-abc';
+  const enqueued: string[] = [];
+  let file: string;
+  beforeAll(async () => {
+    await lambda.start();
+    // The real starter handler on this file's tables, behind the local Lambda's Invoke.
+    const handler = createStarterHandler({ doc: t.dynamo.doc, tables: t.names, clock: systemClock, queue: { send: async (m: { jobId: string }) => void enqueued.push(m.jobId) } as unknown as WorkQueue, telemetry: silentTelemetry, workload: workloadNamed('invoices'), unitSize: 20, items: 1000 });
+    lambda.functions.set(STARTER, (event) => handler(event));
+    file = join(tempDir('fenced-ops-'), 'cdk-outputs.json');
+    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(t.names, { [OUTPUTS.starterFunction]: STARTER }) }));
+  });
+  afterAll(() => lambda.stop());
+  const useLocalLambda = () => lambda.use();
+  afterEach(() => vi.unstubAllEnvs());
+
+  it('--items 50 starts a run of 50 items (the workload\'s own payload field names none) and enqueues its job; the same slot again finds it and starts nothing new', async () => {
+    useLocalLambda();
+    const first = await ops('start', ['--items', '50', '--payload', '{"period":"2026-02"}', '--outputs', file]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toBe('started run invoice-run#2026-02: 1 shard job(s), 1 enqueued (PENDING).\n');
+    const job = (await t.dynamo.doc.send(new GetCommand({ TableName: t.names.jobs, Key: { pk: 'invoice-run#2026-02' }, ConsistentRead: true }))).Item;
+    expect(job).toMatchObject({ status: 'PENDING' });
+    expect(JSON.stringify(job)).toContain('"customers":50');
+    expect(enqueued).toEqual(['invoice-run#2026-02']);
+    const again = await ops('start', ['--items', '50', '--payload', '{"period":"2026-02"}', '--outputs', file, '--json']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ runId: 'invoice-run#2026-02', created: false });
+    expect(lambda.requests.filter((r) => r.path.includes('/invocations')).every((r) => r.signed)).toBe(true);
+  });
+
+  it('bad input is one line, nothing started: --items out of range, a payload the starter refuses, no starter named', async () => {
+    useLocalLambda();
+    await expect(opsCommand('start', ['--items', 'many', '--outputs', file])).rejects.toThrow(InvalidInputError);
+    await expect(opsCommand('start', ['--items', '50', '--payload', '{"period":"Feb"}', '--outputs', file])).rejects.toThrow(/^payload: the starter refused it: payload.period: /);
+    await expect(opsCommand('start', ['--items', '50', '--payload', '[1]', '--outputs', file])).rejects.toThrow(/--payload: must be a JSON object/);
+    await expect(opsCommand('start', ['--items', '50'])).rejects.toThrow(/start needs the stack's starter/);
+  });
+});
+
 describe('pause and resume: the worker stops receiving without a single receive counted toward the DLQ', () => {
   const MAPPING = '1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d';
   const lambda = new LocalLambda();
@@ -125,12 +201,7 @@ describe('pause and resume: the worker stops receiving without a single receive 
     writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(t.names, { [OUTPUTS.workerEventSourceMapping]: MAPPING }), Other: outputsOf(other) }));
   });
   afterAll(() => lambda.stop());
-  const useLocalLambda = () => {
-    vi.stubEnv('AWS_ENDPOINT_URL_LAMBDA', lambda.url);
-    vi.stubEnv('AWS_REGION', 'eu-west-1');
-    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIDEXAMPLE');
-    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
-  };
+  const useLocalLambda = () => lambda.use();
   afterEach(() => {
     vi.unstubAllEnvs();
   });

@@ -45,8 +45,9 @@ describe('the prerequisites check', () => {
     expect(() => requireTools(['java', 'spin', 'gcc'], 'npm test', { PATH: empty })).toThrow(
       /npm test needs Java 17 \(not found on PATH\), spin \(not found on PATH\) and gcc \(not found on PATH\)\. Install: .*apt-get install -y --no-install-recommends openjdk-17-jre-headless spin gcc$/,
     );
-    // The machine this runs on has all three (the README's prerequisites).
-    expect(missingTools(['java', 'spin', 'gcc'])).toEqual([]);
+    // The machine this runs on has all four (the README's prerequisites).
+    expect(missingTools(['java', 'spin', 'gcc', 'jq'])).toEqual([]);
+    expect(() => requireTools(['jq'], 'npm test', { PATH: empty })).toThrow(/npm test needs jq \(not found on PATH\)\. Install: .*apt-get install -y --no-install-recommends jq$/);
   });
 
   it('reads the Java major version of old and new version strings', () => {
@@ -88,15 +89,15 @@ describe('npm start on a machine without Java 17', () => {
 });
 
 describe('npm test on a machine without spin and gcc', () => {
-  it('stops in its global setup, before any test file runs, naming both tools and the apt line', async () => {
-    // java is there (so before this check existed the run went on and passed); spin and gcc are not.
+  it('stops in its global setup, before any test file runs, naming the missing tools and the apt line', async () => {
+    // java is there (so before this check existed the run went on and passed); spin, gcc and jq are not.
     const r = await vitest(['run', 'test/generation.test.ts'], { env: envWithPath(path(['sh', 'cat', 'java'])), killAfterMs: 60_000 });
     const out = r.stdout + r.stderr;
     expect(r.code, out).not.toBe(0);
-    expect(out).toContain('npm test needs spin (not found on PATH) and gcc (not found on PATH)');
-    expect(out).toContain('apt-get install -y --no-install-recommends spin gcc');
+    expect(out).toContain('npm test needs spin (not found on PATH), gcc (not found on PATH) and jq (not found on PATH)');
+    expect(out).toContain('apt-get install -y --no-install-recommends spin gcc jq');
     expect(out).not.toMatch(/Test Files\s+\d+ passed/);
-    console.info(`vitest without spin and gcc: stopped in ${r.ms} ms (vitest start included)`);
+    console.info(`vitest without spin, gcc and jq: stopped in ${r.ms} ms (vitest start included)`);
   }, 90_000);
 
   it('npm run test:quick needs only Java: its setup passes the tools check without spin and gcc and goes on to start DynamoDB Local', async () => {

@@ -1,6 +1,6 @@
 /**
  * The tools outside npm that the project runs: Java 17 for DynamoDB Local, spin and gcc for the
- * model check. Looked up on PATH (and `java -version` asked, ~40 ms) before anything is
+ * model check, jq for the docs' commands (test/docs-commands.test.ts runs their lookups). Looked up on PATH (and `java -version` asked, ~40 ms) before anything is
  * launched, so a missing one is named at once, with the one apt line that installs it, instead
  * of after a launch times out or minutes of other tests.
  */
@@ -9,13 +9,13 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { ConfigError } from '../../lib/protocol/index.js';
 
-export type Tool = 'java' | 'spin' | 'gcc';
+export type Tool = 'java' | 'spin' | 'gcc' | 'jq';
 
 /** DynamoDB Local 2.6 and later (the bundled jar is 3.3.0) needs Java 17. */
 export const MIN_JAVA = 17;
 
 /** Debian/Ubuntu package of each tool. */
-const APT_PACKAGE: Record<Tool, string> = { java: 'openjdk-17-jre-headless', spin: 'spin', gcc: 'gcc' };
+const APT_PACKAGE: Record<Tool, string> = { java: 'openjdk-17-jre-headless', spin: 'spin', gcc: 'gcc', jq: 'jq' };
 
 export interface MissingTool {
   tool: Tool;

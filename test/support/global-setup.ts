@@ -25,8 +25,8 @@ declare module 'vitest' {
 /** Only the quick tier is running (`vitest run --project quick`): it has no model check. */
 const quickOnly = (project: TestProject) => project.vitest.projects.every((p) => p.name === 'quick');
 
-/** Java for DynamoDB Local always; spin and gcc when the model check (the full tier) runs. */
-const toolsFor = (project: TestProject): Tool[] => (quickOnly(project) ? ['java'] : ['java', 'spin', 'gcc']);
+/** Java for DynamoDB Local always; spin and gcc for the model check and jq for the docs' commands, when the full tier runs. */
+const toolsFor = (project: TestProject): Tool[] => (quickOnly(project) ? ['java'] : ['java', 'spin', 'gcc', 'jq']);
 
 export default async function setup(project: TestProject) {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
