@@ -1,5 +1,5 @@
 /*
- * effects.pml — the external effects of DESIGN.md ("External effects"), for SPIN: the protected
+ * effects.pml — the external effects of docs/external-effects.md, for SPIN: the protected
  * file (a document under its generation's key, published by a pointer the fenced unit writes)
  * and the unprotected email (the transactional outbox, the stream-driven senders, the provider
  * and its own record, the reconciler). See model/README.md for the mapping to lib/.
