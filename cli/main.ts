@@ -14,6 +14,8 @@
  *   npm run cli -- requeue 'invoice-run#2026-11' --outputs cdk-outputs.json
  *   npm run cli -- decide 'charge#2026-11#sub-0000007' --accepted --provider-id ch_3Pq --note "..." --outputs cdk-outputs.json
  *   npm run cli -- retry 'charge#2026-11#sub-0000007' --note "card updated" --outputs cdk-outputs.json
+ *   npm run cli -- start --items 50 --outputs cdk-outputs.json            (a run now, through the stack's starter)
+ *   npm run cli -- redrive --outputs cdk-outputs.json --wait              (the work DLQ back to the work queue)
  *   npm run cli -- cost --template cdk.out/FencedWorkflow.template.json   (a synthesized stack's idle cost)
  *   npm run cli -- raise-epoch --epoch 1 --outputs cdk-outputs.json
  *   npm run cli -- seal --epoch 1 --outputs cdk-outputs.json

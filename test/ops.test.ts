@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError, systemClock } from '../lib/protocol/index.js';
 import { silentTelemetry, type WorkQueue } from '../lib/workflow/index.js';
 import { workloadNamed } from '../lib/workloads/index.js';
@@ -148,6 +148,83 @@ describe('status: a job\'s progress and the time it has left', () => {
     expect(progressOf({ status: 'DONE', cursor: 100, totalUnits: 100, createdAt: created }, created + 60_000)).toBe(' (100 %)');
     expect(progressOf({ status: 'RUNNING', cursor: 1, totalUnits: 100_000, createdAt: created }, created + 60_000)).toBe(' (0 %, ~1666.7 h left)');
     expect(progressOf({ status: 'RUNNING' }, created)).toBe('');
+  });
+});
+
+describe('status --outbox: what the outbox came to, per target', () => {
+  it('counts each target\'s items by state, the declines among the FAILED, and the bounces and complaints the provider reported', async () => {
+    const put = (Item: Record<string, unknown>) => t.dynamo.doc.send(new PutCommand({ TableName: t.names.outbox, Item }));
+    await put({ pk: 'email#1', kind: 'email', status: 'SENT', providerEvents: new Set(['SEND:m1', 'BOUNCE:m1']) });
+    await put({ pk: 'email#2', kind: 'email', status: 'SENT', providerEvents: new Set(['SEND:m2', 'COMPLAINT:m2']) });
+    await put({ pk: 'email#3', kind: 'email', status: 'PENDING' });
+    await put({ pk: 'payment#1', kind: 'http', target: 'payments', status: 'SENT' });
+    await put({ pk: 'payment#2', kind: 'http', target: 'payments', status: 'FAILED', refusal: 'effect' });
+    await put({ pk: 'payment#3', kind: 'http', target: 'payments', status: 'FAILED', refusal: 'request' });
+    const file = join(tempDir('fenced-ops-'), 'cdk-outputs.json');
+    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(t.names) }));
+    const r = await ops('status', ['--outputs', file, '--endpoint', t.endpoint, '--outbox']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Outbox (6 items):\n  email        PENDING 1, SENT 2  (1 bounced, 1 complaint(s))\n  payments     FAILED 2, SENT 1  (1 declined)');
+    const json = await ops('status', ['--outputs', file, '--endpoint', t.endpoint, '--outbox', '--json']);
+    expect(JSON.parse(json.stdout).outbox).toEqual([
+      { target: 'email', items: 3, byStatus: { SENT: 2, PENDING: 1 }, declined: 0, bounced: 1, complaints: 1 },
+      { target: 'payments', items: 3, byStatus: { SENT: 1, FAILED: 2 }, declined: 1, bounced: 0, complaints: 0 },
+    ]);
+  });
+});
+
+describe("redrive: the work DLQ's messages back to the work queue, by SQS's own move task", () => {
+  const DLQ = 'arn:aws:sqs:eu-west-1:111122223333:FencedWorkflow-WorkflowDeadLetterQueue-abc';
+  const calls: { target: string; body: Record<string, unknown> }[] = [];
+  let server: Server;
+  let url = '';
+  let polls = 0;
+  beforeAll(async () => {
+    // SQS's JSON protocol for the two calls redrive makes: a task starts, is RUNNING once, then COMPLETED.
+    server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += String(c)));
+      req.on('end', () => {
+        const target = String(req.headers['x-amz-target'] ?? '');
+        const body = JSON.parse(text || '{}') as Record<string, unknown>;
+        calls.push({ target, body });
+        res.setHeader('content-type', 'application/x-amz-json-1.0');
+        if (body.SourceArn !== DLQ) return res.writeHead(400).end(JSON.stringify({ __type: 'com.amazonaws.sqs#ResourceNotFoundException', message: 'The specified queue does not exist.' }));
+        if (target === 'AmazonSQS.StartMessageMoveTask') return res.writeHead(200).end(JSON.stringify({ TaskHandle: 'task-1' }));
+        const done = ++polls > 1;
+        return res.writeHead(200).end(JSON.stringify({ Results: [{ TaskHandle: 'task-1', Status: done ? 'COMPLETED' : 'RUNNING', SourceArn: DLQ, ApproximateNumberOfMessagesMoved: done ? 3 : 1, ApproximateNumberOfMessagesToMove: 3 }] }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  const useLocalSqs = () => {
+    vi.stubEnv('AWS_ENDPOINT_URL_SQS', url);
+    vi.stubEnv('AWS_REGION', 'eu-west-1');
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIDEXAMPLE');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+  };
+  afterEach(() => vi.unstubAllEnvs());
+
+  it("starts the move of the DLQ named in the outputs and, with --wait, follows it until SQS says it completed", async () => {
+    useLocalSqs();
+    const file = join(tempDir('fenced-ops-'), 'cdk-outputs.json');
+    writeFileSync(file, JSON.stringify({ FencedWorkflow: outputsOf(t.names, { [OUTPUTS.deadLetterQueueArn]: DLQ }) }));
+    const { redriveDeadLetters } = await import('../cli/ops/redrive.js');
+    vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    expect(await redriveDeadLetters(DLQ, { wait: true, json: false, pollMs: 1 })).toBe(0);
+    vi.restoreAllMocks();
+    expect(calls.map((c) => c.target)).toEqual(['AmazonSQS.StartMessageMoveTask', 'AmazonSQS.ListMessageMoveTasks', 'AmazonSQS.ListMessageMoveTasks']);
+    const r = await ops('redrive', ['--outputs', file, '--json']);
+    expect(JSON.parse(r.stdout)).toEqual({ dlq: DLQ, taskHandle: 'task-1' });
+  });
+
+  it('a queue that is not there, a malformed ARN, or none at all: one line, nothing moved', async () => {
+    useLocalSqs();
+    await expect(opsCommand('redrive', ['--dlq-arn', 'arn:aws:sqs:eu-west-1:111122223333:gone'])).rejects.toThrow(/^--dlq-arn: no queue arn:aws:sqs:eu-west-1:111122223333:gone/);
+    await expect(opsCommand('redrive', ['--dlq-arn', 'not-an-arn'])).rejects.toThrow(/^--dlq-arn: must be an SQS queue ARN/);
+    await expect(opsCommand('redrive', [])).rejects.toThrow(/redrive needs the work queue's dead-letter queue/);
   });
 });
 

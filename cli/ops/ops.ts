@@ -42,10 +42,11 @@ import { intFlag, parseFlags, urlFlag } from '../shared/flags.js';
 import { decide, DECIDE_USAGE, decisionOf, type DecideFlags } from './decide.js';
 import { retry, RETRY_USAGE, retryNoteOf } from './retry.js';
 import { COST_HELP, costCommand } from './cost.js';
+import { outboxSummary, renderOutboxSummary } from './outbox-summary.js';
 import { PLAN_HELP, planCommand } from './plan.js';
 import { listPrefixes } from './prefixes.js';
 
-export const OPS_COMMANDS = ['status', 'requeue', 'start', 'decide', 'retry', 'raise-epoch', 'seal', 'pause', 'resume', 'plan', 'cost'] as const;
+export const OPS_COMMANDS = ['status', 'requeue', 'start', 'redrive', 'decide', 'retry', 'raise-epoch', 'seal', 'pause', 'resume', 'plan', 'cost'] as const;
 export type OpsCommand = (typeof OPS_COMMANDS)[number];
 
 const COMMON = `Where (one of):
@@ -55,7 +56,7 @@ const COMMON = `Where (one of):
 Also: --workload NAME (the stack's: read from --outputs when it names one; default invoices), --region R, --json`;
 
 const USAGE: Record<OpsCommand, string> = {
-  status: `status: leases, fences, jobs and runs at a glance, each sorted by key.\n  npm run cli -- status --outputs cdk-outputs.json\n  npm run cli -- status --endpoint URL --prefixes     the table prefixes present there (one per npm start)\n${COMMON}`,
+  status: `status: leases, fences, jobs (each with its share done and time left) and runs at a glance, each sorted by key;\n--outbox adds what the outbox came to per target (states, declines, bounces, complaints; a Scan: for a run's worth).\n  npm run cli -- status --outputs cdk-outputs.json [--outbox]\n  npm run cli -- status --endpoint URL --prefixes     the table prefixes present there (one per npm start)\n${COMMON}`,
   requeue: `requeue <jobId>: have an unfinished job picked up again: a conditional update of the job
 (heartbeat, requeues; refused if a live worker moved it meanwhile), then
   - with a work queue (--outputs, or --queue-url): a message to it, for the deployed workers;
@@ -76,6 +77,10 @@ Disabled. Messages wait in the queue; no receive counts toward the DLQ. Never th
 with {"items": N} (the run's size in any workload) and the workload's own fields from --payload, and prints
 the run it created, or found (one run per schedule slot: a second start starts nothing new).
   npm run cli -- start --items 50 --outputs cdk-outputs.json [--stack NAME]    (or --function-name NAME [--region R])`,
+  redrive: `redrive [--wait]: move the work queue's dead-letter messages back to the work queue (SQS's message move
+task; the source is the queue whose redrive policy names the DLQ), once the cause is fixed. --wait follows the move
+until it ends. A redriven message whose job is done does nothing.
+  npm run cli -- redrive --outputs cdk-outputs.json [--stack NAME] [--wait]    (or --dlq-arn ARN [--region R])`,
   plan: PLAN_HELP,
   cost: COST_HELP,
   seal: `seal --epoch E: raise every fence and lease counter to E * 2^32 so every older token is\nrejected at once. Idempotent and restartable.\n  npm run cli -- seal --epoch 1 --outputs cdk-outputs.json\n${COMMON}`,
@@ -184,6 +189,17 @@ async function prefixesHere(command: OpsCommand, values: { endpoint?: string; re
 }
 
 /** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
+/** `redrive [--wait]`: the work DLQ's messages back to the work queue (cli/ops/redrive.ts). */
+async function redriveNow(values: Record<string, string | boolean | undefined>): Promise<number> {
+  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const region = str('region');
+  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
+  let dlq = str('dlq-arn');
+  if (dlq === undefined && str('outputs') !== undefined) dlq = stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.deadLetterQueueArn];
+  const { redriveDeadLetters } = await import('./redrive.js');
+  return redriveDeadLetters(dlq, { ...(region ? { region } : {}), wait: values.wait === true, json: values.json === true });
+}
+
 /** `start --items N [--payload JSON]`: the stack's starter, invoked now (cli/ops/start.ts). */
 async function startNow(values: Record<string, string | boolean | undefined>): Promise<number> {
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
@@ -249,8 +265,9 @@ export function progressOf(j: { status?: unknown; cursor?: unknown; totalUnits?:
   return `${share}, ~${leftS < 120 ? `${leftS} s` : leftS < 7200 ? `${Math.round(leftS / 60)} min` : `${(leftS / 3600).toFixed(1)} h`} left)`;
 }
 
-async function status(t: Target, json: boolean): Promise<number> {
+async function status(t: Target, json: boolean, withOutbox = false): Promise<number> {
   const [leases, fences, allJobs] = (await Promise.all([scanAll(t.doc, t.tables.leases), scanAll(t.doc, t.tables.fences), scanAll(t.doc, t.tables.jobs)])).map(byKey) as [Item[], Item[], Item[]];
+  const outbox = withOutbox ? outboxSummary(await scanAll(t.doc, t.tables.outbox)) : undefined;
   const now = systemClock.wallNow();
   // The epoch record lives in the Leases table but is not a lease.
   const epoch = leases.find((l) => l.pk === EPOCH_RECORD_KEY)?.epoch;
@@ -264,7 +281,7 @@ async function status(t: Target, json: boolean): Promise<number> {
   const jobs = allJobs.filter(isJobItem);
   if (json) {
     const recorded = typeof epoch === 'number' ? epoch : null;
-    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => ({ ...j, progress: progressOf(j, now).replace(/^ \(|\)$/g, '') || null })), runs }) + '\n');
+    process.stdout.write(JSON.stringify({ epoch: recorded, leases: jobLeases, fences, jobs: jobs.map(({ input: _i, ...j }) => ({ ...j, progress: progressOf(j, now).replace(/^ \(|\)$/g, '') || null })), runs, ...(outbox === undefined ? {} : { outbox }) }) + '\n');
     return 0;
   }
   const w = (s: string) => process.stdout.write(s + '\n');
@@ -283,6 +300,7 @@ async function status(t: Target, json: boolean): Promise<number> {
   }
   w(`\nRuns (${runs.length}):`);
   for (const r of runs) w(`  ${r.runId.padEnd(40)} ${r.status.padEnd(10)} ${r.done}/${r.shards} shards DONE${r.doneAt === null ? '' : ', recorded'}`);
+  if (outbox !== undefined) w(`\n${renderOutboxSummary(outbox).join('\n')}`);
   return 0;
 }
 
@@ -360,6 +378,9 @@ export const OPS_OPTIONS = {
   prefixes: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean', default: false },
+  outbox: { type: 'boolean', default: false },
+  'dlq-arn': { type: 'string' },
+  wait: { type: 'boolean', default: false },
 } as const;
 
 export async function opsCommand(command: OpsCommand, argv: string[]): Promise<number> {
@@ -384,6 +405,7 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
   const epoch = command === 'raise-epoch' || command === 'seal' ? epochFlag(values.epoch) : undefined;
   if (command === 'pause' || command === 'resume') return pauseOrResume(command, values);
   if (command === 'start') return startNow(values);
+  if (command === 'redrive') return redriveNow(values);
   if (values.prefixes) return prefixesHere(command, values);
   const t = target(values);
   try {
@@ -398,18 +420,18 @@ export async function opsCommand(command: OpsCommand, argv: string[]): Promise<n
 }
 
 /** The commands that work on tables: plan and cost return before any is resolved. */
-type TableCommand = Exclude<OpsCommand, 'plan' | 'cost' | 'start' | 'pause' | 'resume'>;
+type TableCommand = Exclude<OpsCommand, 'plan' | 'cost' | 'start' | 'redrive' | 'pause' | 'resume'>;
 
 async function run(
   command: TableCommand,
   t: Target,
-  values: { json: boolean } & Omit<DecideFlags, 'json'>,
+  values: { json: boolean; outbox?: boolean } & Omit<DecideFlags, 'json'>,
   positionals: string[],
   epoch: number | undefined,
 ): Promise<number> {
   switch (command) {
     case 'status':
-      return status(t, values.json);
+      return status(t, values.json, values.outbox === true);
     case 'requeue':
       return requeue(t, positionals[0], values.json);
     case 'decide':
