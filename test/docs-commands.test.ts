@@ -3,12 +3,14 @@
  * Every command the README and docs/ show in a shell block, as a reader would copy it, so a
  * copied command cannot fail on a typo: `npm run synth`, `deploy` and `destroy` synthesize the app
  * with the context they pass (cdk runs the app for each of them); the offline CLI commands (plan,
- * cost, workloads) run; the ones that need a deployed stack are checked against the CLI's own
- * commands and flags; and every `jq` lookup in cdk-outputs.json runs against an outputs file of a
- * stack whose name has a hyphen (FencedWorkflow-reports), as a fork's or a second workload's has.
+ * cost) run; the ones that need a deployed stack are checked against the CLI's own commands and
+ * flags; every npm script named is package.json's; every `jq` lookup in cdk-outputs.json runs
+ * against an outputs file of a stack whose name has a hyphen (FencedWorkflow-reports), as a
+ * fork's or a second workload's has; and what is left is marked: a call that needs AWS (`aws`,
+ * `cdk bootstrap`), or the shell plumbing around the others.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { OPS_COMMANDS, OPS_OPTIONS, opsCommand } from '../cli/ops/ops.js';
@@ -87,6 +89,26 @@ describe('the docs\' commands', () => {
     } finally {
       vi.restoreAllMocks();
     }
+  });
+
+  it('every npm script a line runs is one package.json has', () => {
+    const scripts = Object.keys((JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+    for (const c of commands) for (const m of c.line.matchAll(/npm run (?:-s )?([\w:-]+)/g)) expect(scripts, `${c.file}: ${c.line}`).toContain(m[1]);
+  });
+
+  it('every other line is either a call that needs AWS (aws, cdk bootstrap: run on a real account, not here) or shell plumbing around the checked ones', () => {
+    const checked = (l: string) => /^(\/usr\/bin\/time -v )?npm (run|start|test|ci)\b|^npm ci && npm start$|^jq /.test(l);
+    const needsAws = (l: string) => /(^|\$\(|\| )aws |npx cdk bootstrap|^AWS_REGION=\S+ npm run deploy/.test(l);
+    const plumbing = (l: string) => /^(export |for |while |do\b|done\b|if |fi\b|cp |out\(\)|out \w+|[A-Za-z_]+=|[{}"\])]|EOF$)/.test(l);
+    // A test file run on its own: the file is there.
+    const testFile = (l: string) => /^npx vitest run (\S+)$/.exec(l)?.[1];
+    for (const c of commands) if (testFile(c.line) !== undefined) expect(existsSync(join(PROJECT_ROOT, testFile(c.line)!)), c.line).toBe(true);
+    // fork.md's walk-through names the workload its reader creates (audits): those lines run in the fork.
+    const inTheFork = (c: DocCommand) => c.file === 'docs/fork.md' && /\baudits\b/.test(c.line);
+    const unclassified = commands.filter((c) => !checked(c.line) && !needsAws(c.line) && !plumbing(c.line) && testFile(c.line) === undefined && !inTheFork(c));
+    expect(unclassified.map((c) => `${c.file}: ${c.line}`)).toEqual([]);
+    // The ones that need AWS, counted: the five-minute walk and the runbooks are mostly these.
+    expect(commands.filter((c) => needsAws(c.line)).length).toBeGreaterThan(20);
   });
 
   it("every jq lookup in cdk-outputs.json finds its output when the stack's name has a hyphen (FencedWorkflow-reports), or names the default stack", () => {

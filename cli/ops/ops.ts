@@ -188,47 +188,52 @@ async function prefixesHere(command: OpsCommand, values: { endpoint?: string; re
   }
 }
 
-/** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
-/** `redrive [--wait]`: the work DLQ's messages back to the work queue (cli/ops/redrive.ts). */
-async function redriveNow(values: Record<string, string | boolean | undefined>): Promise<number> {
+type Flags = Record<string, string | boolean | undefined>;
+
+/**
+ * What the commands that call a stack's resource (start, redrive, pause, resume) share: the
+ * region, checked, and the resource's name from its own flag or, failing that, from the outputs
+ * file's `output` of the stack (--stack).
+ */
+function resourceTarget(values: Flags, flag: string, output: string): { name: string | undefined; region?: string } {
   const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   const region = str('region');
   if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
-  let dlq = str('dlq-arn');
-  if (dlq === undefined && str('outputs') !== undefined) dlq = stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.deadLetterQueueArn];
+  let name = str(flag);
+  if (name === undefined && str('outputs') !== undefined) name = stackOutputs(readOutputs(str('outputs')!), str('stack'))[output];
+  return { name, ...(region ? { region } : {}) };
+}
+
+/** `redrive [--wait]`: the work DLQ's messages back to the work queue (cli/ops/redrive.ts). */
+async function redriveNow(values: Flags): Promise<number> {
+  const { name, ...where } = resourceTarget(values, 'dlq-arn', OUTPUTS.deadLetterQueueArn);
   const { redriveDeadLetters } = await import('./redrive.js');
-  return redriveDeadLetters(dlq, { ...(region ? { region } : {}), wait: values.wait === true, json: values.json === true });
+  return redriveDeadLetters(name, { ...where, wait: values.wait === true, json: values.json === true });
 }
 
 /** `start --items N [--payload JSON]`: the stack's starter, invoked now (cli/ops/start.ts). */
-async function startNow(values: Record<string, string | boolean | undefined>): Promise<number> {
-  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
-  const region = str('region');
-  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
+async function startNow(values: Flags): Promise<number> {
+  const raw = typeof values.payload === 'string' ? values.payload : undefined;
   let payload: Record<string, unknown> = {};
-  if (str('payload') !== undefined) {
+  if (raw !== undefined) {
     try {
-      payload = JSON.parse(str('payload')!) as Record<string, unknown>;
+      payload = JSON.parse(raw) as Record<string, unknown>;
     } catch {
-      throw new InvalidInputError('--payload', `must be a JSON object, got ${str('payload')!.slice(0, 100)}`);
+      throw new InvalidInputError('--payload', `must be a JSON object, got ${raw.slice(0, 100)}`);
     }
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new InvalidInputError('--payload', 'must be a JSON object');
   }
-  if (str('items') !== undefined) payload = { ...payload, items: intFlag('items', str('items'), 0, 0, 100_000_000) };
-  let functionName = str('function-name');
-  if (functionName === undefined && str('outputs') !== undefined) functionName = stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.starterFunction];
+  if (typeof values.items === 'string') payload = { ...payload, items: intFlag('items', values.items, 0, 0, 100_000_000) };
+  const { name, ...where } = resourceTarget(values, 'function-name', OUTPUTS.starterFunction);
   const { startRunNow } = await import('./start.js');
-  return startRunNow({ functionName, ...(region ? { region } : {}) }, payload, values.json === true);
+  return startRunNow({ functionName: name, ...where }, payload, values.json === true);
 }
 
-async function pauseOrResume(command: 'pause' | 'resume', values: Record<string, string | boolean | undefined>): Promise<number> {
-  const str = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
-  const region = str('region');
-  if (region !== undefined && !REGION.test(region)) throw new InvalidInputError('--region', `must be a region name like eu-west-1, got "${region}"`);
-  let mappingId = str('mapping-id');
-  if (mappingId === undefined && str('outputs') !== undefined) mappingId = stackOutputs(readOutputs(str('outputs')!), str('stack'))[OUTPUTS.workerEventSourceMapping];
+/** pause/resume need the event source mapping, not the tables: from --mapping-id or the outputs file. */
+async function pauseOrResume(command: 'pause' | 'resume', values: Flags): Promise<number> {
+  const { name, ...where } = resourceTarget(values, 'mapping-id', OUTPUTS.workerEventSourceMapping);
   const { setWorkerReceiving } = await import('./pause.js');
-  return setWorkerReceiving(command === 'resume', { mappingId, ...(region ? { region } : {}) }, values.json === true);
+  return setWorkerReceiving(command === 'resume', { mappingId: name, ...where }, values.json === true);
 }
 
 function readOutputs(file: string): unknown {
