@@ -8,7 +8,7 @@
  * signed (SigV4) for its function URL.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { decimal, DEFAULT_HTTP_KEY_RETENTION_MS, DEFAULT_SEND_TIMEOUT_MS, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
+import { decimal, DEFAULT_HTTP_KEY_RETENTION_MS, DEFAULT_SEND_TIMEOUT_MS, DEFAULT_KEY_RETENTION_MARGIN_MS, EMAIL_TARGET, ENV, liveTargetsOf, SandboxEmail, targetsOf, httpTargetEnv, httpUrl, integer, Pacer, required, type DocumentTarget, type EmailProvider, type HttpProvider, type ReconcilerDeps, type SenderDeps, type Telemetry, type Workload } from '../lib/workflow/index.js';
 import { FetchHttpProvider, S3ObjectStore, s3Client, SecretsManagerCredential, SesEmailProvider, signedFetch } from '../lib/workflow/adapters/index.js';
 import { ConfigError } from '../lib/protocol/index.js';
 import type { Commons, Env } from './commons.js';
@@ -68,7 +68,7 @@ export function senderFromEnv(env: Env, commons: Commons, telemetry: Telemetry, 
  * descriptor states unless `<TARGET>_KEY_RETENTION_MS` says otherwise.
  */
 function providersFromEnv(env: Env, workload: Workload<any>, tracer?: Tracer): { email?: EmailProvider; http: Record<string, HttpProvider> } {
-  const live = liveTargetsOf(env[ENV.liveTargets], ENV.liveTargets, [EMAIL_TARGET, ...workload.outbox.http.map((t) => t.target)]);
+  const live = liveTargetsOf(env[ENV.liveTargets], ENV.liveTargets, targetsOf(workload));
   const http: Record<string, HttpProvider> = {};
   let secrets: ReturnType<typeof SecretsManagerCredential.client> | undefined;
   for (const t of workload.outbox.http) {

@@ -5,7 +5,7 @@
  * accepts is one the deployed functions accept. A bad value is a ConfigError naming the setting.
  */
 import { ConfigError, MAX_EPOCH } from '../lib/protocol/index.js';
-import { AWS_LIMITS, EMAIL_TARGET, isHttpUrl, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../lib/workflow/index.js';
+import { AWS_LIMITS, isHttpUrl, targetsOf, MAX_SHARDS, SWEEP_INTERVAL_MS, TABLE_NAME, TABLE_ROLES, unitSizeCap, type TableRole, type Workload } from '../lib/workflow/index.js';
 import { configuredWorkload, DEFAULT_WORKLOAD, WORKLOADS } from '../lib/workloads/index.js';
 import type { WarmUnits } from './constructs/defaults.js';
 import type { SenderIdentitySetting } from './constructs/external-effects.js';
@@ -253,7 +253,7 @@ export class ContextSettings {
    */
   live(workload: Pick<Workload, 'name' | 'outbox'>): string[] {
     const v = this.string('live');
-    const targets = [...(workload.outbox.email ? [EMAIL_TARGET] : []), ...workload.outbox.http.map((t) => t.target)];
+    const targets = targetsOf(workload);
     if (v === undefined || v === 'false') return [];
     if (v === 'true') return targets;
     const names = v.split(',').map((n) => n.trim());

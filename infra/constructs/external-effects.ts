@@ -29,7 +29,7 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../../lib/protocol/index.js';
-import { DEFAULT_HTTP_KEY_RETENTION_MS, EMAIL_TARGET, ENV, httpTargetEnv, isHttpUrl, OUTBOX_INDEX, type HttpTargetSpec, type Workload } from '../../lib/workflow/index.js';
+import { DEFAULT_HTTP_KEY_RETENTION_MS, ENV, targetsOf, httpTargetEnv, isHttpUrl, OUTBOX_INDEX, type HttpTargetSpec, type Workload } from '../../lib/workflow/index.js';
 import type { SandboxBehaviour } from '../../lib/workflow/adapters/index.js';
 import { SandboxProvider } from './sandbox-provider.js';
 import { deadLetterQueue } from './defaults.js';
@@ -152,9 +152,9 @@ function senderAddressOf(props: ExternalEffectsProps): string | undefined {
   return undefined;
 }
 
-/** The live targets, checked against the workload's: `email` when it sends email, and its http targets' names. */
-function liveTargetsOf(workload: EffectsWorkload, live: readonly string[]): readonly string[] {
-  const targets = [...(workload.outbox.email ? [EMAIL_TARGET] : []), ...workload.outbox.http.map((t) => t.target)];
+/** The live targets, checked against the workload's (targetsOf). */
+function checkedLiveTargets(workload: EffectsWorkload, live: readonly string[]): readonly string[] {
+  const targets = targetsOf(workload);
   for (const n of live) if (!targets.includes(n)) throw new ConfigError('liveTargets', `workload ${workload.name} has no target "${n.slice(0, 100)}" (its targets: ${targets.join(', ') || 'none'})`);
   return live;
 }
@@ -208,7 +208,7 @@ export class ExternalEffects extends Construct {
   constructor(scope: Construct, id: string, props: ExternalEffectsProps) {
     super(scope, id);
     const address = senderAddressOf(props);
-    const live = liveTargetsOf(props.workload, props.liveTargets ?? []);
+    const live = checkedLiveTargets(props.workload, props.liveTargets ?? []);
     const sandboxed = props.workload.outbox.http.filter((t) => !live.includes(t.target));
     if (sandboxed.length > 0) this.sandbox = this.sandboxProvider(sandboxed, props.sandboxProvider ?? {});
     this.credentials = this.targetCredentials(props.workload.outbox.http.filter((t) => live.includes(t.target)), props.httpCredentials ?? {});

@@ -95,7 +95,7 @@ export { decideUnknown, type Decision, type DecisionResult } from './effects/dec
 export { attemptId, retryAsNewAttempt } from './effects/attempts.js';
 export { assertSteps, EMAIL_SOURCE, followUpId, followUps, followUpsOf, MAX_CHAIN, sourceOf, STEP_OUTCOMES, type FollowUpStep, type StepOutcome } from './effects/follow-ups.js';
 export { Pacer, notBeforeOf, type BackoffSettings } from './effects/pacing.js';
-export { EMAIL_TARGET, liveTargetsOf, MAILBOX_SIMULATOR, SandboxEmail, sandboxOutcome, sandboxRecipient, type SandboxOutcome } from './effects/sandbox.js';
+export { EMAIL_TARGET, liveTargetsOf, MAILBOX_SIMULATOR, SandboxEmail, sandboxOutcome, sandboxRecipient, targetsOf, type SandboxOutcome } from './effects/sandbox.js';
 export { PROVIDER_EVENT, recordedDelivery, type SendVerdict, type EmailProvider, type HttpProvider, type OutboundCall, type OutboundEmail, type RecordAnswer, type SendResult, type DeclineRule } from './effects/providers.js';
 export { countKeyedRefusal, DEFAULT_KEY_RETENTION_MARGIN_MS, keyedDeadline, PAST_RETENTION, restartKeyWindow, startKeyedSend, type KeyedRounds } from './effects/key-retention.js';
 export { claimCoversSend, DEFAULT_SEND_TIMEOUT_MS, deliver, SETTLE_RESERVE_MS, sendItem, settle, type DeliveryOutcome, type SenderDeps, type SenderHooks, type SenderPoint } from './effects/sender.js';

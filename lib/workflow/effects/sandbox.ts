@@ -49,6 +49,12 @@ export class SandboxEmail implements EmailProvider {
   }
 }
 
+/** A workload's targets, as `live` names them: `email` when it sends email, and its http targets' names. */
+export const targetsOf = (w: { readonly outbox: { readonly email?: boolean | undefined; readonly http: readonly { readonly target: string }[] } }): string[] => [
+  ...(w.outbox.email ? [EMAIL_TARGET] : []),
+  ...w.outbox.http.map((t) => t.target),
+];
+
 /**
  * The targets the environment says are live (`LIVE_TARGETS`: a comma-separated list of `email`
  * and http target names, or `none`). Unset means none: a function deployed without the setting
