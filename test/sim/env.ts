@@ -4,6 +4,7 @@
  * the same fault rules the proxy applies, and the external services' in-memory stand-ins.
  */
 import type { DynamoModel } from './dynamodb/model.js';
+import type { SimClientOptions } from './dynamodb/clients.js';
 import { simDynamo, simStreams } from './dynamodb/clients.js';
 import { simEffects } from './effects/index.js';
 import { faultedWire, type Latency } from './wire.js';
@@ -13,7 +14,8 @@ import type { World } from './world.js';
 /** How long a GSI lags its table at most (virtual ms): AWS propagates "usually within a second". */
 export const INDEX_LAG_MS = 200;
 
-export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: Latency } = {}): ChaosEnv {
+export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: Latency } & Pick<SimClientOptions, 'shortCut'> = {}): ChaosEnv {
+  const clients = opts.shortCut === undefined ? {} : { shortCut: opts.shortCut };
   // Each applied write's index changes reach the indexes a drawn while later, in write order.
   let propagating = false;
   const afterApply = () => {
@@ -29,12 +31,12 @@ export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: 
   return {
     // Lambda's event source mapping polls a stream's shard 4 times a second; the progress watch is the harness's, not the code's.
     pacing: { progressPollMs: 250, streamPollMs: 250 },
-    direct: simDynamo(model, direct.transport),
-    streams: simStreams(model, direct.transport),
+    direct: simDynamo(model, direct.transport, clients),
+    streams: simStreams(model, direct.transport, clients),
     async wire(onExchange) {
       const w = faultedWire(world, { ...opts, onExchange, afterApply });
       // The handlers' clients as the harness builds them on DynamoDB Local (createDynamo, maxAttempts 3).
-      const dynamo = simDynamo(model, w.transport, { maxAttempts: 3 });
+      const dynamo = simDynamo(model, w.transport, { maxAttempts: 3, ...clients });
       return { dynamo, faults: w.faults, close: async () => void w.faults.clear() };
     },
     effects: async (o) => simEffects(o),

@@ -11,6 +11,7 @@ import type { Workload } from '../../lib/workflow/index.js';
 import type { AwsCallRecorder } from '../../cli/local/aws-calls.js';
 import { DynamoModel, type DynamoModelOptions } from './dynamodb/model.js';
 import { comparedShapes } from './dynamodb/shape.js';
+import type { SimClientOptions } from './dynamodb/clients.js';
 import { simChaosEnv } from './env.js';
 import { shaper, type Shape } from './shapes.js';
 import { inWorld, SimWorldError, type World } from './world.js';
@@ -49,6 +50,8 @@ export interface SimOptions {
   onRequest?: DynamoModelOptions['onRequest'];
   /** Which request shapes the model answers (default: those the fidelity test compared; `any`: every one, for a trace). */
   shapes?: 'compared' | 'any' | ReadonlySet<string>;
+  /** How the run's clients send (test/sim/dynamodb/short-cut.ts): the short-cut (default), compared with the SDK's path, or the SDK's path. */
+  shortCut?: SimClientOptions['shortCut'];
 }
 
 /** The schedule a simulated run of `seed` carries out. */
@@ -68,7 +71,7 @@ export async function simulateOne(seed: number, variant: Variant, opts: SimOptio
     record = await inWorld(seed, async (w) => {
       world = w;
       model = new DynamoModel({ now: () => w.wallNow, indexLag: true, ...(opts.shapes === 'any' ? {} : { shapes: typeof opts.shapes === 'object' ? opts.shapes : comparedShapes() }), ...(opts.onRequest ? { onRequest: opts.onRequest } : {}) });
-      return chaosRun(simChaosEnv(w, model), seed, variant, { schedule, keepTables: true, ...(opts.workload ? { workload: opts.workload } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
+      return chaosRun(simChaosEnv(w, model, opts.shortCut === undefined ? {} : { shortCut: opts.shortCut }), seed, variant, { schedule, keepTables: true, ...(opts.workload ? { workload: opts.workload } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
     });
   } catch (e) {
     if (!(e instanceof SimWorldError)) throw e;

@@ -5,6 +5,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Dynamo } from '../../../lib/protocol/index.js';
 import { simRequestHandler, type SimTransport } from './handler.js';
 import type { DynamoModel } from './model.js';
+import { installShortCut, type ShortCutOptions } from './short-cut.js';
 
 export interface SimClientOptions {
   /**
@@ -13,6 +14,12 @@ export interface SimClientOptions {
    * SDK's retry delays are then the world's timers.
    */
   maxAttempts?: number;
+  /**
+   * How a command reaches the request handler: through the command-level short-cut (default),
+   * the short-cut checked against the SDK's path on every request (`{ compare }`), or the SDK's
+   * full middleware stack (`'sdk'`).
+   */
+  shortCut?: 'sdk' | ShortCutOptions;
 }
 
 const common = (model: DynamoModel, transport?: SimTransport, opts: SimClientOptions = {}) => ({
@@ -27,9 +34,12 @@ const common = (model: DynamoModel, transport?: SimTransport, opts: SimClientOpt
 export function simDynamo(model: DynamoModel, transport?: SimTransport, opts: SimClientOptions = {}): Dynamo {
   const client = new DynamoDBClient(common(model, transport, opts));
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  if (opts.shortCut !== 'sdk') installShortCut(client as never, doc as never, opts.shortCut);
   return { client, doc };
 }
 
-export function simStreams(model: DynamoModel, transport?: SimTransport): DynamoDBStreamsClient {
-  return new DynamoDBStreamsClient(common(model, transport));
+export function simStreams(model: DynamoModel, transport?: SimTransport, opts: Pick<SimClientOptions, 'shortCut'> = {}): DynamoDBStreamsClient {
+  const client = new DynamoDBStreamsClient(common(model, transport));
+  if (opts.shortCut !== 'sdk') installShortCut(client as never, undefined, opts.shortCut);
+  return client;
 }

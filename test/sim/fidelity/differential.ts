@@ -16,6 +16,7 @@ export const NORMALISATIONS: readonly { what: string; why: string }[] = [
   { what: 'LastEvaluatedKey of a page that stopped exactly at Limit, when one engine leaves it out', why: 'DynamoDB Local leaves it out when the key condition\'s range cannot hold another item; AWS documents that a page stopped by Limit may carry one with nothing after it (the next page is then empty); the code pages until there is none, either way' },
   { what: 'the order of a Scan\'s items (sorted by key before comparing)', why: 'DynamoDB orders a Scan by the hash of the partition key; the model by the key\'s text; the code never relies on Scan order' },
   { what: 'the order of a BatchGetItem\'s items per table (sorted by key)', why: 'AWS documents no order for them ("the order of the returned items is not guaranteed"); the code looks each item up by its key' },
+  { what: 'the order among a Query\'s index items whose index keys are equal (each run of equal index keys sorted by item)', why: 'AWS documents no order for index items that share their index key values; DynamoDB Local serves them in its storage\'s order, the model by the base table\'s key; the code reads such runs whole (an index position is the item\'s own key), and a page cut inside one still differs' },
   { what: 'the order of a set\'s elements (SS, NS, BS sorted)', why: 'DynamoDB does not promise an order for set elements' },
   { what: 'not generated: a transaction naming one item twice with a condition that fails', why: 'AWS refuses two actions on one item up front (ValidationException) and so does the model; DynamoDB Local evaluates the conditions first and answers TransactionCanceledException when one fails. Two actions on one item without conditions are generated: both engines refuse them' },
   { what: 'stream records\' SequenceNumber, eventID, ApproximateCreationDateTime, SizeBytes, eventVersion, awsRegion', why: 'per-engine identifiers and clocks; the records\' order, names, keys and images are compared' },
@@ -95,10 +96,30 @@ const key = (item: unknown) => {
   return { pk: i.pk, sk: i.sk };
 };
 
+/** The attribute names a Query's key condition reads (its index's keys). */
+function keyConditionNames(input: Record<string, unknown>): string[] {
+  const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
+  return [...String(input.KeyConditionExpression ?? '').matchAll(/#\w+/g)].map((m) => names[m[0]] ?? m[0]);
+}
+
+/** Items in their order, except that each run of items equal on `keys` is sorted (canonically). */
+function tiesSorted(items: unknown[], keys: string[]): unknown[] {
+  const of = (i: unknown) => JSON.stringify(canonical(keys.map((k) => (i as Record<string, unknown>)[k])));
+  const out: unknown[] = [];
+  for (let a = 0; a < items.length; ) {
+    let b = a + 1;
+    while (b < items.length && of(items[b]) === of(items[a])) b++;
+    out.push(...items.slice(a, b).map((i) => [JSON.stringify(canonical(i)), i] as const).sort((x, y) => (x[0] < y[0] ? -1 : 1)).map(([, i]) => i));
+    a = b;
+  }
+  return out;
+}
+
 export function outcomeOf(op: Op, out: Record<string, unknown>): Outcome {
   const { $metadata: _m, ...rest } = out;
   if (op.input.ReturnConsumedCapacity === undefined) delete rest.ConsumedCapacity;
   if (op.op === 'Scan' && Array.isArray(rest.Items)) rest.Items = byKey(rest.Items);
+  if (op.op === 'Query' && op.input.IndexName !== undefined && rest.LastEvaluatedKey === undefined && Array.isArray(rest.Items)) rest.Items = tiesSorted(rest.Items, keyConditionNames(op.input));
   if (op.op === 'BatchGetItem' && rest.Responses) rest.Responses = Object.fromEntries(Object.entries(rest.Responses as Record<string, unknown[]>).map(([t, items]) => [t, byKey(items)]));
   return { ok: canonical(rest) };
 }

@@ -1,0 +1,97 @@
+// tier: full
+/**
+ * The simulator's command-level short-cut (test/sim/dynamodb/short-cut.ts) answers as the SDK's
+ * full path does: whole schedules run with every request sent both ways and compared (what was
+ * sent, what came back, how often the retry loop tried); a short-cut that drops one Query item is
+ * caught; a client with middleware of its own (the IAM recorder) goes the SDK's way.
+ */
+import { CreateTableCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { HttpRequest } from '@smithy/types';
+import { describe, expect, it } from 'vitest';
+import { AwsCallRecorder, asFunction } from '../cli/local/aws-calls.js';
+import { simDynamo } from './sim/dynamodb/clients.js';
+import { DynamoModel } from './sim/dynamodb/model.js';
+import { newComparison, type ShortCutOptions } from './sim/dynamodb/short-cut.js';
+import { simulateOne } from './sim/run.js';
+
+/** Drops the first item of the first Query answer that has one: the defect a short-cut could have. */
+function dropOneQueryItem(): NonNullable<ShortCutOptions['breakAnswer']> {
+  let dropped = false;
+  return (operation, body) => {
+    if (dropped || operation !== 'Query') return body;
+    const answer = JSON.parse(body) as { Items?: unknown[]; Count?: number };
+    if ((answer.Items?.length ?? 0) === 0) return body;
+    dropped = true;
+    return JSON.stringify({ ...answer, Items: answer.Items!.slice(1), Count: (answer.Count ?? 1) - 1 });
+  };
+}
+
+/** A client over a fresh model with one table, and every request's headers as the request handler saw them. */
+async function clientSeeing(opts: { shortCut?: 'sdk' | ShortCutOptions } = {}) {
+  const dynamo = simDynamo(new DynamoModel(), undefined, opts);
+  const seen: Record<string, string>[] = [];
+  const handler = dynamo.client.config.requestHandler as { handle(r: HttpRequest, o?: unknown): Promise<unknown> };
+  const handle = handler.handle.bind(handler);
+  handler.handle = (r, o) => (seen.push({ ...r.headers }), handle(r, o));
+  await dynamo.client.send(new CreateTableCommand({ TableName: 'things', BillingMode: 'PAY_PER_REQUEST', AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }], KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }] }));
+  return { dynamo, seen };
+}
+
+describe('the command-level short-cut', () => {
+  it('answers every request of whole schedules as the SDK path does (protocol, control, sharded, chaos shapes)', async () => {
+    const compare = newComparison();
+    // Seed 11: throttling and transaction conflicts (the retry loop retries); a control; a sharded and a chaos schedule.
+    const runs = [
+      await simulateOne(11, 'fenced', { shape: 'small', shortCut: { compare } }),
+      await simulateOne(12, 'leaseOnly', { shape: 'small', shortCut: { compare } }),
+      await simulateOne(14, 'fenced', { shape: 'sharded', shortCut: { compare } }),
+      await simulateOne(19, 'fenced', { shape: 'chaos', shortCut: { compare } }),
+    ];
+    expect(compare.differences).toEqual([]);
+    expect(runs.map((r) => [r.seed, r.ok, r.unsupported])).toEqual(runs.map((r) => [r.seed, true, []]));
+    expect(compare.compared).toBeGreaterThan(4_000);
+    // Every kind of request the code makes went both ways, and some were retried by the SDK's loop.
+    for (const op of ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'TransactWriteItems', 'GetRecords', 'DescribeTable', 'CreateTable']) expect(compare.operations[op], op).toBeGreaterThan(0);
+    expect(compare.retried).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('catches a short-cut that drops one Query item', async () => {
+    const compare = newComparison();
+    await simulateOne(11, 'fenced', { shape: 'small', shortCut: { compare, breakAnswer: dropOneQueryItem() } });
+    expect(compare.differences.length).toBeGreaterThan(0);
+    expect(compare.differences[0]).toMatch(/^QueryCommand: the outcomes differ/);
+  }, 60_000);
+
+  it('catches a document client whose answer the short-cut would deserialize otherwise', async () => {
+    const compare = newComparison();
+    const { dynamo } = await clientSeeing({ shortCut: { compare, breakAnswer: (op, body) => (op === 'GetItem' ? body.replace('"S":"one"', '"S":"two"') : body) } });
+    await dynamo.doc.send(new PutCommand({ TableName: 'things', Item: { pk: 'a', v: 'one' } }));
+    const got = await dynamo.doc.send(new GetCommand({ TableName: 'things', Key: { pk: 'a' } }));
+    expect(got.Item).toEqual({ pk: 'a', v: 'two' });
+    expect(compare.differences).toHaveLength(1);
+    expect(compare.differences[0]).toContain('GetCommand: the outcomes differ');
+  });
+
+  it('sends no signature, user agent or endpoint rules: a stock client goes the short way', async () => {
+    const { dynamo, seen } = await clientSeeing();
+    await dynamo.doc.send(new PutCommand({ TableName: 'things', Item: { pk: 'a' } }));
+    await dynamo.client.send(new GetItemCommand({ TableName: 'things', Key: { pk: { S: 'a' } } }));
+    expect(seen.map((h) => h.authorization)).toEqual([undefined, undefined, undefined]);
+    expect(seen.map((h) => h['x-amz-target'])).toEqual(['DynamoDB_20120810.CreateTable', 'DynamoDB_20120810.PutItem', 'DynamoDB_20120810.GetItem']);
+  });
+
+  it('leaves a client with middleware of its own (the IAM recorder) on the SDK path, signed, recorded', async () => {
+    const { dynamo, seen } = await clientSeeing();
+    const calls = new AwsCallRecorder().attach(dynamo.client);
+    await asFunction('worker', () => dynamo.doc.send(new QueryCommand({ TableName: 'things', KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': 'a' } })));
+    expect(seen.at(-1)?.authorization).toMatch(/^AWS4-HMAC-SHA256 /);
+    expect(calls.records.map((r) => [r.fn, r.action])).toEqual([['worker', 'Query']]);
+  });
+
+  it('leaves a send with options on the SDK path', async () => {
+    const { dynamo, seen } = await clientSeeing();
+    await dynamo.doc.send(new GetCommand({ TableName: 'things', Key: { pk: 'a' } }), { abortSignal: new AbortController().signal });
+    expect(seen.at(-1)?.authorization).toMatch(/^AWS4-HMAC-SHA256 /);
+  });
+});
