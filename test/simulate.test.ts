@@ -86,6 +86,10 @@ describe('the deterministic simulator (bounded)', () => {
       { control: 'bounceOnComplaint', why: 'none of its steps follows a bounce' },
     ]);
     expect(summaryLines(summarize(plan, [], 1_000))).toContain('  control sendFromWorker: not run, its units create no email');
+    // The default workload is judged alike: the invoice sample follows no bounce, so bounceOnComplaint is listed, not run and "not caught".
+    const invoicesPlan = simPlan(['--schedules', '1', '--control-schedules', '1']) as Exclude<ReturnType<typeof simPlan>, 'help'>;
+    expect(invoicesPlan.skippedControls).toEqual([{ control: 'bounceOnComplaint', why: 'none of its steps follows a bounce' }]);
+    expect(invoicesPlan.tasks.map((t) => t.variant)).not.toContain('bounceOnComplaint');
     // A workload that sends email only as its steps' follow-ups (a receipt after a charge): the worker has none to send itself, read off its checks.
     const stepsOnly = { ...reports, outbox: { ...reports.outbox, email: true } };
     expect(controlCannotShow('sendFromWorker', stepsOnly)).toBe('its units create no email (only its steps do)');

@@ -9,7 +9,7 @@
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { Clock, Dynamo } from '../../lib/protocol/index.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { countUnsent, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type FollowUpStep, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type SenderPoint, type TableNames, type Telemetry } from '../../lib/workflow/index.js';
+import { countUnsent, DEPLOYED_DEFAULTS, type CollectReport, type EmailProvider, type HttpProvider, type DocumentTarget, type FollowUpStep, type Processor, type ReconcileReport, type SenderDeps, type SenderHooks, type SenderPoint, type TableNames, type Telemetry } from '../../lib/workflow/index.js';
 import { createCollectorHandler, createReconcilerHandler, type BudgetContext, type CollectorHandler, type ReconcilerHandler } from '../../functions/effects-handlers.js';
 import { createSenderHandler } from '../../functions/sender-handler.js';
 import { asFunction, type AwsCallRecorder } from '../local/aws-calls.js';
@@ -18,12 +18,14 @@ import type { CutBody } from '../local/fault-switch.js';
 import type { S3Request } from '../local/s3-endpoint.js';
 import { headerOf } from '../local/smtp-sink.js';
 import type { EffectsSources } from '../check/invariants-effects.js';
-import { OutboxStream } from '../local/outbox-stream.js';
+import { OutboxStream, type StreamActivity } from '../local/outbox-stream.js';
 import type { Timeline } from '../shared/timeline.js';
 
 export interface RunEffectsOptions {
   /** How often the stream stand-in polls its shards (default the stand-in's 50 ms; Lambda's event source mapping polls a DynamoDB stream's shard 4 times a second). */
   streamPollMs?: number;
+  /** The engine tells its stream's appends: the stream stand-in waits for them instead of polling (the simulator). */
+  streamActivity?: StreamActivity;
   dynamo: Dynamo;
   streams: DynamoDBStreamsClient;
   tables: TableNames;
@@ -153,6 +155,9 @@ export class RunEffects {
   private readonly reconciler: ReconcilerHandler;
   readonly reconciles: ReconcileReport[] = [];
   readonly collects: CollectReport[] = [];
+  /** The reconciler runs on its schedule (background), and who waits for its next pass (settle). */
+  private scheduled = false;
+  private passWaiters: { resolve: (r: ReconcileReport) => void; reject: (e: unknown) => void }[] = [];
 
   constructor(private readonly o: RunEffectsOptions) {
     this.documents = { store: o.effects.store, set: o.set, concurrency: 8 };
@@ -184,6 +189,7 @@ export class RunEffects {
       retryAfterMs: Math.round(o.leaseMs / 3),
       maxRetries: 4,
       ...(o.streamPollMs === undefined ? {} : { pollMs: o.streamPollMs }),
+      ...(o.streamActivity === undefined ? {} : { activity: o.streamActivity }),
     });
     this.reconciler = createReconcilerHandler({
       ...this.senderDeps,
@@ -359,9 +365,16 @@ export class RunEffects {
 
 
   async reconcileOnce(): Promise<ReconcileReport> {
-    const r = await asFunction('reconciler', () => this.reconciler(undefined, this.invocation()));
-    this.reconciles.push(r);
-    return r;
+    const waiters = this.passWaiters.splice(0);
+    try {
+      const r = await asFunction('reconciler', () => this.reconciler(undefined, this.invocation()));
+      this.reconciles.push(r);
+      for (const w of waiters) w.resolve(r);
+      return r;
+    } catch (e) {
+      for (const w of waiters) w.reject(e);
+      throw e;
+    }
   }
 
   /** One collector run; none for a workload without documents. */
@@ -405,14 +418,27 @@ export class RunEffects {
       }
     };
     const down = setTimeout(() => this.providersDown(leaseMs * 2), leaseMs);
-    const loops = [every(leaseMs, () => this.reconcileOnce()), every(leaseMs * 3, () => this.collectOnce(collectAfterMs))];
+    this.scheduled = true;
+    const loops = [every(this.reconcileEveryMs, () => this.reconcileOnce()), every(leaseMs * 3, () => this.collectOnce(collectAfterMs))];
     return {
       stop: async () => {
         clearTimeout(down);
         stop.abort();
         await Promise.all(loops);
+        this.scheduled = false;
       },
     };
+  }
+
+  /** The reconciler's schedule scaled to the run's lease: as many passes per lease as the stack's (every minute, a 30 s lease). */
+  get reconcileEveryMs(): number {
+    return Math.round((this.o.leaseMs * DEPLOYED_DEFAULTS.reconcilerIntervalMs) / DEPLOYED_DEFAULTS.leaseDurationMs);
+  }
+
+  /** The next reconciler pass: the scheduled one while the schedule runs, else one now. */
+  private nextPass(): Promise<ReconcileReport> {
+    if (!this.scheduled) return this.reconcileOnce();
+    return new Promise((resolve, reject) => this.passWaiters.push({ resolve, reject }));
   }
 
   /**
@@ -428,8 +454,9 @@ export class RunEffects {
     let movedAt = clock.monotonicNow();
     let unsent = 0;
     for (;;) {
-      await asFunction('sender', () => this.stream.drain(1)).catch(() => undefined);
-      const r = await this.reconcileOnce();
+      // The stream delivers on its own while it runs; the reconciler passes on its schedule (each pass an event this waits for).
+      if (!this.stream.running) await asFunction('sender', () => this.stream.drain(1)).catch(() => undefined);
+      const r = await this.nextPass();
       if (this.stream.backlog === 0 && r.oldestUnsentAgeMs === 0) {
         unsent = 0;
         break;
@@ -437,7 +464,7 @@ export class RunEffects {
       unsent = await this.unsent();
       if (unsent !== last) [last, movedAt] = [unsent, clock.monotonicNow()];
       if (clock.monotonicNow() - movedAt > stallMs) break;
-      await clock.sleep(Math.round(leaseMs / 2));
+      if (!this.scheduled) await clock.sleep(Math.round(leaseMs / 2));
     }
     const at = clock.monotonicNow();
     await clock.sleep(collectAfterMs);

@@ -30,6 +30,16 @@ export interface OutboxStreamOptions {
   maxRetries?: number;
   invocationTimeoutMs?: number;
   onError?: (e: unknown) => void;
+  /** Tells when the table's stream has new records, instead of polling for them every `pollMs` (the simulator's engine does). */
+  activity?: StreamActivity;
+}
+
+/** An engine that tells its stream's appends: the stand-in reads when there is something to read, as Lambda's poller finds it. */
+export interface StreamActivity {
+  /** Records appended to `table`'s stream so far. */
+  count(table: string): number;
+  /** Resolves once more than `seen` records were appended, after the event source's polling latency; or at once when `signal` aborts. */
+  after(table: string, seen: number, signal: AbortSignal): Promise<void>;
 }
 
 interface Shard {
@@ -44,7 +54,8 @@ interface Shard {
 }
 
 export class OutboxStream {
-  private running = false;
+  private live = false;
+  private stopping = new AbortController();
   private loop: Promise<void> | undefined;
   private readonly shards = new Map<string, Shard>();
   private duplicates = 0;
@@ -66,14 +77,21 @@ export class OutboxStream {
     this.races += n;
   }
 
+  /** The loop reads and delivers on its own (between start and stop). */
+  get running(): boolean {
+    return this.live;
+  }
+
   start(): void {
-    if (this.running) return;
-    this.running = true;
+    if (this.live) return;
+    this.live = true;
+    this.stopping = new AbortController();
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
+    this.live = false;
+    this.stopping.abort();
     await this.loop;
   }
 
@@ -88,13 +106,19 @@ export class OutboxStream {
   }
 
   private async run(): Promise<void> {
-    while (this.running) {
+    const { activity, table } = this.opts;
+    while (this.live) {
+      const seen = activity?.count(table);
+      let failed = false;
       try {
         await this.tick();
       } catch (e) {
+        failed = true;
         this.opts.onError?.(e);
       }
-      await this.opts.clock.sleep(this.opts.pollMs ?? 50);
+      // Told of appends: wait for the next one, unless records wait for a retry or the read failed.
+      if (activity === undefined || seen === undefined || failed || this.backlog > 0) await this.opts.clock.sleep(this.opts.pollMs ?? 50);
+      else await activity.after(table, seen, this.stopping.signal);
     }
   }
 

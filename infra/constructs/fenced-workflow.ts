@@ -19,7 +19,7 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { AWS_LIMITS, DEFAULT_UNFINISHED_JOB_ALARM_MINUTES, ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, workerRoom, type TableRole, type Workload } from '../../lib/workflow/index.js';
+import { AWS_LIMITS, DEFAULT_UNFINISHED_JOB_ALARM_MINUTES, DEPLOYED_DEFAULTS, ENV, TABLE_ROLES, TABLES, workerConcurrencyFor, workerRoom, type TableRole, type Workload } from '../../lib/workflow/index.js';
 import { ConfigError } from '../../lib/protocol/index.js';
 import { WORKLOADS } from '../../lib/workloads/index.js';
 import { deadLetterQueue, durableTable, secureQueue, type WarmUnits } from './defaults.js';
@@ -254,7 +254,7 @@ export class FencedWorkflow extends Construct {
     this.workload = workload;
     const ids = tableIdsOf(workload);
     this.tableIds = ids;
-    const leaseDuration = props.leaseDuration ?? Duration.seconds(30);
+    const leaseDuration = props.leaseDuration ?? Duration.millis(DEPLOYED_DEFAULTS.leaseDurationMs);
     const maxClockSkew = props.maxClockSkew ?? Duration.seconds(1);
     const sweepInterval = props.sweepInterval ?? Duration.minutes(1);
     const staleAfter = props.staleAfter ?? Duration.millis(2 * leaseDuration.toMilliseconds() + maxClockSkew.toMilliseconds());
@@ -458,7 +458,7 @@ export class FencedWorkflow extends Construct {
         schedule: ScheduleExpression.rate(rate),
         target: new LambdaInvoke(fn.fn, { role: schedulerTargetRole, deadLetterQueue: this.scheduleDeadLetterQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
       });
-    this.reconcilerSchedule = every('ReconcilerSchedule', 'Runs the outbox reconciler', Duration.minutes(1), this.effects.reconciler);
+    this.reconcilerSchedule = every('ReconcilerSchedule', 'Runs the outbox reconciler', Duration.minutes(DEPLOYED_DEFAULTS.reconcilerIntervalMs / 60_000), this.effects.reconciler);
     if (this.effects.collector !== undefined) this.collectorSchedule = every('CollectorSchedule', 'Runs the document collector', Duration.hours(1), this.effects.collector);
 
     // ---- Operations ---------------------------------------------------------------------------

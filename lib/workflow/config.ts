@@ -137,6 +137,13 @@ export function tablesFromEnv(env: Env): TableNames {
   };
 }
 
+/**
+ * What the stack deploys by default (infra/constructs/fenced-workflow.ts): the lease's duration and
+ * the reconciler's schedule. Local and simulated runs scale their reconciler to their own lease by
+ * this ratio, so it passes as often per lease as the deployed one does.
+ */
+export const DEPLOYED_DEFAULTS = { leaseDurationMs: 30_000, reconcilerIntervalMs: 60_000 } as const;
+
 export interface LeaseSettings {
   epoch: number;
   durationMs: number;
@@ -145,7 +152,7 @@ export interface LeaseSettings {
 
 export function leaseSettingsFromEnv(env: Env): LeaseSettings {
   const epoch = integer(env, ENV.epoch, undefined, 0, MAX_EPOCH);
-  const durationMs = integer(env, ENV.leaseDurationMs, 30_000, 100, 3_600_000);
+  const durationMs = integer(env, ENV.leaseDurationMs, DEPLOYED_DEFAULTS.leaseDurationMs, 100, 3_600_000);
   const modeName = env[ENV.leaseMode] ?? 'wall-clock';
   let mode: LeaseMode;
   if (modeName === 'wall-clock') {

@@ -14,6 +14,7 @@ export {
   required,
   SWEEP_INTERVAL_MS,
   DEFAULT_UNFINISHED_JOB_ALARM_MINUTES,
+  DEPLOYED_DEFAULTS,
   sweepSettingsFromEnv,
   tablesFromEnv,
   type LeaseSettings,

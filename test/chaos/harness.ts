@@ -23,6 +23,7 @@ import { startEffects, type Effects, type EffectsOptions } from '../../cli/local
 import { RunEffects } from '../../cli/demo/run-effects.js';
 import { runsRecorded } from '../../cli/demo/run.js';
 import { startFaultProxy, type FaultRules, type WireExchange } from '../../cli/local/fault-proxy.js';
+import type { StreamActivity } from '../../cli/local/outbox-stream.js';
 import { WireCheck } from '../../cli/check/wire-check.js';
 import { asFunction, outsideFunctions, type AwsCallRecorder } from '../../cli/local/aws-calls.js';
 import { scheduleRuns, type ScheduleRuns } from './workload-runs.js';
@@ -104,6 +105,8 @@ export interface ChaosEnv {
    * (default 50 ms each). In the simulator every poll is CPU time, and none is the code under test.
    */
   readonly pacing?: { progressPollMs?: number; streamPollMs?: number };
+  /** The engine tells its stream's appends (the simulator's model): the stream is delivered on them, not polled. */
+  readonly streamActivity?: StreamActivity;
 }
 
 export interface ChaosWire {
@@ -225,6 +228,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     faults: true,
     keyRetentionMarginMs: schedule.leaseMs * 4,
     ...(env.pacing?.streamPollMs === undefined ? {} : { streamPollMs: env.pacing.streamPollMs }),
+    ...(env.streamActivity === undefined ? {} : { streamActivity: env.streamActivity }),
     ...(http === undefined ? {} : { http }),
     ...(email === undefined ? {} : { email }),
     providerFaults: schedule.providerFaults,

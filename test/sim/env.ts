@@ -9,10 +9,40 @@ import { simDynamo, simStreams } from './dynamodb/clients.js';
 import { simEffects } from './effects/index.js';
 import { faultedWire, type Latency } from './wire.js';
 import type { ChaosEnv } from '../chaos/harness.js';
+import type { StreamActivity } from '../../cli/local/outbox-stream.js';
 import type { World } from './world.js';
 
 /** How long a GSI lags its table at most (virtual ms): AWS propagates "usually within a second". */
 export const INDEX_LAG_MS = 200;
+
+/** Lambda's event source mapping polls a DynamoDB stream's shard about four times a second. */
+export const STREAM_POLL_MS = 250;
+
+/**
+ * The stream's appends as events: a waiter wakes when its table's stream has a record it has not
+ * seen, after the latency of the poll that would find it (uniform over one polling interval).
+ */
+export function streamActivity(world: World, model: DynamoModel): StreamActivity {
+  const waiting = new Map<string, (() => void)[]>();
+  model.onStreamRecord = (table) => {
+    const ws = waiting.get(table);
+    if (ws === undefined) return;
+    waiting.delete(table);
+    for (const w of ws) w();
+  };
+  return {
+    count: (table) => model.streamRecords(table),
+    after: (table, seen, signal) =>
+      new Promise<void>((resolve) => {
+        if (signal.aborted) return resolve();
+        const done = () => (signal.removeEventListener('abort', done), resolve());
+        const found = () => void world.schedule(world.random() * STREAM_POLL_MS, done);
+        if (model.streamRecords(table) > seen) return found();
+        waiting.set(table, [...(waiting.get(table) ?? []), found]);
+        signal.addEventListener('abort', done, { once: true });
+      }),
+  };
+}
 
 export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: Latency } & Pick<SimClientOptions, 'shortCut'> = {}): ChaosEnv {
   const clients = opts.shortCut === undefined ? {} : { shortCut: opts.shortCut };
@@ -30,7 +60,8 @@ export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: 
   const direct = faultedWire(world, { ...opts, afterApply });
   return {
     // Lambda's event source mapping polls a stream's shard 4 times a second; the progress watch is the harness's, not the code's.
-    pacing: { progressPollMs: 250, streamPollMs: 250 },
+    pacing: { progressPollMs: 250, streamPollMs: STREAM_POLL_MS },
+    streamActivity: streamActivity(world, model),
     direct: simDynamo(model, direct.transport, clients),
     streams: simStreams(model, direct.transport, clients),
     async wire(onExchange) {

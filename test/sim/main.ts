@@ -1,5 +1,5 @@
 /**
- * `npm run simulate -- --schedules N --seed S [--shape mix|small|sharded|chaos] [--json]
+ * `npm run simulate -- --schedules N --seed S [--shape mix|tiny|small|sharded|chaos] [--json]
  *   [--control-schedules M] [--controls A,B | --no-controls] [--parallel P]`
  * `npm run simulate -- --replay FILE`
  *
@@ -25,7 +25,7 @@ import type { SimTask } from './task.js';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
 const HELP =
-  'npm run simulate -- --schedules N --seed S [--shape mix|small|sharded|chaos] [--json] [--control-schedules M] [--controls A,B] [--no-controls] [--parallel P] [--workload NAME] [--compare-local K]\n' +
+  'npm run simulate -- --schedules N --seed S [--shape mix|tiny|small|sharded|chaos] [--json] [--control-schedules M] [--controls A,B] [--no-controls] [--parallel P] [--workload NAME] [--compare-local K]\n' +
   '  N schedules of the real protocol (seeds S..S+N-1) and M of each negative control (default M = clamp(N/10, 10, 1000)),\n' +
   '  in the deterministic simulator; failing runs are shrunk and saved under .sim/ with their replay command\n' +
   '  --compare-local K: the first K of those schedules again on DynamoDB Local, one at a time (the same-run baseline)\n' +
@@ -79,7 +79,8 @@ export function simPlan(argv: string[]): SimPlan | 'help' {
   const shape = values.shape === undefined || values.shape === 'mix' ? 'mix' : shapeNamed(values.shape);
   const named = values['no-controls'] ? [] : values.controls === undefined ? [...CONTROLS] : values.controls.split(',').map(controlNamed);
   // A control whose mistake cannot show in the workload (an email sent from the worker, for a workload without emails) is not run: the summary says which and why.
-  const skippedControls = workload === undefined ? [] : named.flatMap((c) => { const why = controlCannotShow(c, workload); return why === undefined ? [] : [{ control: c, why }]; });
+  const judged = workload ?? workloadNamed(DEFAULT_WORKLOAD, '--workload');
+  const skippedControls = named.flatMap((c) => { const why = controlCannotShow(c, judged); return why === undefined ? [] : [{ control: c, why }]; });
   const controls = named.filter((c) => !skippedControls.some((s) => s.control === c));
   const controlSchedules = controls.length === 0 ? 0 : int('control-schedules', values['control-schedules'], Math.min(1000, Math.max(10, Math.round(schedules / 10))), 1, 1_000_000);
   const tasks: SimTask[] = [];

@@ -8,11 +8,14 @@ import { shardJobId } from '../../lib/workflow/index.js';
 import { InvalidInputError } from '../../lib/protocol/index.js';
 import { rng, type Schedule } from '../chaos/schedule.js';
 
-export const SHAPES = ['small', 'sharded', 'chaos'] as const;
+export const SHAPES = ['tiny', 'small', 'sharded', 'chaos'] as const;
 export type Shape = (typeof SHAPES)[number];
 
 /** At most this many units in a small shape (the issue's "≤ 10 units"). */
 export const SMALL_UNITS = 10;
+
+/** At most this many units in a tiny shape: enough for a unit before the incident's and one after. */
+export const TINY_UNITS = 4;
 
 export function shapeNamed(name: string): Shape {
   if ((SHAPES as readonly string[]).includes(name)) return name as Shape;
@@ -22,7 +25,7 @@ export function shapeNamed(name: string): Shape {
 /** The shaping function for chaosRun's scheduleOf: identity for `chaos`. */
 export function shaper(shape: Shape): ((s: Schedule) => Schedule) | undefined {
   if (shape === 'chaos') return undefined;
-  return shape === 'small' ? small : sharded;
+  return shape === 'tiny' ? tiny : shape === 'small' ? small : sharded;
 }
 
 /**
@@ -40,6 +43,24 @@ function small(s: Schedule): Schedule {
   // One skew per slot: the draw made one per drawn worker, which may be fewer.
   const skews = Array.from({ length: workers }, (_, i) => s.skews[i] ?? 0);
   return onJobs({ ...s, workers, skews, drifts }, kept, 1);
+}
+
+/**
+ * What the races need and nothing else: one period of at most TINY_UNITS units, two workers, the
+ * incident (its pause, and the successor's crash when drawn), one duplicate delivery, lost commit
+ * answers; no other fault, no throttling, conflicts or delays, no restart, drill or outage past the
+ * key retention. The providers' own trouble stays as drawn (it costs the run no request).
+ */
+function tiny(s: Schedule): Schedule {
+  const r = rng(s.seed ^ 0x7197);
+  const job = s.jobs[0]!;
+  const kept = [{ ...job, customers: Math.min(job.customers, TINY_UNITS * s.unitSize) }];
+  const incident = s.faults.slice(0, s.incident === 'successor-crashes' ? 2 : 1).map((f) => ({ ...f, jobId: invoiceJobId(job.period) }));
+  const duplicate = s.duplicates[0] ?? { atMs: Math.round(s.leaseMs * (1 + r() * 6)), job: 0 };
+  const drifts = [0, 1].map(() => Math.round((r() * 2 - 1) * 0.01 * 10_000) / 10_000);
+  const { restart: _restart, drill: _drill, retentionOutage: _outage, ...rest } = s;
+  const cut: Schedule = { ...rest, workers: 2, skews: [s.skews[0] ?? 0, s.skews[1] ?? 0], drifts, faults: incident, duplicates: [{ ...duplicate, job: 0 }], dropCommitP: Math.max(s.dropCommitP, 0.05), throttleP: 0, conflictP: 0, delayP: 0, renewDelayP: 0 };
+  return onJobs(cut, kept, 1);
 }
 
 /** Small, with each period's run cut into 2 or 3 shard jobs (the faults hit shard jobs). */

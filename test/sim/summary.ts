@@ -2,7 +2,7 @@
 import { BREAKS, CONTROLS } from '../chaos/controls.js';
 import { forcedFor } from '../chaos/schedule.js';
 import type { SimPlan } from './main.js';
-import type { SimOutcome } from './task.js';
+import { RACES, type SimOutcome } from './task.js';
 
 export interface ControlFigures {
   /** The invariant its mistake breaks. */
@@ -34,6 +34,8 @@ export interface SimSummary {
   /** Per shape (the protocol's and the controls' schedules): how many, the threads' time, schedules per thread-second, and per schedule its events, DynamoDB requests and virtual time; and the thread time per request. */
   shapes: Record<string, { schedules: number; cpuMs: number; perThreadSecond: number; meanEvents: number; meanRequests: number; meanVirtualMs: number; msPerRequest: number }>;
   violations: Record<string, number>;
+  /** Per shape, the share of the protocol's schedules that hit each race (task.ts RACES). */
+  races: Record<string, Record<string, number>>;
   failed: { seed: number; shape: string; failed: string[]; first: string; replay: string; faultsBefore: number; faultsAfter: number }[];
   covered: Record<string, number>;
   faults: Record<string, number>;
@@ -98,6 +100,11 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
     for (const c of o.covered) covered[c] = (covered[c] ?? 0) + 1;
     for (const f of new Set(o.faultsFired.map((x) => x.replace(/ for \d+ ms$/, '')))) faults[f] = (faults[f] ?? 0) + 1;
   }
+  const races: SimSummary['races'] = {};
+  for (const shape of new Set(protocol.map((o) => o.shape))) {
+    const runs = protocol.filter((o) => o.shape === shape);
+    races[shape] = Object.fromEntries(Object.keys(RACES).map((race) => [race, Math.round((runs.filter((o) => o.races.includes(race)).length / runs.length) * 1000) / 1000]));
+  }
   const controls: Record<string, ControlFigures> = {};
   for (const c of CONTROLS) {
     const runs = outcomes.filter((o) => o.variant === c);
@@ -120,6 +127,7 @@ export function summarize(plan: SimPlan, outcomes: SimOutcome[], wallMs: number)
     schedulesPerHour: Math.round(perSecond * 3600),
     shapes,
     violations,
+    races,
     failed: failed.slice(0, 50),
     covered,
     faults,
@@ -136,6 +144,7 @@ export function summaryLines(s: SimSummary): string[] {
     `violations: ${Object.entries(s.violations).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     ...s.failed.map((f) => `  seed ${f.seed} (${f.shape}) ${f.failed.join(',')}: ${f.first}\n    shrunk to ${f.faultsAfter} faults (from ${f.faultsBefore}); ${f.replay}`),
     `covered: ${Object.entries(s.covered).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    ...Object.entries(s.races).map(([shape, rs]) => `  races hit, ${shape}: ${Object.entries(rs).map(([k, v]) => `${k} ${Math.round(v * 100)} %`).join(', ')}`),
     ...Object.entries(s.controls).map(([k, c]) => `  control ${k} (${c.breaks}): caught ${c.caught}/${c.schedules} (forced ${c.forced.caught}/${c.forced.schedules}, timed ${c.timed.caught}/${c.timed.schedules}), first at ${c.firstCaughtAt ?? 'never'}, median ${c.medianToCatch ?? '-'} schedules to catch`),
     ...s.skippedControls.map((k) => `  control ${k.control}: not run, ${k.why}`),
     ...(s.localBaseline ? [`baseline: the first ${s.localBaseline.schedules} schedules on DynamoDB Local, one at a time: ${s.localBaseline.msPerSchedule} ms each against ${s.localBaseline.simMsPerSchedule} ms of one simulator thread (${s.localBaseline.speedup}x); the same verdict in ${s.localBaseline.sameVerdicts}`] : []),

@@ -12,6 +12,7 @@ import type { Shape } from './shapes.js';
 import { faultCount, shrink } from './shrink.js';
 import { wireTotal } from './wire.js';
 import { workloadNamed } from '../../lib/workloads/index.js';
+import { METRIC, type MetricName } from '../../lib/workflow/index.js';
 
 export interface SimTask {
   seed: number;
@@ -37,10 +38,29 @@ export interface SimOutcome {
   virtualMs: number;
   digest: string;
   covered: string[];
+  /** The races the run hit (RACES), read off what the code itself counted. */
+  races: string[];
   faultsFired: string[];
   /** A failing (or uncaught) run: where its record is, and its shrunk form. */
   saved?: { file: string; replay: string; first: string; faultsBefore: number; faultsAfter: number; eventsBefore: number; eventsAfter: number; tries: number };
 }
+
+/**
+ * The races a schedule is for, each as the metric the code counts when it meets one: a schedule
+ * may draw an incident and still not hit it (the successor never came, the duplicate found the
+ * job done). The summary reports per shape the share of schedules that hit each.
+ */
+export const RACES: Readonly<Record<string, MetricName>> = {
+  'a successor took over an expired lease': METRIC.leaseTakeover,
+  'the fence refused a stale holder': METRIC.staleGenerationRejected,
+  'a holder found its lease lost': METRIC.leaseLost,
+  'two workers wanted one lease': METRIC.leaseBusy,
+  'an operation key suppressed a duplicate': METRIC.duplicatesSuppressed,
+  'the sweeper requeued a stalled job': METRIC.jobsRequeued,
+  'a send whose outcome went unseen': METRIC.outboxAmbiguous,
+};
+
+const racesOf = (metrics: Record<string, number> | undefined): string[] => Object.entries(RACES).filter(([, m]) => (metrics?.[m] ?? 0) > 0).map(([race]) => race);
 
 /** What a schedule exercised, for the summary's coverage table. */
 function coveredBy(s: Schedule, r: SimRun): string[] {
@@ -80,7 +100,7 @@ export async function runTask(task: SimTask, saveDir: string | undefined, opts: 
   } catch (e) {
     // The simulator's own failure (or the code's, outside any invariant): reported as a failed run, never lost.
     const first = e instanceof Error ? (e.stack ?? e.message).split('\n').slice(0, 3).join(' | ') : String(e);
-    return { seed: task.seed, variant: task.variant, shape: task.shape, ok: false, failed: ['CRASH'], ms: performance.now() - started, events: 0, requests: 0, virtualMs: 0, digest: '', covered: [], faultsFired: [], saved: { file: '', replay: `npm run simulate -- --schedules 1 --seed ${task.seed} --shape ${task.shape} --no-controls`, first, faultsBefore: 0, faultsAfter: 0, eventsBefore: 0, eventsAfter: 0, tries: 0 } };
+    return { seed: task.seed, variant: task.variant, shape: task.shape, ok: false, failed: ['CRASH'], ms: performance.now() - started, events: 0, requests: 0, virtualMs: 0, digest: '', covered: [], races: [], faultsFired: [], saved: { file: '', replay: `npm run simulate -- --schedules 1 --seed ${task.seed} --shape ${task.shape} --no-controls`, first, faultsBefore: 0, faultsAfter: 0, eventsBefore: 0, eventsAfter: 0, tries: 0 } };
   }
   const ms = performance.now() - started;
   const out: SimOutcome = {
@@ -95,6 +115,7 @@ export async function runTask(task: SimTask, saveDir: string | undefined, opts: 
     virtualMs: r.virtualMs,
     digest: r.digest,
     covered: coveredBy(r.schedule, r),
+    races: racesOf(r.record?.metrics),
     faultsFired: r.record?.faultsFired ?? [],
   };
   const keep = !r.ok || (opts.shrinkCaught === true && task.variant !== 'fenced');

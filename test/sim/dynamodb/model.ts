@@ -53,13 +53,21 @@ export class DynamoModel implements Db {
   private readonly shapes: ReadonlySet<string> | undefined;
   private readonly onRequest: DynamoModelOptions['onRequest'];
 
+  /** Told each stream record as it is appended, with its table's name (who delivers the stream waits on it instead of polling). */
+  onStreamRecord: ((table: string) => void) | undefined;
+
+  /** Records in `table`'s current stream so far (0: no table or no stream). */
+  streamRecords(table: string): number {
+    return this.catalog.tables.get(table)?.stream?.records.length ?? 0;
+  }
+
   constructor(opts: DynamoModelOptions = {}) {
     this.shapes = opts.shapes;
     this.onRequest = opts.onRequest;
     const now = opts.now ?? (() => 0);
     let sequence = 0n;
     let indexSeq = 0;
-    const ctx: TableContext = { now, indexLag: opts.indexLag ?? false, nextSequence: () => ++sequence, nextIndexSeq: () => ++indexSeq };
+    const ctx: TableContext = { now, indexLag: opts.indexLag ?? false, nextSequence: () => ++sequence, nextIndexSeq: () => ++indexSeq, recorded: (table) => this.onStreamRecord?.(table) };
     this.catalog = { tables: new Map<string, Table>(), streams: [] as StreamLog[], ctx };
     this.ledger = { tokens: new Map(), now };
     const c = this.catalog;

@@ -29,6 +29,8 @@ export interface StreamRecord {
 export interface StreamClock {
   now(): number;
   nextSequence(): bigint;
+  /** Told each record appended, with its table's name (the simulator's stream delivery waits on it). */
+  recorded?(table: string): void;
 }
 
 /** Sequence numbers as DynamoDB prints them: decimal, fixed width so text order is numeric order. */
@@ -86,6 +88,7 @@ export class StreamLog {
         StreamViewType: this.viewType,
       },
     });
+    this.clock.recorded?.(this.tableName);
   }
 
   close(): void {
