@@ -96,6 +96,24 @@ describe('the deterministic simulator (bounded)', () => {
     expect(controlCannotShow('wrongRecipient', stepsOnly)).toBeUndefined();
   }, 60_000);
 
+  it('runs the protocol alone in the protocol shape: its own workload (records only), no stream, reconciler or collector; its controls caught', async () => {
+    const run = await simulateOne(4, 'fenced', { shape: 'protocol', keepRecord: true });
+    expect({ failed: run.failed, unsupported: run.unsupported, world: run.worldError }).toEqual({ failed: [], unsupported: [], world: undefined });
+    expect(run.record?.report.stats.records).toBe(run.record?.report.stats.expectedRecords);
+    expect(run.record?.report.stats.records).toBeGreaterThan(0);
+    // No outbox item, no reconciler pass, and the incident's race still hit: a successor took over and the fence refused the stale holder.
+    expect(run.record?.history.some((l) => l.includes('"message":"reconcile-done"'))).toBe(false);
+    expect(run.record?.metrics.LeaseTakeover ?? 0).toBeGreaterThan(0);
+    const control = await simulateOne(4, 'leaseOnly', { shape: 'protocol' });
+    expect(control.ok).toBe(true);
+    expect(control.failed.map((f) => f.name)).toContain('FENCE');
+    // Only the protocol's controls are run on it; a fork's workload cannot be asked for in that shape.
+    const plan = simPlan(['--schedules', '1', '--shape', 'protocol', '--control-schedules', '1']) as Exclude<ReturnType<typeof simPlan>, 'help'>;
+    expect([...new Set(plan.tasks.map((t) => t.variant))]).toEqual(['fenced', 'leaseOnly', 'checkThenAct', 'separateFenceWrite', 'counterReset', 'fenceBypass', 'claimOnSweeperCount']);
+    expect(plan.workload).toBe('ledger');
+    expect(() => simPlan(['--shape', 'protocol', '--workload', 'reports'])).toThrow(/the protocol shape runs its own workload/);
+  }, 60_000);
+
   it('refuses bad input in one line, exit 2, and runs nothing', async () => {
     // One as its own process (the script's wiring), the others through its entry in this process.
     expectOneLineError(await tsx('test/sim/main.ts', ['--workload', 'nope']), '--workload');

@@ -381,6 +381,7 @@ export function controlCannotShow(variant: (typeof CONTROLS)[number], w: Paramet
   if (variant === 'bounceOnComplaint') return 'none of its steps follows a bounce';
   if (variant === 'sendFromWorker') return w.outbox.email ? 'its units create no email (only its steps do)' : 'its units create no email';
   if (variant === 'wrongRecipient') return 'it sends no email';
+  if (variant === 'heldAsFailed') return 'it has no outbox';
   return 'its units create no http call';
 }
 

@@ -163,6 +163,8 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
   // Every fence this run's workers raise, and everything that reads them, has the workload's prefix.
   const FENCE_PREFIX = fenceKeyOf('', workload.fenceKeyPrefix); // the workload's prefix, or the default when it names none
   const runs = scheduleRuns(workload, opts.schedule ?? drawn.schedule);
+  // A workload with no outbox and no documents (the simulator's protocol shape): no stream, reconciler or collector runs, as its stack would have none.
+  const effectful = workload.outbox.email || workload.outbox.http.length > 0 || workload.processor.documents !== undefined;
   const schedule = runs.schedule;
   const clock = systemClock;
   const started = clock.monotonicNow();
@@ -298,8 +300,8 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     }
     fx.arm();
     runtime.start();
-    fx.start();
-    const background = fx.background(schedule.leaseMs * 3);
+    if (effectful) fx.start();
+    const background = effectful ? fx.background(schedule.leaseMs * 3) : { stop: async () => undefined };
     await watchProgress(env.direct, tables, jobIds, schedule, history, opts.deadlineMs, env.pacing?.progressPollMs ?? 50);
     timers.forEach(clearTimeout);
     await drilling;
@@ -310,7 +312,7 @@ export async function chaosRun(env: ChaosEnv, seed: number, variant: Variant, op
     while (plan.activePauses > 0 && clock.monotonicNow() < settle) await clock.sleep(25);
     await clock.sleep(schedule.delayMaxMs + 100);
     await runtime.stop();
-    await fx.settle(Math.max(15_000, schedule.leaseMs * 30), schedule.leaseMs * 3);
+    if (effectful) await fx.settle(Math.max(15_000, schedule.leaseMs * 30), schedule.leaseMs * 3);
     await background.stop();
   } catch (e) {
     error = String(e);

@@ -1,5 +1,5 @@
 /**
- * `npm run simulate -- --schedules N --seed S [--shape mix|tiny|small|sharded|chaos] [--json]
+ * `npm run simulate -- --schedules N --seed S [--shape mix|tiny|small|sharded|chaos|protocol] [--json]
  *   [--control-schedules M] [--controls A,B | --no-controls] [--parallel P]`
  * `npm run simulate -- --replay FILE`
  *
@@ -21,11 +21,12 @@ import { runPool } from './pool.js';
 import { shapeNamed, SHAPES, type Shape } from './shapes.js';
 import { summarize, summaryLines, type SimSummary } from './summary.js';
 import type { SimTask } from './task.js';
+import { workloadOfShape } from './run.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
 const HELP =
-  'npm run simulate -- --schedules N --seed S [--shape mix|tiny|small|sharded|chaos] [--json] [--control-schedules M] [--controls A,B] [--no-controls] [--parallel P] [--workload NAME] [--compare-local K]\n' +
+  'npm run simulate -- --schedules N --seed S [--shape mix|tiny|small|sharded|chaos|protocol] [--json] [--control-schedules M] [--controls A,B] [--no-controls] [--parallel P] [--workload NAME] [--compare-local K]\n' +
   '  N schedules of the real protocol (seeds S..S+N-1) and M of each negative control (default M = clamp(N/10, 10, 1000)),\n' +
   '  in the deterministic simulator; failing runs are shrunk and saved under .sim/ with their replay command\n' +
   '  --compare-local K: the first K of those schedules again on DynamoDB Local, one at a time (the same-run baseline)\n' +
@@ -79,7 +80,8 @@ export function simPlan(argv: string[]): SimPlan | 'help' {
   const shape = values.shape === undefined || values.shape === 'mix' ? 'mix' : shapeNamed(values.shape);
   const named = values['no-controls'] ? [] : values.controls === undefined ? [...CONTROLS] : values.controls.split(',').map(controlNamed);
   // A control whose mistake cannot show in the workload (an email sent from the worker, for a workload without emails) is not run: the summary says which and why.
-  const judged = workload ?? workloadNamed(DEFAULT_WORKLOAD, '--workload');
+  // The protocol shape runs its own workload (no outbox, no documents): only the protocol's controls apply to it.
+  const judged = (shape === 'mix' ? workload : workloadOfShape(shape, workload)) ?? workloadNamed(DEFAULT_WORKLOAD, '--workload');
   const skippedControls = named.flatMap((c) => { const why = controlCannotShow(c, judged); return why === undefined ? [] : [{ control: c, why }]; });
   const controls = named.filter((c) => !skippedControls.some((s) => s.control === c));
   const controlSchedules = controls.length === 0 ? 0 : int('control-schedules', values['control-schedules'], Math.min(1000, Math.max(10, Math.round(schedules / 10))), 1, 1_000_000);
@@ -87,7 +89,7 @@ export function simPlan(argv: string[]): SimPlan | 'help' {
   const of = workload === undefined || workload.name === DEFAULT_WORKLOAD ? {} : { workload: workload.name };
   for (let i = 0; i < schedules; i++) tasks.push({ seed: seed + i, variant: 'fenced', shape: shapeOfSeed(seed + i, shape), ...of });
   for (const c of controls) for (let i = 0; i < controlSchedules; i++) tasks.push({ seed: seed + i, variant: c, shape: shapeOfSeed(seed + i, shape), ...of });
-  return { tasks, parallel: Math.min(parallel, Math.max(1, tasks.length)), json, seed, schedules, controlSchedules, shape, workload: workload?.name ?? DEFAULT_WORKLOAD, compareLocal: int('compare-local', values['compare-local'], 0, 0, 10_000), skippedControls };
+  return { tasks, parallel: Math.min(parallel, Math.max(1, tasks.length)), json, seed, schedules, controlSchedules, shape, workload: judged.name, compareLocal: int('compare-local', values['compare-local'], 0, 0, 10_000), skippedControls };
 }
 
 function controlNamed(name: string): (typeof CONTROLS)[number] {
@@ -135,7 +137,7 @@ export async function cli(argv: string[]): Promise<number> {
   });
   const wallMs = performance.now() - started;
   // The baseline: the first protocol schedules again, on DynamoDB Local (the invoice sample's harness).
-  const baseline = plan.compareLocal > 0 ? await compareLocal(plan.tasks.filter((t) => t.variant === 'fenced' && t.workload === undefined).slice(0, plan.compareLocal), outcomes) : undefined;
+  const baseline = plan.compareLocal > 0 ? await compareLocal(plan.tasks.filter((t) => t.variant === 'fenced' && t.workload === undefined && t.shape !== 'protocol').slice(0, plan.compareLocal), outcomes) : undefined;
   const summary: SimSummary = { ...summarize(plan, outcomes, wallMs), ...(baseline ? { localBaseline: baseline } : {}) };
   if (plan.json) process.stdout.write(JSON.stringify(summary) + '\n');
   else for (const line of summaryLines(summary)) process.stdout.write(line + '\n');

@@ -14,6 +14,8 @@ import { comparedShapes } from './dynamodb/shape.js';
 import type { SimClientOptions } from './dynamodb/clients.js';
 import { simChaosEnv } from './env.js';
 import { shaper, type Shape } from './shapes.js';
+import { ledger } from './protocol-workload.js';
+import { InvalidInputError } from '../../lib/protocol/index.js';
 import { inWorld, SimWorldError, type World } from './world.js';
 
 export interface SimRun {
@@ -60,8 +62,16 @@ export function simSchedule(seed: number, variant: Variant, shape: Shape): Sched
   return scheduleOf(seed, variant, shape_ === undefined ? {} : { shape: shape_ }).schedule;
 }
 
+/** The workload a shape runs: the protocol shape's own (no outbox, no documents), or the one asked for. */
+export function workloadOfShape(shape: Shape, asked: Workload<any> | undefined): Workload<any> | undefined {
+  if (shape !== 'protocol') return asked;
+  if (asked !== undefined && asked !== ledger) throw new InvalidInputError('--workload', `the protocol shape runs its own workload (per item one record, no outbox, no documents), not ${asked.name}`);
+  return ledger;
+}
+
 export async function simulateOne(seed: number, variant: Variant, opts: SimOptions = {}): Promise<SimRun> {
   const shape = opts.shape ?? 'small';
+  const workload = workloadOfShape(shape, opts.workload);
   const schedule = opts.schedule ?? simSchedule(seed, variant, shape);
   let world: World | undefined;
   let model: DynamoModel | undefined;
@@ -71,7 +81,7 @@ export async function simulateOne(seed: number, variant: Variant, opts: SimOptio
     record = await inWorld(seed, async (w) => {
       world = w;
       model = new DynamoModel({ now: () => w.wallNow, indexLag: true, ...(opts.shapes === 'any' ? {} : { shapes: typeof opts.shapes === 'object' ? opts.shapes : comparedShapes() }), ...(opts.onRequest ? { onRequest: opts.onRequest } : {}) });
-      return chaosRun(simChaosEnv(w, model, opts.shortCut === undefined ? {} : { shortCut: opts.shortCut }), seed, variant, { schedule, keepTables: true, ...(opts.workload ? { workload: opts.workload } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
+      return chaosRun(simChaosEnv(w, model, opts.shortCut === undefined ? {} : { shortCut: opts.shortCut }), seed, variant, { schedule, keepTables: true, ...(workload ? { workload } : {}), ...(opts.calls ? { calls: opts.calls } : {}) });
     });
   } catch (e) {
     if (!(e instanceof SimWorldError)) throw e;

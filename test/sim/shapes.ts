@@ -8,7 +8,7 @@ import { shardJobId } from '../../lib/workflow/index.js';
 import { InvalidInputError } from '../../lib/protocol/index.js';
 import { rng, type Schedule } from '../chaos/schedule.js';
 
-export const SHAPES = ['tiny', 'small', 'sharded', 'chaos'] as const;
+export const SHAPES = ['tiny', 'small', 'sharded', 'chaos', 'protocol'] as const;
 export type Shape = (typeof SHAPES)[number];
 
 /** At most this many units in a small shape (the issue's "≤ 10 units"). */
@@ -25,7 +25,8 @@ export function shapeNamed(name: string): Shape {
 /** The shaping function for chaosRun's scheduleOf: identity for `chaos`. */
 export function shaper(shape: Shape): ((s: Schedule) => Schedule) | undefined {
   if (shape === 'chaos') return undefined;
-  return shape === 'tiny' ? tiny : shape === 'small' ? small : sharded;
+  // `protocol`: the small shape's schedule, run on the protocol-only workload (run.ts).
+  return shape === 'tiny' ? tiny : shape === 'sharded' ? sharded : small;
 }
 
 /**
