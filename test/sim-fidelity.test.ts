@@ -63,6 +63,8 @@ const TRACED: [string, Traced][] = [
   ['checkThenAct, seed 6, shape small', (onRequest) => simulateOne(6, 'checkThenAct', { shape: 'small', shapes: 'any', onRequest })],
   ['heldAsFailed, seed 103, shape chaos', (onRequest) => simulateOne(103, 'heldAsFailed', { shape: 'chaos', shapes: 'any', onRequest })],
   ['counterReset, seed 3, shape small', (onRequest) => simulateOne(3, 'counterReset', { shape: 'small', shapes: 'any', onRequest })],
+  // A new epoch's first grant on a lease whose claim is free by expiry (a drill between a shard's units): seed 184 of the long run sent it first.
+  ['seed 184, shape sharded (a new epoch granted over an expired claim)', (onRequest) => simulateOne(184, 'fenced', { shape: 'sharded', shapes: 'any', onRequest })],
   // The outbox alone: what a schedule sends only when SES's record comes after a claim was given back.
   ['an email record that came after its claim was given back (the outbox alone)', recordAfterRelease],
 ];
