@@ -50,22 +50,24 @@ type AnyCommand = Command<any, any, any, any, any> & { schema?: unknown; input: 
 type SdkClient = Client<any, any, any, any> & { config: any; middlewareStack: MiddlewareStack<any, any> };
 type Send = (command: AnyCommand, ...rest: unknown[]) => Promise<unknown>;
 
+const SIM_ENDPOINT = 'http://dynamodb.sim';
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 const bodyText = (r: HttpRequest) => (typeof r.body === 'string' ? r.body : r.body === undefined ? '' : decoder.decode(r.body as Uint8Array));
 
 /**
  * Installs the short-cut on `client` (a DynamoDBClient or DynamoDBStreamsClient whose request
- * handler is the model's) and on `doc`, a document client over it. Returns a function that
- * resets the retry loop's state (its token bucket), as a fresh client would have it.
+ * handler is the model's) and on `doc`, a document client over it. The retry loop keeps one
+ * strategy (its token bucket) per client, as the SDK's own does.
  */
-export function installShortCut(client: SdkClient, doc: SdkClient | undefined, opts: ShortCutOptions = {}): { resetRetries(): void } {
+export function installShortCut(client: SdkClient, doc: SdkClient | undefined, opts: ShortCutOptions = {}): void {
   const changed = watchStack(client.middlewareStack);
   const config = client.config;
   const protocol = config.protocol;
   protocol.setSerdeContext(config);
-  let retryStrategy = newStrategy(config);
-  const endpoint = { url: new URL(endpointOf(config)) };
+  const retryStrategy = new StandardRetryStrategy(async () => (await config.maxAttempts()) as number);
+  // The simulated clients' endpoint (clients.ts): the model reads a request's target header and body, never its URL.
+  const endpoint = { url: new URL(SIM_ENDPOINT) };
   // What the protocol reads of its context (the stock middleware spreads the whole client config into it on every request).
   const serde = { endpoint: async () => toEndpointV1(endpoint), utf8Encoder: config.utf8Encoder, streamCollector: config.streamCollector, logger: config.logger };
   const stack = constructStack<any, any>();
@@ -121,7 +123,6 @@ export function installShortCut(client: SdkClient, doc: SdkClient | undefined, o
   };
   client.send = shortSend(sdkSend) as never;
   if (doc !== undefined && docSdkSend !== undefined) doc.send = shortSend(docSdkSend) as never;
-  return { resetRetries: () => void (retryStrategy = newStrategy(config)) };
 }
 
 /** Whether anything was added to or removed from the client's stack since it was built (the recorder, a test's counter). */
@@ -147,16 +148,6 @@ function operationOf(schema: unknown): unknown {
     operations.set(schema as object, op);
   }
   return op;
-}
-
-function newStrategy(config: any): StandardRetryStrategy {
-  return new StandardRetryStrategy(async () => (await config.maxAttempts()) as number);
-}
-
-function endpointOf(config: any): string {
-  const e = config.endpoint;
-  if (typeof e === 'string') return e;
-  return 'http://dynamodb.sim';
 }
 
 /** A terminal that answers as `next` does, then lets `breakAnswer` rewrite the body. */
