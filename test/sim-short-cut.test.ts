@@ -1,18 +1,23 @@
 // tier: full
 /**
- * The simulator's command-level short-cut (test/sim/dynamodb/short-cut.ts) answers as the SDK's
- * full path does: whole schedules run with every request sent both ways and compared (what was
- * sent, what came back, how often the retry loop tried); a short-cut that drops one Query item is
- * caught; a client with middleware of its own (the IAM recorder) goes the SDK's way.
+ * The simulator's command-level short-cut (test/sim/short-cut.ts, its DynamoDB and providers'
+ * routes) answers as the SDK's full path does: whole schedules run with every request sent both
+ * ways and compared (what was sent, what came back, how often the retry loop tried); a short-cut
+ * that drops one Query item, changes an email's MessageId or an object's body is caught; a client
+ * with middleware of its own (the IAM recorder) goes the SDK's way.
  */
 import { CreateTableCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { HttpRequest } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
 import { AwsCallRecorder, asFunction } from '../cli/local/aws-calls.js';
+import { S3Core } from '../cli/local/s3-core.js';
 import { simDynamo } from './sim/dynamodb/clients.js';
 import { DynamoModel } from './sim/dynamodb/model.js';
-import { newComparison, type ShortCutOptions } from './sim/dynamodb/short-cut.js';
+import { Unanswered } from './sim/effects/errors.js';
+import { simS3Client, simS3Handler } from './sim/effects/s3-handler.js';
+import { newComparison, type ShortCutOptions } from './sim/short-cut.js';
 import { simulateOne } from './sim/run.js';
 
 /** Drops the first item of the first Query answer that has one: the defect a short-cut could have. */
@@ -52,7 +57,8 @@ describe('the command-level short-cut', () => {
     expect(runs.map((r) => [r.seed, r.ok, r.unsupported])).toEqual(runs.map((r) => [r.seed, true, []]));
     expect(compare.compared).toBeGreaterThan(4_000);
     // Every kind of request the code makes went both ways, and some were retried by the SDK's loop.
-    for (const op of ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'TransactWriteItems', 'GetRecords', 'DescribeTable', 'CreateTable']) expect(compare.operations[op], op).toBeGreaterThan(0);
+    const providers = ['PutObject', 'GetObject', 'HeadObject', 'DeleteObject', 'ListObjectsV2', 'SendEmail'];
+    for (const op of ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'TransactWriteItems', 'GetRecords', 'DescribeTable', 'CreateTable', ...providers]) expect(compare.operations[op], op).toBeGreaterThan(0);
     expect(compare.retried).toBeGreaterThan(0);
   }, 120_000);
 
@@ -62,6 +68,45 @@ describe('the command-level short-cut', () => {
     expect(compare.differences.length).toBeGreaterThan(0);
     expect(compare.differences[0]).toMatch(/^QueryCommand: the outcomes differ/);
   }, 60_000);
+
+  it("catches a providers' short-cut that changes an email's MessageId", async () => {
+    const compare = newComparison();
+    let changed = 0;
+    // The first accepted send's answer (a throttled one has no MessageId).
+    const breakAnswer = (op: string, body: string) => (op === 'POST /v2/email/outbound-emails' && body.includes('"MessageId":"0') && changed++ === 0 ? body.replace('"MessageId":"0', '"MessageId":"9') : body);
+    await simulateOne(11, 'fenced', { shape: 'small', shortCut: { compare, breakAnswer } });
+    expect(changed).toBeGreaterThan(0);
+    expect(compare.differences.length).toBeGreaterThan(0);
+    expect(compare.differences[0]).toMatch(/^SendEmailCommand: the outcomes differ/);
+  }, 60_000);
+
+  it("catches a providers' short-cut that changes an object's body, and sends S3 no signature", async () => {
+    const compare = newComparison();
+    const seen: Record<string, string>[] = [];
+    const handler = simS3Handler(new S3Core(), new Unanswered());
+    const handle = handler.handle.bind(handler);
+    handler.handle = (r, o) => (seen.push({ ...r.headers }), handle(r, o));
+    const s3 = simS3Client(handler, { shortCut: { compare, breakAnswer: (op, body) => (op.startsWith('GET ') ? body.replace('one', 'two') : body) } });
+    await s3.send(new CreateBucketCommand({ Bucket: 'docs' }));
+    await s3.send(new PutObjectCommand({ Bucket: 'docs', Key: 'k.txt', Body: 'one' }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: 'docs', Key: 'k.txt' }));
+    expect(await got.Body!.transformToString()).toBe('two');
+    expect(compare.differences).toHaveLength(1);
+    expect(compare.differences[0]).toContain('GetObjectCommand: the outcomes differ');
+    expect(seen.map((h) => h.authorization)).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('leaves a providers\' client with the IAM recorder on the SDK path, signed, recorded', async () => {
+    const seen: Record<string, string>[] = [];
+    const handler = simS3Handler(new S3Core(), new Unanswered());
+    const handle = handler.handle.bind(handler);
+    handler.handle = (r, o) => (seen.push({ ...r.headers }), handle(r, o));
+    const s3 = simS3Client(handler);
+    const calls = new AwsCallRecorder().attach(s3);
+    await asFunction('worker', () => s3.send(new CreateBucketCommand({ Bucket: 'docs' })));
+    expect(seen.at(-1)?.authorization).toMatch(/^AWS4-HMAC-SHA256 /);
+    expect(calls.records.map((r) => [r.fn, r.action])).toEqual([['worker', 'CreateBucket']]);
+  });
 
   it('catches a document client whose answer the short-cut would deserialize otherwise', async () => {
     const compare = newComparison();

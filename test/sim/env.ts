@@ -70,6 +70,6 @@ export function simChaosEnv(world: World, model: DynamoModel, opts: { latency?: 
       const dynamo = simDynamo(model, w.transport, { maxAttempts: 3, ...clients });
       return { dynamo, faults: w.faults, close: async () => void w.faults.clear() };
     },
-    effects: async (o) => simEffects(o),
+    effects: async (o) => simEffects({ ...o, ...clients }),
   };
 }

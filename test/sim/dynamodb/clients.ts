@@ -5,7 +5,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Dynamo } from '../../../lib/protocol/index.js';
 import { simRequestHandler, type SimTransport } from './handler.js';
 import type { DynamoModel } from './model.js';
-import { installShortCut, type ShortCutOptions } from './short-cut.js';
+import type { ShortCutOptions } from '../short-cut.js';
+import { installDynamoShortCut } from './short-cut.js';
 
 export interface SimClientOptions {
   /**
@@ -34,12 +35,12 @@ const common = (model: DynamoModel, transport?: SimTransport, opts: SimClientOpt
 export function simDynamo(model: DynamoModel, transport?: SimTransport, opts: SimClientOptions = {}): Dynamo {
   const client = new DynamoDBClient(common(model, transport, opts));
   const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
-  if (opts.shortCut !== 'sdk') installShortCut(client as never, doc as never, opts.shortCut);
+  if (opts.shortCut !== 'sdk') installDynamoShortCut(client as never, doc as never, opts.shortCut);
   return { client, doc };
 }
 
 export function simStreams(model: DynamoModel, transport?: SimTransport, opts: Pick<SimClientOptions, 'shortCut'> = {}): DynamoDBStreamsClient {
   const client = new DynamoDBStreamsClient(common(model, transport));
-  if (opts.shortCut !== 'sdk') installShortCut(client as never, undefined, opts.shortCut);
+  if (opts.shortCut !== 'sdk') installDynamoShortCut(client as never, undefined, opts.shortCut);
   return client;
 }

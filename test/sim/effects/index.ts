@@ -23,6 +23,7 @@ import type { SmtpSink } from '../../../cli/local/smtp-sink.js';
 import { FencedError, systemClock, type Clock } from '../../../lib/protocol/index.js';
 import { FetchHttpProvider, S3ObjectStore, SesEmailProvider } from '../../../lib/workflow/adapters/index.js';
 import { recordSesEvent, type HttpTargetSpec } from '../../../lib/workflow/index.js';
+import type { ShortCutOptions } from '../short-cut.js';
 import { Unanswered } from './errors.js';
 import { simFetch, SIM_PAYMENTS_URL } from './fetch.js';
 import { sequentialIds } from './ids.js';
@@ -41,6 +42,8 @@ export interface SimEffectsOptions extends Omit<EffectsOptions, 's3Endpoint' | '
   feedbackDelayMs?: number;
   /** The configuration set SendEmail names (default `sim`). */
   configurationSet?: string;
+  /** How the S3 and SES clients send (test/sim/effects/short-cut.ts): the short-cut (default), compared with the SDK's path, or the SDK's path. */
+  shortCut?: 'sdk' | ShortCutOptions;
 }
 
 /** Effects, with the in-memory stand-ins always present (the embedded S3 and sink are never replaced by real ones here). */
@@ -85,7 +88,7 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
   // CreateBucket, applied directly: the Effects come back ready, without a request to await.
   s3Core.buckets.set(bucket, new Map());
   // The SDK's default attempts, as the local client (lib's s3Client): a lost put answer is resent and meets 412.
-  const s3: S3Client = simS3Client(simS3Handler(s3Core, unanswered), { maxAttempts: 3 });
+  const s3: S3Client = simS3Client(simS3Handler(s3Core, unanswered), { maxAttempts: 3, ...(opts.shortCut === undefined ? {} : { shortCut: opts.shortCut }) });
   const events = new Set<Promise<unknown>>();
   const sink = memorySink({
     clock,
@@ -104,7 +107,7 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
       events.add(later);
     },
   });
-  const ses = simSesClient(simSesHandler(sink, unanswered, { now: () => clock.wallNow() }));
+  const ses = simSesClient(simSesHandler(sink, unanswered, { now: () => clock.wallNow() }), opts.shortCut === undefined ? {} : { shortCut: opts.shortCut });
   const sendTimeoutMs = opts.sendTimeoutMs ?? 1_000;
   const retention = opts.paymentsKeyRetentionMs === undefined ? {} : { keyRetentionMs: opts.paymentsKeyRetentionMs };
   const paymentsCore = new PaymentsCore({ ...retention, now: () => clock.wallNow(), ids: sequentialIds(0xc4), apiKey: LOCAL_API_KEY });

@@ -8,6 +8,8 @@ import { S3Client } from '@aws-sdk/client-s3';
 import type { HttpHandlerOptions, HttpRequest } from '@smithy/types';
 import type { S3Core } from '../../../cli/local/s3-core.js';
 import { SimNetworkError, type Unanswered } from './errors.js';
+import type { ShortCutOptions } from '../short-cut.js';
+import { installProviderShortCut } from './short-cut.js';
 import { lowerHeaders, noConfig, pathAndQuery, requestBytes, sdkResponse, throwIfAborted, type SimHttpHandler } from './smithy.js';
 
 export const SIM_S3_HOST = 's3.sim';
@@ -33,10 +35,12 @@ export function simS3Handler(core: S3Core, unanswered: Unanswered): SimHttpHandl
  * An S3Client on the in-memory handler, configured as the local one (lib's s3Client: path-style,
  * only the checksums the adapter sends and compares), with dummy static credentials and ONE
  * attempt by default: the SDK's retry sleeps a jittered delay, which a simulator should not have
- * happen behind its back (pass maxAttempts to play the SDK's resend after a lost answer).
+ * happen behind its back (pass maxAttempts to play the SDK's resend after a lost answer). Its
+ * sends go the short-cut (test/sim/effects/short-cut.ts; its bucket path-style after the
+ * endpoint) unless `shortCut` is 'sdk'.
  */
-export function simS3Client(handler: SimHttpHandler, opts: { maxAttempts?: number } = {}): S3Client {
-  return new S3Client({
+export function simS3Client(handler: SimHttpHandler, opts: { maxAttempts?: number; shortCut?: 'sdk' | ShortCutOptions } = {}): S3Client {
+  const client = new S3Client({
     endpoint: SIM_S3_URL,
     forcePathStyle: true,
     region: 'us-east-1',
@@ -46,4 +50,6 @@ export function simS3Client(handler: SimHttpHandler, opts: { maxAttempts?: numbe
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: handler,
   });
+  if (opts.shortCut !== 'sdk') installProviderShortCut(client as never, (input) => `${SIM_S3_URL}/${encodeURIComponent(String(input.Bucket))}`, opts.shortCut);
+  return client;
 }

@@ -25,6 +25,8 @@ import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import type { SinkCore, SinkRefusal } from '../../../cli/local/sink-core.js';
 import { messageIdentity } from '../../../lib/workflow/index.js';
 import { SimNetworkError, type Unanswered } from './errors.js';
+import type { ShortCutOptions } from '../short-cut.js';
+import { installProviderShortCut } from './short-cut.js';
 import { noConfig, requestBytes, sdkResponse, throwIfAborted, type SimHttpHandler } from './smithy.js';
 
 export const SIM_SES_HOST = 'email.sim';
@@ -119,7 +121,13 @@ export function simSesHandler(core: SinkCore, unanswered: Unanswered, opts: { no
   };
 }
 
-/** An SESv2Client on the in-memory handler, as the sender's (SesEmailProvider.client: one attempt), with dummy static credentials. */
-export function simSesClient(handler: SimHttpHandler): SESv2Client {
-  return new SESv2Client({ endpoint: SIM_SES_URL, region: 'us-east-1', credentials: { accessKeyId: 'AKIDSIMULATOR', secretAccessKey: 'simulator' }, maxAttempts: 1, requestHandler: handler });
+/**
+ * An SESv2Client on the in-memory handler, as the sender's (SesEmailProvider.client: one attempt),
+ * with dummy static credentials; its sends go the short-cut (test/sim/effects/short-cut.ts) unless
+ * `shortCut` is 'sdk'.
+ */
+export function simSesClient(handler: SimHttpHandler, opts: { shortCut?: 'sdk' | ShortCutOptions } = {}): SESv2Client {
+  const client = new SESv2Client({ endpoint: SIM_SES_URL, region: 'us-east-1', credentials: { accessKeyId: 'AKIDSIMULATOR', secretAccessKey: 'simulator' }, maxAttempts: 1, requestHandler: handler });
+  if (opts.shortCut !== 'sdk') installProviderShortCut(client as never, () => SIM_SES_URL, opts.shortCut);
+  return client;
 }
