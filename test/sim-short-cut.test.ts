@@ -12,10 +12,12 @@ import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { HttpRequest } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
 import { AwsCallRecorder, asFunction } from '../cli/local/aws-calls.js';
+import { PaymentsCore } from '../cli/local/payments-core.js';
 import { S3Core } from '../cli/local/s3-core.js';
 import { simDynamo } from './sim/dynamodb/clients.js';
 import { DynamoModel } from './sim/dynamodb/model.js';
 import { Unanswered } from './sim/effects/errors.js';
+import { simFetch, SIM_PAYMENTS_URL } from './sim/effects/fetch.js';
 import { simS3Client, simS3Handler } from './sim/effects/s3-handler.js';
 import { newComparison, type ShortCutOptions } from './sim/short-cut.js';
 import { simulateOne } from './sim/run.js';
@@ -57,7 +59,7 @@ describe('the command-level short-cut', () => {
     expect(runs.map((r) => [r.seed, r.ok, r.unsupported])).toEqual(runs.map((r) => [r.seed, true, []]));
     expect(compare.compared).toBeGreaterThan(4_000);
     // Every kind of request the code makes went both ways, and some were retried by the SDK's loop.
-    const providers = ['PutObject', 'GetObject', 'HeadObject', 'DeleteObject', 'ListObjectsV2', 'SendEmail'];
+    const providers = ['PutObject', 'GetObject', 'HeadObject', 'DeleteObject', 'ListObjectsV2', 'SendEmail', 'fetch'];
     for (const op of ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'TransactWriteItems', 'GetRecords', 'DescribeTable', 'CreateTable', ...providers]) expect(compare.operations[op], op).toBeGreaterThan(0);
     expect(compare.retried).toBeGreaterThan(0);
   }, 120_000);
@@ -94,6 +96,24 @@ describe('the command-level short-cut', () => {
     expect(compare.differences).toHaveLength(1);
     expect(compare.differences[0]).toContain('GetObjectCommand: the outcomes differ');
     expect(seen.map((h) => h.authorization)).toEqual([undefined, undefined, undefined]);
+  });
+
+  it("catches a payment fetch's short reading that changes the amount, and reads any other form a Request's way", async () => {
+    const compare = newComparison();
+    const core = new PaymentsCore();
+    const fetchFn = simFetch(core, new Unanswered(), SIM_PAYMENTS_URL, { compare, breakBody: (b) => b.replace('"amount":100', '"amount":1000') });
+    const post = (headers: Record<string, string> | Headers) => fetchFn(`${SIM_PAYMENTS_URL}/charges`, { method: 'POST', headers, body: JSON.stringify({ amount: 100, currency: 'eur' }) });
+    expect((await post({ 'content-type': 'application/json', 'idempotency-key': 'k1' })).status).toBe(200);
+    expect(compare.differences).toHaveLength(1);
+    expect(compare.differences[0]).toMatch(/^fetch: the calls differ/);
+    // Headers as a Headers object: not the short form, so read through a Request (nothing to compare).
+    await post(new Headers({ 'content-type': 'application/json', 'idempotency-key': 'k2' }));
+    expect(compare.compared).toBe(1);
+    // What the provider acted on is what each reading gave it: the broken one's amount under k1.
+    expect([...core.records.values()].map((r) => [r.key, JSON.parse(r.body!).amount])).toEqual([
+      ['k1', 1000],
+      ['k2', 100],
+    ]);
   });
 
   it('leaves a providers\' client with the IAM recorder on the SDK path, signed, recorded', async () => {

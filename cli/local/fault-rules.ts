@@ -76,13 +76,25 @@ function targetMatches(want: string | undefined, target: string, operation: stri
 /** The request a wire hands the rules, from its `X-Amz-Target` header and body. */
 export function proxiedRequest(target: string, body: string): ProxiedRequest {
   const operation = target.includes('.') ? target.slice(target.lastIndexOf('.') + 1) : target;
-  let json: unknown;
+  // Parsed when a rule first reads it: most requests meet no rule that does.
+  let parsed: { json: unknown } | undefined;
+  return {
+    target,
+    operation,
+    body,
+    get json() {
+      parsed ??= { json: parseOrUndefined(body) };
+      return parsed.json;
+    },
+  };
+}
+
+function parseOrUndefined(body: string): unknown {
   try {
-    json = body.length > 0 ? JSON.parse(body) : undefined;
+    return body.length > 0 ? JSON.parse(body) : undefined;
   } catch {
-    json = undefined;
+    return undefined;
   }
-  return { target, operation, body, json };
 }
 
 export function createFaultTable(): FaultTable {

@@ -11,8 +11,22 @@ import { readFileSync, writeFileSync } from 'node:fs';
 /** The words an expression keeps: DynamoDB's functions and keywords (any case). */
 const KEPT = new Set(['and', 'or', 'not', 'between', 'in', 'set', 'remove', 'add', 'delete', 'attribute_exists', 'attribute_not_exists', 'attribute_type', 'begins_with', 'contains', 'size', 'if_not_exists', 'list_append']);
 
+/** Skeletons by expression: a simulation sends the same few expressions thousands of times. */
+const skeletons = new Map<string, string>();
+
 /** An expression's skeleton: names, values and list indexes abstracted (`#`, `:`, `[0]`), spacing normalised. */
 export function skeleton(expr: string): string {
+  let s = skeletons.get(expr);
+  if (s === undefined) {
+    // Bounded: expressions with values inlined would otherwise grow it without end.
+    if (skeletons.size > 10_000) skeletons.clear();
+    s = abstracted(expr);
+    skeletons.set(expr, s);
+  }
+  return s;
+}
+
+function abstracted(expr: string): string {
   return expr
     .replace(/#[A-Za-z0-9_]+/g, '#')
     .replace(/:[A-Za-z0-9_]+/g, ':')

@@ -42,7 +42,7 @@ export interface SimEffectsOptions extends Omit<EffectsOptions, 's3Endpoint' | '
   feedbackDelayMs?: number;
   /** The configuration set SendEmail names (default `sim`). */
   configurationSet?: string;
-  /** How the S3 and SES clients send (test/sim/effects/short-cut.ts): the short-cut (default), compared with the SDK's path, or the SDK's path. */
+  /** How the S3 and SES clients send (test/sim/effects/short-cut.ts) and the payment provider's fetch reads a call (fetch.ts): the short-cut (default), compared with the full path, or the full path. */
   shortCut?: 'sdk' | ShortCutOptions;
 }
 
@@ -112,7 +112,7 @@ export function simEffects(opts: SimEffectsOptions): SimEffects {
   const retention = opts.paymentsKeyRetentionMs === undefined ? {} : { keyRetentionMs: opts.paymentsKeyRetentionMs };
   const paymentsCore = new PaymentsCore({ ...retention, now: () => clock.wallNow(), ids: sequentialIds(0xc4), apiKey: LOCAL_API_KEY });
   const credential = { value: async () => LOCAL_API_KEY };
-  const fetchFn = simFetch(paymentsCore, unanswered);
+  const fetchFn = simFetch(paymentsCore, unanswered, SIM_PAYMENTS_URL, opts.shortCut === 'sdk' ? 'none' : opts.shortCut?.compare === undefined ? {} : { compare: opts.shortCut.compare });
   const payments = Object.assign(paymentsCore, { url: SIM_PAYMENTS_URL, close: async () => undefined });
   const embeddedS3: S3Endpoint = Object.assign(s3Core, { url: SIM_S3_URL, close: async () => undefined });
   return {
