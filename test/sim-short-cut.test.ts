@@ -13,6 +13,7 @@ import type { HttpRequest } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
 import { AwsCallRecorder, asFunction } from '../cli/local/aws-calls.js';
 import { PaymentsCore } from '../cli/local/payments-core.js';
+import { sendLowLevel } from '../lib/protocol/index.js';
 import { S3Core } from '../cli/local/s3-core.js';
 import { simDynamo } from './sim/dynamodb/clients.js';
 import { DynamoModel } from './sim/dynamodb/model.js';
@@ -142,8 +143,10 @@ describe('the command-level short-cut', () => {
     const { dynamo, seen } = await clientSeeing();
     await dynamo.doc.send(new PutCommand({ TableName: 'things', Item: { pk: 'a' } }));
     await dynamo.client.send(new GetItemCommand({ TableName: 'things', Key: { pk: { S: 'a' } } }));
-    expect(seen.map((h) => h.authorization)).toEqual([undefined, undefined, undefined]);
-    expect(seen.map((h) => h['x-amz-target'])).toEqual(['DynamoDB_20120810.CreateTable', 'DynamoDB_20120810.PutItem', 'DynamoDB_20120810.GetItem']);
+    // Options given as undefined are none (lib/protocol's sendLowLevel sends a low-level command through the document client so).
+    await sendLowLevel(dynamo.doc, new GetItemCommand({ TableName: 'things', Key: { pk: { S: 'a' } } }));
+    expect(seen.map((h) => h.authorization)).toEqual([undefined, undefined, undefined, undefined]);
+    expect(seen.map((h) => h['x-amz-target'])).toEqual(['DynamoDB_20120810.CreateTable', 'DynamoDB_20120810.PutItem', 'DynamoDB_20120810.GetItem', 'DynamoDB_20120810.GetItem']);
   });
 
   it('leaves a client with middleware of its own (the IAM recorder) on the SDK path, signed, recorded', async () => {

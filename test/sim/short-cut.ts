@@ -108,8 +108,10 @@ export function installShortCut(route: ShortCutRoute, client: SdkClient, doc: Sd
     command.middlewareStack.identify().length === 0 &&
     (command.clientCommand === undefined || command.clientCommand.middlewareStack.identify().length === 0) &&
     !changed();
-  const shortSend = (fallback: Send): Send => (command, ...rest) => {
-    if (!eligible(command, rest)) return fallback(command, ...rest);
+  const shortSend = (fallback: Send): Send => (command, ...given) => {
+    // `send(command, undefined)` is the SDK's `send(command)` (lib/protocol's sendLowLevel passes its options so).
+    const rest = given.length === 1 && given[0] === undefined ? [] : given;
+    if (!eligible(command, rest)) return fallback(command, ...given);
     const options = rest[0] as SendOptions | undefined;
     return opts.compare === undefined ? direct(command, options) : compared(command, options, fallback, route, config, opts);
   };
