@@ -9,7 +9,6 @@
  * and compares, the retry loop with the client's own strategy, the deserializer and S3's
  * 200-with-an-error check.
  */
-import { constructStack } from '@smithy/core/client';
 import { getSmithyContext } from '@smithy/core';
 import { operation } from '@smithy/core/schema';
 import { toEndpointV1 } from '@smithy/core/transport';
