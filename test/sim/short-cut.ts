@@ -9,7 +9,8 @@
  * the two paths sent (as the stand-in reads it) and returned (the output, or the error's name,
  * fault and message) must agree; test/sim-short-cut.test.ts runs schedules that way and shows a
  * deliberately broken short-cut caught. A client whose stack is not the stock one (the IAM
- * recorder's middleware attached), a send with options or a callback, and a command with
+ * recorder's middleware attached), a send with a callback or with options (but an abort signal
+ * alone, on a route that takes one; options given as `undefined` are none), and a command with
  * middleware of its own take the SDK path, always.
  */
 import { Readable } from 'node:stream';

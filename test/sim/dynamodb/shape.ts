@@ -18,7 +18,7 @@ const skeletons = new Map<string, string>();
 export function skeleton(expr: string): string {
   let s = skeletons.get(expr);
   if (s === undefined) {
-    // Bounded: expressions with values inlined would otherwise grow it without end.
+    // Bounded whatever a workload's expressions are (bare attribute names make each a new key).
     if (skeletons.size > 10_000) skeletons.clear();
     s = abstracted(expr);
     skeletons.set(expr, s);
