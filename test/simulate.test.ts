@@ -101,7 +101,7 @@ describe('the deterministic simulator (bounded)', () => {
     expect({ failed: run.failed, unsupported: run.unsupported, world: run.worldError }).toEqual({ failed: [], unsupported: [], world: undefined });
     expect(run.record?.report.stats.records).toBe(run.record?.report.stats.expectedRecords);
     expect(run.record?.report.stats.records).toBeGreaterThan(0);
-    // No outbox item, no reconciler pass, and the incident's race still hit: a successor took over and the fence refused the stale holder.
+    // No outbox item, no reconciler pass, and the incident's race still hit: a successor took over the stalled holder's lease.
     expect(run.record?.history.some((l) => l.includes('"message":"reconcile-done"'))).toBe(false);
     expect(run.record?.metrics.LeaseTakeover ?? 0).toBeGreaterThan(0);
     const control = await simulateOne(4, 'leaseOnly', { shape: 'protocol' });
